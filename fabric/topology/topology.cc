@@ -1,0 +1,210 @@
+#include "topology.hh"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+namespace loom::topology {
+namespace {
+
+// Upper bound on ranks: a schedule is generated per rank, so this is about int overflow
+// in products of dimensions, not memory.
+constexpr int64_t max_ranks = 1 << 24;
+
+result<int> parse_positive(std::string_view text, std::string_view whole) {
+    int value = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size() || value <= 0) {
+        return parse_error("topology '" + std::string(whole) + "': '" + std::string(text) +
+                           "' is not a positive integer");
+    }
+    return value;
+}
+
+}  // namespace
+
+const char* kind_name(kind k) {
+    switch (k) {
+        case kind::star: return "star";
+        case kind::ring: return "ring";
+        case kind::torus: return "torus";
+        case kind::mesh: return "mesh";
+        case kind::full_mesh: return "fullmesh";
+    }
+    return "?";
+}
+
+shape shape::star(int n) {
+    shape s;
+    s.kind_ = kind::star;
+    s.dims_ = {n};
+    s.size_ = n;
+    return s;
+}
+
+result<shape> shape::parse(std::string_view text) {
+    auto colon = text.find(':');
+    if (colon == std::string_view::npos) {
+        return parse_error("topology '" + std::string(text) +
+                           "': expected KIND:SIZE, e.g. star:8, ring:8, torus:4x4x2, mesh:3x5, "
+                           "fullmesh:8");
+    }
+    std::string_view name = text.substr(0, colon);
+    std::string_view body = text.substr(colon + 1);
+    shape s;
+    if (name == "star") {
+        s.kind_ = kind::star;
+    } else if (name == "ring") {
+        s.kind_ = kind::ring;
+    } else if (name == "torus") {
+        s.kind_ = kind::torus;
+    } else if (name == "mesh") {
+        s.kind_ = kind::mesh;
+    } else if (name == "fullmesh" || name == "full_mesh") {
+        s.kind_ = kind::full_mesh;
+    } else {
+        return parse_error("topology '" + std::string(text) + "': unknown kind '" +
+                           std::string(name) + "' (star, ring, torus, mesh, fullmesh)");
+    }
+    bool multi = s.kind_ == kind::torus || s.kind_ == kind::mesh;
+    int64_t size = 1;
+    size_t pos = 0;
+    while (pos <= body.size()) {
+        size_t x = body.find('x', pos);
+        std::string_view part = body.substr(pos, x == std::string_view::npos ? body.npos : x - pos);
+        auto d = parse_positive(part, text);
+        if (!d) {
+            return d.error();
+        }
+        s.dims_.push_back(*d);
+        size *= *d;
+        if (size > max_ranks) {
+            return parse_error("topology '" + std::string(text) + "': more than " +
+                               std::to_string(max_ranks) + " ranks");
+        }
+        if (x == std::string_view::npos) {
+            break;
+        }
+        pos = x + 1;
+    }
+    if (!multi && s.dims_.size() != 1) {
+        return parse_error("topology '" + std::string(text) + "': " + std::string(name) +
+                           " takes one size, e.g. " + std::string(name) + ":8");
+    }
+    s.size_ = static_cast<int>(size);
+    return s;
+}
+
+std::vector<int> shape::coords(int rank) const {
+    std::vector<int> c(dims_.size());
+    for (int i = ndims() - 1; i >= 0; --i) {
+        c[i] = rank % dims_[i];
+        rank /= dims_[i];
+    }
+    return c;
+}
+
+int shape::rank_of(const std::vector<int>& c) const {
+    int rank = 0;
+    for (int i = 0; i < ndims(); ++i) {
+        rank = rank * dims_[i] + c[i];
+    }
+    return rank;
+}
+
+int shape::neighbour(int rank, int dim, int step) const {
+    auto c = coords(rank);
+    int d = dims_[dim];
+    int v = c[dim] + step;
+    if (wraps() || !is_lattice()) {
+        v = ((v % d) + d) % d;
+    } else if (v < 0 || v >= d) {
+        return -1;
+    }
+    c[dim] = v;
+    return rank_of(c);
+}
+
+std::vector<int> shape::neighbours(int rank) const {
+    std::vector<int> out;
+    if (!is_lattice()) {
+        for (int r = 0; r < size_; ++r) {
+            if (r != rank) {
+                out.push_back(r);
+            }
+        }
+        return out;
+    }
+    for (int dim = 0; dim < ndims(); ++dim) {
+        for (int step : {+1, -1}) {
+            int n = neighbour(rank, dim, step);
+            if (n >= 0 && n != rank && std::find(out.begin(), out.end(), n) == out.end()) {
+                out.push_back(n);
+            }
+        }
+    }
+    return out;
+}
+
+int shape::hops(int a, int b) const {
+    if (a == b) {
+        return 0;
+    }
+    if (!is_lattice()) {
+        return 1;
+    }
+    auto ca = coords(a), cb = coords(b);
+    int total = 0;
+    for (int i = 0; i < ndims(); ++i) {
+        int dx = std::abs(ca[i] - cb[i]);
+        total += wraps() ? std::min(dx, dims_[i] - dx) : dx;
+    }
+    return total;
+}
+
+int shape::diameter() const {
+    if (!is_lattice()) {
+        return size_ > 1 ? 1 : 0;
+    }
+    int total = 0;
+    for (int d : dims_) {
+        total += wraps() ? d / 2 : d - 1;
+    }
+    return total;
+}
+
+int shape::max_dim() const { return *std::max_element(dims_.begin(), dims_.end()); }
+
+int64_t shape::bisection_links() const {
+    int64_t n = size_;
+    if (kind_ == kind::star) {
+        return n / 2;  // one port per rank: half the ports cross any balanced cut
+    }
+    if (kind_ == kind::full_mesh) {
+        return (n / 2) * (n - n / 2);
+    }
+    // Cut the largest dimension in half: N / d_max lines cross it, each line contributes
+    // 2 links on a ring closing through the wraparound (1 if d_max = 2: the two links of a
+    // 2-ring are the same link) and 1 on an open line.
+    int dmax = max_dim();
+    int64_t lines = n / dmax;
+    if (dmax == 1) {
+        return 0;
+    }
+    int per_line = (wraps() && dmax > 2) ? 2 : 1;
+    return lines * per_line;
+}
+
+std::string shape::to_string() const {
+    std::string out = kind_name(kind_);
+    out += ':';
+    for (size_t i = 0; i < dims_.size(); ++i) {
+        if (i) {
+            out += 'x';
+        }
+        out += std::to_string(dims_[i]);
+    }
+    return out;
+}
+
+}  // namespace loom::topology

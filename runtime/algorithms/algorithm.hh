@@ -1,0 +1,100 @@
+// The algorithm interface: a pure generator of schedules plus its closed-form α-β cost and
+// its constraints (DESIGN.md "The one idea"; STYLE.md G2, G3).
+//
+// An algorithm never sends a byte and never sees a driver or the engine: it emits steps for
+// one rank at a time (so a 4096-rank schedule need never be materialised at once) and states
+//   t = n_alpha · α + n_beta · M / BW
+// where M is schedule::payload_bytes() of the call (the vector each rank holds; for
+// all-to-all the whole send buffer). Each family lives in one file that opens with
+// "How it works", "Cost" and "Constraints".
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.hh"
+#include "schedule/schedule.hh"
+#include "topology/topology.hh"
+
+namespace loom::algorithms {
+
+using schedule::collective;
+
+/// How links are shared (ERRATA A02). per_edge: every communicating pair has its own
+/// full-duplex link (the reference texts). single_port: each rank has one full-duplex port
+/// into a non-blocking switch, so concurrent sends (or receives) of a rank share it. On a
+/// torus or mesh the links are the physical ones either way.
+enum class port_model { per_edge, single_port };
+std::string_view port_model_name(port_model p);
+bool parse_port_model(std::string_view s, port_model* out);
+
+/// Antipodal tie rule for shortest-arc routing on an even ring (ERRATA A10).
+enum class tie_rule { toward_plus, source_parity };
+
+/// One collective call as a generator sees it.
+struct call {
+    collective coll     = collective::allreduce;
+    int nranks          = 1;
+    int64_t count       = 0;  // elements, schedule/collective.hh conventions
+    uint32_t dtype_size = 4;
+    int root            = 0;
+    int peer            = 0;  // sendrecv destination
+    int segments        = 1;  // pipeline segments P (>= 1)
+    int channels        = 1;  // independent channels, each on a slice of the vector
+    tie_rule ties       = tie_rule::toward_plus;
+    topology::shape topo = topology::shape::star(1);  // defaults to star:nranks
+};
+
+struct cost {
+    double n_alpha = 0;  // sequential hops
+    double n_beta  = 0;  // multiples of M / BW on the critical path
+    bool exact     = true;  // false: an asymptotic "≈" form (pipelining optimum, bounds)
+    std::string note;       // port model, errata, validity range
+
+    double time_s(double alpha_s, double bw_bytes_per_s, double bytes) const {
+        return n_alpha * alpha_s + n_beta * bytes / bw_bytes_per_s;
+    }
+};
+
+struct cost_query {
+    collective coll     = collective::allreduce;
+    int nranks          = 1;
+    double bytes        = 0;  // M
+    int segments        = 1;
+    port_model ports    = port_model::per_edge;
+    tie_rule ties       = tie_rule::toward_plus;
+    topology::shape topo = topology::shape::star(1);
+};
+
+struct algorithm {
+    std::string_view name;         // as used by the API, LOOM_ALGO and the tools
+    collective primitive;
+    std::string_view summary;      // one line: how it works
+    std::string_view formula;      // the cost, e.g. "2(N-1)α + 2(N-1)/N·M/BW"
+    std::string_view constraints;  // e.g. "any N; any count"
+    /// ok, or LOOM_ERR_NOT_APPLICABLE with the reason (not a power of two, needs a torus…).
+    status (*applicable)(const call& c);
+    /// Appends rank `rank`'s steps; sets its scratch size through the builder.
+    status (*build)(const call& c, int rank, schedule::builder& b);
+    cost (*predict)(const cost_query& q);
+};
+
+/// Every algorithm, in catalogue order.
+std::span<const algorithm* const> catalogue();
+const algorithm* find(collective coll, std::string_view name);
+/// The names applicable to a call, for "allowed: …" messages.
+std::string names_for(collective coll);
+
+/// Checks a call (N ≥ 1, count ≥ 0, root/peer in range, topology size = N, segments and
+/// channels ≥ 1) and the algorithm's own constraints.
+status check_call(const algorithm& a, const call& c);
+/// One rank's steps (channels applied).
+result<schedule::rank_schedule> generate_rank(const algorithm& a, const call& c, int rank);
+/// The whole schedule, every rank, with its info filled in.
+result<schedule::schedule> generate(const algorithm& a, const call& c);
+/// The cost under the query's port model, with the query completed from the call.
+cost_query query_for(const call& c, double bytes, port_model ports);
+
+}  // namespace loom::algorithms

@@ -1,0 +1,122 @@
+#include "ring_patterns.hh"
+
+#include "util.hh"
+
+namespace loom::algorithms {
+
+using schedule::no_step;
+using schedule::step_id;
+
+phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& members, int me,
+                              int64_t count, vector_at in, vector_at acc,
+                              schedule::region final_dst, phase_end after, uint32_t tag) {
+    int n = static_cast<int>(members.size());
+    if (n == 1) {
+        step_id c = b.local_copy(final_dst, in.all(count), {after.last_send, after.last_recv});
+        return {no_step, c};
+    }
+    int right = members[mod(me + 1, n)], left = members[mod(me - 1, n)];
+    phase_end end = after;
+    step_id prev_recv = after.last_recv, prev_send = after.last_send;
+    for (int t = 1; t < n; ++t) {
+        int send_block = mod(me - t, n), recv_block = mod(me - t - 1, n);
+        auto send_from = t == 1 ? in.block(count, n, send_block) : acc.block(count, n, send_block);
+        prev_send = b.send(right, send_from, {prev_recv, prev_send}, tag);
+        auto dst  = t == n - 1 ? final_dst : acc.block(count, n, recv_block);
+        prev_recv = b.recv_reduce(left, dst, in.block(count, n, recv_block),
+                                  {t == 1 ? after.last_recv : prev_recv, after.last_send}, tag);
+    }
+    end.last_send = prev_send;
+    end.last_recv = prev_recv;
+    return end;
+}
+
+phase_end ring_allgather(schedule::builder& b, const std::vector<int>& members, int me,
+                         int64_t count, schedule::region own, vector_at dst, phase_end after,
+                         uint32_t tag) {
+    int n = static_cast<int>(members.size());
+    step_id copy = no_step;
+    auto mine    = dst.block(count, n, me);
+    if (!(own == mine)) {
+        copy = b.local_copy(mine, own, {after.last_send, after.last_recv});
+    }
+    if (n == 1) {
+        return {no_step, copy == no_step ? after.last_recv : copy};
+    }
+    int right = members[mod(me + 1, n)], left = members[mod(me - 1, n)];
+    step_id prev_recv = after.last_recv, prev_send = after.last_send;
+    for (int t = 1; t < n; ++t) {
+        auto from = t == 1 ? own : dst.block(count, n, mod(me - t + 1, n));
+        prev_send = b.send(right, from, {prev_recv, prev_send}, tag);
+        // The receive after the copy: the copy may write the block the first receive
+        // does not touch, but ordering them keeps every write to dst in one chain.
+        prev_recv = b.recv(left, dst.block(count, n, mod(me - t, n)),
+                           {t == 1 ? after.last_recv : prev_recv, after.last_send, copy}, tag);
+    }
+    return {prev_send, prev_recv};
+}
+
+phase_end chain_broadcast(schedule::builder& b, const std::vector<int>& members, int me,
+                          int64_t count, int segments, vector_at src, vector_at dst,
+                          phase_end after, uint32_t tag) {
+    int n = static_cast<int>(members.size());
+    phase_end end{after.last_send, after.last_recv};
+    if (me == 0 && !(src.all(count) == dst.all(count))) {
+        end.last_recv = b.local_copy(dst.all(count), src.all(count), {after.last_send, after.last_recv});
+    }
+    if (n == 1) {
+        return end;
+    }
+    int next = me + 1 < n ? members[me + 1] : -1, prev = me > 0 ? members[me - 1] : -1;
+    step_id prev_send = after.last_send, prev_recv = after.last_recv;
+    for (int s = 0; s < segments; ++s) {
+        schedule::region seg_src{src.offset + segment_offset(count, segments, s),
+                                 segment_size(count, segments, s), src.buf};
+        schedule::region seg_dst{dst.offset + segment_offset(count, segments, s),
+                                 segment_size(count, segments, s), dst.buf};
+        step_id got = no_step;
+        if (prev >= 0) {
+            got = prev_recv = b.recv(prev, seg_dst, {prev_recv}, tag);
+        }
+        if (next >= 0) {
+            // Sends on one link go in order: each waits for the previous one.
+            prev_send = b.send(next, me == 0 ? seg_src : seg_dst, {got, prev_send}, tag);
+        }
+    }
+    if (prev >= 0) {
+        end.last_recv = prev_recv;
+    }
+    if (next >= 0) {
+        end.last_send = prev_send;
+    }
+    return end;
+}
+
+phase_end chain_reduce(schedule::builder& b, const std::vector<int>& members, int me,
+                       int64_t count, int segments, vector_at in, vector_at acc, vector_at dst,
+                       phase_end after, uint32_t tag) {
+    int n = static_cast<int>(members.size());
+    if (n == 1) {
+        step_id c = b.local_copy(dst.all(count), in.all(count), {after.last_send, after.last_recv});
+        return {after.last_send, c};
+    }
+    int toward_root = me > 0 ? members[me - 1] : -1, from_leaf = me + 1 < n ? members[me + 1] : -1;
+    step_id prev_send = after.last_send, prev_recv = after.last_recv;
+    for (int s = 0; s < segments; ++s) {
+        int64_t off = segment_offset(count, segments, s), len = segment_size(count, segments, s);
+        schedule::region seg_in{in.offset + off, len, in.buf};
+        schedule::region out = me == 0 ? schedule::region{dst.offset + off, len, dst.buf}
+                                        : schedule::region{acc.offset + off, len, acc.buf};
+        step_id got = no_step;
+        if (from_leaf >= 0) {
+            got = prev_recv = b.recv_reduce(from_leaf, out, seg_in, {prev_recv, after.last_send}, tag);
+        }
+        if (toward_root >= 0) {
+            prev_send = b.send(toward_root, from_leaf >= 0 ? out : seg_in, {got, prev_send}, tag);
+        }
+    }
+    return {toward_root >= 0 ? prev_send : after.last_send,
+            from_leaf >= 0 ? prev_recv : after.last_recv};
+}
+
+}  // namespace loom::algorithms

@@ -1,0 +1,256 @@
+#include "schedule.hh"
+
+#include <algorithm>
+
+namespace loom::schedule {
+
+std::string_view collective_name(collective c) {
+    switch (c) {
+        case collective::broadcast: return "broadcast";
+        case collective::reduce: return "reduce";
+        case collective::allreduce: return "allreduce";
+        case collective::reduce_scatter: return "reduce_scatter";
+        case collective::allgather: return "allgather";
+        case collective::alltoall: return "alltoall";
+        case collective::sendrecv: return "sendrecv";
+    }
+    return "?";
+}
+
+bool parse_collective(std::string_view name, collective* out) {
+    for (int i = 0; i < collective_count; ++i) {
+        auto c = static_cast<collective>(i);
+        if (collective_name(c) == name) {
+            *out = c;
+            return true;
+        }
+    }
+    // Accept the dashed spelling too (reduce-scatter), as command lines often use it.
+    if (name == "reduce-scatter") {
+        *out = collective::reduce_scatter;
+        return true;
+    }
+    return false;
+}
+
+bool is_reduction(collective c) {
+    return c == collective::reduce || c == collective::allreduce ||
+           c == collective::reduce_scatter;
+}
+
+bool has_root(collective c) {
+    return c == collective::broadcast || c == collective::reduce || c == collective::sendrecv;
+}
+
+bool is_receive(step_kind k) {
+    return k == step_kind::recv || k == step_kind::recv_reduce || k == step_kind::recv_copy;
+}
+bool is_transfer(step_kind k) { return k == step_kind::send || is_receive(k); }
+bool is_inc(step_kind k) { return k == step_kind::inc_push || k == step_kind::inc_pull; }
+
+std::string_view step_kind_name(step_kind k) {
+    switch (k) {
+        case step_kind::send: return "send";
+        case step_kind::recv: return "recv";
+        case step_kind::recv_reduce: return "recv_reduce";
+        case step_kind::recv_copy: return "recv_copy";
+        case step_kind::local_reduce: return "local_reduce";
+        case step_kind::local_copy: return "local_copy";
+        case step_kind::inc_push: return "inc_push";
+        case step_kind::inc_pull: return "inc_pull";
+    }
+    return "?";
+}
+
+bool parse_step_kind(std::string_view name, step_kind* out) {
+    for (int i = 0; i < step_kind_count; ++i) {
+        auto k = static_cast<step_kind>(i);
+        std::string_view n = step_kind_name(k);
+        // Accept the dashed spelling (recv-reduce) as well as the underscore one.
+        bool same = n.size() == name.size();
+        for (size_t j = 0; same && j < n.size(); ++j) {
+            char c = name[j] == '-' ? '_' : name[j];
+            same = c == n[j];
+        }
+        if (same) {
+            *out = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string_view buffer_name(buffer_id b) {
+    switch (b) {
+        case buffer_id::none: return "none";
+        case buffer_id::input: return "in";
+        case buffer_id::output: return "out";
+        case buffer_id::scratch: return "tmp";
+    }
+    return "?";
+}
+
+bool parse_buffer(std::string_view name, buffer_id* out) {
+    if (name == "in" || name == "input") {
+        *out = buffer_id::input;
+    } else if (name == "out" || name == "output") {
+        *out = buffer_id::output;
+    } else if (name == "tmp" || name == "scratch") {
+        *out = buffer_id::scratch;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+int64_t input_count(const schedule_info& info, int rank) {
+    switch (info.coll) {
+        case collective::allgather: return block_size(info.count, info.nranks, rank);
+        case collective::alltoall: return info.count * info.nranks;
+        default: return info.count;
+    }
+}
+
+int64_t output_count(const schedule_info& info, int rank) {
+    switch (info.coll) {
+        case collective::reduce_scatter: return block_size(info.count, info.nranks, rank);
+        case collective::alltoall: return info.count * info.nranks;
+        default: return info.count;
+    }
+}
+
+double payload_bytes(const schedule_info& info) {
+    double elems = static_cast<double>(info.count);
+    if (info.coll == collective::alltoall) {
+        elems *= info.nranks;
+    }
+    return elems * info.dtype_size;
+}
+
+template <class It>
+step_id builder::push(step s, It begin, It end) {
+    s.first_dep = static_cast<uint32_t>(out_.deps.size());
+    uint16_t n = 0;
+    for (It it = begin; it != end; ++it) {
+        if (*it != no_step) {
+            out_.deps.push_back(*it);
+            ++n;
+        }
+    }
+    s.ndeps = n;
+    out_.steps.push_back(s);
+    return static_cast<step_id>(out_.steps.size() - 1);
+}
+
+step_id builder::add(step s, deps_list deps) { return push(s, deps.begin(), deps.end()); }
+step_id builder::add(step s, const std::vector<step_id>& deps) {
+    return push(s, deps.begin(), deps.end());
+}
+
+step_id builder::send(int peer, region src, deps_list deps, uint32_t tag) {
+    step s{};
+    s.kind = step_kind::send;
+    s.peer = peer;
+    s.src  = src;
+    s.tag  = tag;
+    return add(s, deps);
+}
+
+step_id builder::recv(int peer, region dst, deps_list deps, uint32_t tag) {
+    step s{};
+    s.kind = step_kind::recv;
+    s.peer = peer;
+    s.dst  = dst;
+    s.tag  = tag;
+    return add(s, deps);
+}
+
+step_id builder::recv_reduce(int peer, region dst, region src, deps_list deps, uint32_t tag) {
+    step s{};
+    s.kind = step_kind::recv_reduce;
+    s.peer = peer;
+    s.dst  = dst;
+    s.src  = src;
+    s.tag  = tag;
+    return add(s, deps);
+}
+
+step_id builder::recv_copy(int peer, region dst, region aux, deps_list deps, uint32_t tag) {
+    step s{};
+    s.kind = step_kind::recv_copy;
+    s.peer = peer;
+    s.dst  = dst;
+    s.aux  = aux;
+    s.tag  = tag;
+    return add(s, deps);
+}
+
+step_id builder::local_reduce(region dst, region src, region aux, deps_list deps) {
+    step s{};
+    s.kind = step_kind::local_reduce;
+    s.dst = dst;
+    s.src = src;
+    s.aux = aux;
+    return add(s, deps);
+}
+
+step_id builder::local_copy(region dst, region src, deps_list deps) {
+    step s{};
+    s.kind = step_kind::local_copy;
+    s.dst = dst;
+    s.src = src;
+    return add(s, deps);
+}
+
+step_id builder::inc_push(region src, uint32_t slot, int contributors, deps_list deps) {
+    step s{};
+    s.kind = step_kind::inc_push;
+    s.src  = src;
+    s.tag  = slot;
+    s.peer = contributors;
+    return add(s, deps);
+}
+
+step_id builder::inc_pull(region dst, uint32_t slot, int contributors, deps_list deps) {
+    step s{};
+    s.kind = step_kind::inc_pull;
+    s.dst  = dst;
+    s.tag  = slot;
+    s.peer = contributors;
+    return add(s, deps);
+}
+
+void builder::need_scratch(int64_t count) {
+    out_.scratch_count = std::max(out_.scratch_count, count);
+}
+
+bool operator==(const step& a, const step& b) {
+    return a.kind == b.kind && a.tag == b.tag && a.peer == b.peer && a.ndeps == b.ndeps &&
+           a.dst == b.dst && a.src == b.src && a.aux == b.aux;
+}
+
+bool equal(const schedule& a, const schedule& b) {
+    const auto &x = a.info, &y = b.info;
+    if (x.coll != y.coll || x.nranks != y.nranks || x.count != y.count || x.root != y.root ||
+        x.peer != y.peer || x.dtype_size != y.dtype_size || x.algorithm != y.algorithm ||
+        x.topology != y.topology || x.segments != y.segments || x.channels != y.channels ||
+        a.ranks.size() != b.ranks.size()) {
+        return false;
+    }
+    for (size_t r = 0; r < a.ranks.size(); ++r) {
+        const auto &p = a.ranks[r], &q = b.ranks[r];
+        if (p.rank != q.rank || p.scratch_count != q.scratch_count ||
+            p.steps.size() != q.steps.size()) {
+            return false;
+        }
+        for (size_t i = 0; i < p.steps.size(); ++i) {
+            const step &s = p.steps[i], &t = q.steps[i];
+            if (!(s == t) || !std::equal(p.deps_of(s), p.deps_of(s) + s.ndeps, q.deps_of(t))) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+}  // namespace loom::schedule

@@ -1,0 +1,95 @@
+// A schedule: the plain-data form of one collective call, for every rank (DESIGN.md "The one
+// idea"). It prints and parses as text and JSON, the verifier proves it, the engine runs it
+// and the simulator times it; none of them needs anything beyond this header.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "base/status.hh"
+#include "collective.hh"
+#include "step.hh"
+
+namespace loom::schedule {
+
+/// What the schedule computes (the call), shared by all ranks.
+struct schedule_info {
+    collective coll     = collective::allreduce;
+    int nranks          = 1;
+    int64_t count       = 0;  // elements, see collective.hh
+    int root            = 0;  // broadcast/reduce root; sendrecv source
+    int peer            = 0;  // sendrecv destination
+    uint32_t dtype_size = 4;  // bytes per element (only the statistics use it)
+    std::string algorithm;    // generator name, informational
+    std::string topology;     // e.g. "torus:4x4", informational
+    int segments = 1;         // pipeline segments P the generator used
+    int channels = 1;         // independent channels the generator used
+};
+
+/// Elements in each buffer of `rank` for this call (scratch is per-rank, see rank_schedule).
+int64_t input_count(const schedule_info& info, int rank);
+int64_t output_count(const schedule_info& info, int rank);
+/// The payload M in bytes used by the cost model: the vector each rank holds (for
+/// alltoall the whole send buffer, N * count elements; for allgather the gathered vector).
+double payload_bytes(const schedule_info& info);
+
+struct rank_schedule {
+    int rank = 0;
+    int64_t scratch_count = 0;  // elements of scratch this rank needs
+    std::vector<step> steps;
+    std::vector<step_id> deps;  // every step's dependencies, concatenated
+
+    const step_id* deps_of(const step& s) const { return deps.data() + s.first_dep; }
+};
+
+struct schedule {
+    schedule_info info;
+    std::vector<rank_schedule> ranks;  // ranks[r].rank == r
+};
+
+/// Appends steps to one rank's list. Every method returns the new step's id, to be used
+/// in later steps' dependency lists; `no_step` entries in a list are skipped, so "depend on
+/// the previous step if there is one" needs no branch in the generator.
+class builder {
+public:
+    explicit builder(rank_schedule& out) : out_(out) {}
+    using deps_list = std::initializer_list<step_id>;
+
+    step_id send(int peer, region src, deps_list deps = {}, uint32_t tag = 0);
+    step_id recv(int peer, region dst, deps_list deps = {}, uint32_t tag = 0);
+    step_id recv_reduce(int peer, region dst, region src, deps_list deps = {}, uint32_t tag = 0);
+    step_id recv_copy(int peer, region dst, region aux, deps_list deps = {}, uint32_t tag = 0);
+    step_id local_reduce(region dst, region src, region aux, deps_list deps = {});
+    step_id local_copy(region dst, region src, deps_list deps = {});
+    step_id inc_push(region src, uint32_t slot, int contributors, deps_list deps = {});
+    step_id inc_pull(region dst, uint32_t slot, int contributors, deps_list deps = {});
+
+    /// Adds a step with dependencies from a vector (for generators that collect them).
+    step_id add(step s, const std::vector<step_id>& deps);
+    step_id add(step s, deps_list deps);
+    /// Grows the rank's scratch to at least `count` elements.
+    void need_scratch(int64_t count);
+    step_id size() const { return static_cast<step_id>(out_.steps.size()); }
+    int rank() const { return out_.rank; }
+
+private:
+    template <class It>
+    step_id push(step s, It begin, It end);
+    rank_schedule& out_;
+};
+
+/// Text form: readable, one step per line; parse(print(s)) == s.
+std::string to_text(const schedule& s);
+result<schedule> parse_text(std::string_view text);
+/// JSON form (format "loom-schedule", version 1): for tools and hand-written schedules.
+std::string to_json(const schedule& s, int indent = -1);
+result<schedule> parse_json(std::string_view text);
+/// Detects the form from the first non-blank character ('{' is JSON).
+result<schedule> parse_any(std::string_view text);
+
+bool operator==(const step& a, const step& b);
+/// Deep equality of two schedules (steps and dependencies), for round-trip tests.
+bool equal(const schedule& a, const schedule& b);
+
+}  // namespace loom::schedule

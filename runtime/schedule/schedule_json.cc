@@ -1,0 +1,224 @@
+// JSON form of a schedule (format "loom-schedule", version 1). Regions are
+// [buffer, offset, count] with buffer "in" | "out" | "tmp".
+//
+//   {"format": "loom-schedule", "version": 1, "collective": "allreduce", "ranks": 2,
+//    "count": 8, "root": 0, "dtype_size": 4,
+//    "schedule": [{"rank": 0, "scratch": 0, "steps": [
+//        {"kind": "send", "peer": 1, "src": ["in", 0, 8]},
+//        {"kind": "recv_reduce", "peer": 1, "dst": ["out", 0, 8], "src": ["in", 0, 8]}]},
+//      ...]}
+//
+// Parsing is strict: an unknown key, a wrong type or a missing field is an error that says
+// where (rank, step, key); nothing is silently defaulted except the optional fields.
+#include <nlohmann/json.hpp>
+
+#include "schedule.hh"
+
+namespace loom::schedule {
+namespace {
+
+using json = nlohmann::json;
+
+json region_json(const region& r) { return json::array({buffer_name(r.buf), r.offset, r.count}); }
+
+status parse_region(const json& j, region* out, const std::string& where) {
+    if (!j.is_array() || j.size() != 3 || !j[0].is_string() || !j[1].is_number_integer() ||
+        !j[2].is_number_integer()) {
+        return parse_error(where + ": a region is [\"in\"|\"out\"|\"tmp\", offset, count]");
+    }
+    if (!parse_buffer(j[0].get<std::string>(), &out->buf)) {
+        return parse_error(where + ": unknown buffer '" + j[0].get<std::string>() + "'");
+    }
+    out->offset = j[1].get<int64_t>();
+    out->count  = j[2].get<int64_t>();
+    return status::ok();
+}
+
+template <class T>
+status get_int(const json& obj, const char* key, T* out, const std::string& where, bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+        return required ? parse_error(where + ": missing \"" + key + "\"") : status::ok();
+    }
+    if (!it->is_number_integer()) {
+        return parse_error(where + ": \"" + key + "\" must be an integer");
+    }
+    *out = it->get<T>();
+    return status::ok();
+}
+
+status parse_step(const json& j, rank_schedule* rs, const std::string& where) {
+    if (!j.is_object()) {
+        return parse_error(where + ": a step is an object");
+    }
+    step s{};
+    auto kind = j.find("kind");
+    if (kind == j.end() || !kind->is_string() ||
+        !parse_step_kind(kind->get<std::string>(), &s.kind)) {
+        return parse_error(where + ": \"kind\" must be one of send, recv, recv_reduce, "
+                                   "recv_copy, local_reduce, local_copy, inc_push, inc_pull");
+    }
+    std::vector<step_id> deps;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string& key = it.key();
+        status st;
+        if (key == "kind") {
+            continue;
+        } else if (key == "peer") {
+            st = get_int(j, "peer", &s.peer, where, true);
+        } else if (key == "tag") {
+            st = get_int(j, "tag", &s.tag, where, true);
+        } else if (key == "dst") {
+            st = parse_region(*it, &s.dst, where + " dst");
+        } else if (key == "src") {
+            st = parse_region(*it, &s.src, where + " src");
+        } else if (key == "aux") {
+            st = parse_region(*it, &s.aux, where + " aux");
+        } else if (key == "deps") {
+            if (!it->is_array()) {
+                return parse_error(where + ": \"deps\" must be an array of step indices");
+            }
+            for (const auto& d : *it) {
+                if (!d.is_number_unsigned()) {
+                    return parse_error(where + ": \"deps\" must hold non-negative integers");
+                }
+                deps.push_back(d.get<step_id>());
+            }
+        } else {
+            return parse_error(where + ": unknown key \"" + key + "\"");
+        }
+        if (!st) {
+            return st;
+        }
+    }
+    builder(*rs).add(s, deps);
+    return status::ok();
+}
+
+status parse_document(const json& doc, schedule* s) {
+    if (!doc.is_object() || doc.value("format", "") != "loom-schedule") {
+        return parse_error("schedule JSON: expected an object with \"format\": \"loom-schedule\"");
+    }
+    if (doc.value("version", 0) != 1) {
+        return parse_error("schedule JSON: unsupported \"version\" (this build reads 1)");
+    }
+    auto& info = s->info;
+    auto coll  = doc.find("collective");
+    if (coll == doc.end() || !coll->is_string() ||
+        !parse_collective(coll->get<std::string>(), &info.coll)) {
+        return parse_error("schedule JSON: \"collective\" must name a collective");
+    }
+    const std::string w = "schedule JSON";
+    for (auto st : {get_int(doc, "ranks", &info.nranks, w, true),
+                    get_int(doc, "count", &info.count, w, true),
+                    get_int(doc, "root", &info.root, w, false),
+                    get_int(doc, "peer", &info.peer, w, false),
+                    get_int(doc, "dtype_size", &info.dtype_size, w, false),
+                    get_int(doc, "segments", &info.segments, w, false),
+                    get_int(doc, "channels", &info.channels, w, false)}) {
+        if (!st) {
+            return st;
+        }
+    }
+    info.algorithm = doc.value("algorithm", "");
+    info.topology  = doc.value("topology", "");
+    auto ranks     = doc.find("schedule");
+    if (ranks == doc.end() || !ranks->is_array()) {
+        return parse_error("schedule JSON: \"schedule\" must be an array with one entry per rank");
+    }
+    for (const auto& jr : *ranks) {
+        rank_schedule rs;
+        rs.rank = static_cast<int>(s->ranks.size());
+        std::string where = "schedule JSON rank " + std::to_string(rs.rank);
+        if (!jr.is_object() || !jr.contains("steps") || !jr["steps"].is_array()) {
+            return parse_error(where + ": expected {\"rank\": r, \"steps\": [...]}");
+        }
+        int declared = rs.rank;
+        if (status st = get_int(jr, "rank", &declared, where, false); !st) {
+            return st;
+        }
+        if (declared != rs.rank) {
+            return parse_error(where + ": entries must be in rank order (found rank " +
+                               std::to_string(declared) + ")");
+        }
+        if (status st = get_int(jr, "scratch", &rs.scratch_count, where, false); !st) {
+            return st;
+        }
+        for (const auto& js : jr["steps"]) {
+            std::string sw = where + " step " + std::to_string(rs.steps.size());
+            if (status st = parse_step(js, &rs, sw); !st) {
+                return st;
+            }
+        }
+        s->ranks.push_back(std::move(rs));
+    }
+    return status::ok();
+}
+
+}  // namespace
+
+std::string to_json(const schedule& s, int indent) {
+    json doc;
+    const auto& i      = s.info;
+    doc["format"]      = "loom-schedule";
+    doc["version"]     = 1;
+    doc["collective"]  = collective_name(i.coll);
+    doc["ranks"]       = i.nranks;
+    doc["count"]       = i.count;
+    doc["root"]        = i.root;
+    doc["peer"]        = i.peer;
+    doc["dtype_size"]  = i.dtype_size;
+    doc["segments"]    = i.segments;
+    doc["channels"]    = i.channels;
+    doc["algorithm"]   = i.algorithm;
+    doc["topology"]    = i.topology;
+    json ranks         = json::array();
+    for (const auto& rs : s.ranks) {
+        json steps = json::array();
+        for (const auto& st : rs.steps) {
+            json j;
+            j["kind"] = step_kind_name(st.kind);
+            if (st.peer >= 0) {
+                j["peer"] = st.peer;
+            }
+            if (st.tag) {
+                j["tag"] = st.tag;
+            }
+            if (st.dst.buf != buffer_id::none) {
+                j["dst"] = region_json(st.dst);
+            }
+            if (st.src.buf != buffer_id::none) {
+                j["src"] = region_json(st.src);
+            }
+            if (st.aux.buf != buffer_id::none) {
+                j["aux"] = region_json(st.aux);
+            }
+            if (st.ndeps) {
+                j["deps"] = std::vector<step_id>(rs.deps_of(st), rs.deps_of(st) + st.ndeps);
+            }
+            steps.push_back(std::move(j));
+        }
+        ranks.push_back({{"rank", rs.rank}, {"scratch", rs.scratch_count}, {"steps", steps}});
+    }
+    doc["schedule"] = std::move(ranks);
+    return doc.dump(indent);
+}
+
+result<schedule> parse_json(std::string_view text) {
+    json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+        return parse_error("schedule JSON: not valid JSON");
+    }
+    schedule s;
+    try {
+        if (status st = parse_document(doc, &s); !st) {
+            return st;
+        }
+    } catch (const json::exception& e) {
+        // Out-of-range numbers and similar: still one clear line, never a crash.
+        return parse_error(std::string("schedule JSON: ") + e.what());
+    }
+    return s;
+}
+
+}  // namespace loom::schedule

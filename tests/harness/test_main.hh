@@ -1,0 +1,31 @@
+// Test harness helpers: CMocka with TAP output (STYLE.md G13), printed seeds, one place for
+// "run these tests".
+#pragma once
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include <string>
+
+namespace loom::test {
+
+/// Runs a group with TAP output (so Meson counts passes, failures and skips).
+inline int run_group(const char* name, const CMUnitTest* tests, size_t n) {
+    cmocka_set_message_output(CM_OUTPUT_TAP);
+    return _cmocka_run_group_tests(name, tests, n, nullptr, nullptr);
+}
+
+}  // namespace loom::test
+
+#define LOOM_RUN_TESTS(name, tests) \
+    ::loom::test::run_group(name, tests, sizeof(tests) / sizeof((tests)[0]))
+
+/// Fails the test with a formatted message (cmocka's fail_msg, with std::string).
+#define LOOM_FAIL(msg) fail_msg("%s", std::string(msg).c_str())
