@@ -55,16 +55,17 @@ std::vector<int> chain_from_root(int n, int root) {
 status build_allreduce(const call& c, int rank, schedule::builder& b) {
     auto members = identity_ring(c.nranks);
     vector_at in{buffer_id::input, 0}, out{buffer_id::output, 0};
-    auto rs = ring_reduce_scatter(b, members, rank, c.count, in, out,
-                                  out.block(c.count, c.nranks, rank), {});
-    ring_allgather(b, members, rank, c.count, out.block(c.count, c.nranks, rank), out, rs);
+    auto blocks = block_layout::even(c.count, c.nranks);
+    auto rs     = ring_reduce_scatter(b, members, rank, blocks, in, out, out.block(blocks, rank), {});
+    ring_allgather(b, members, rank, blocks, out.block(blocks, rank), out, rs);
     return status::ok();
 }
 
 status build_reduce_scatter(const call& c, int rank, schedule::builder& b) {
     auto members = identity_ring(c.nranks);
     b.need_scratch(c.count);
-    ring_reduce_scatter(b, members, rank, c.count, {buffer_id::input, 0},
+    ring_reduce_scatter(b, members, rank, block_layout::even(c.count, c.nranks),
+                        {buffer_id::input, 0},
                         {buffer_id::scratch, 0},
                         schedule::out(0, schedule::block_size(c.count, c.nranks, rank)), {});
     return status::ok();
@@ -72,7 +73,7 @@ status build_reduce_scatter(const call& c, int rank, schedule::builder& b) {
 
 status build_allgather(const call& c, int rank, schedule::builder& b) {
     auto members = identity_ring(c.nranks);
-    ring_allgather(b, members, rank, c.count,
+    ring_allgather(b, members, rank, block_layout::even(c.count, c.nranks),
                    schedule::in(0, schedule::block_size(c.count, c.nranks, rank)),
                    {buffer_id::output, 0}, {});
     return status::ok();

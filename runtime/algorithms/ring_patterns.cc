@@ -7,12 +7,22 @@ namespace loom::algorithms {
 using schedule::no_step;
 using schedule::step_id;
 
+block_layout block_layout::even(int64_t count, int n) {
+    block_layout l;
+    l.bounds.resize(n + 1);
+    for (int b = 0; b <= n; ++b) {
+        l.bounds[b] = b < n ? schedule::block_offset(count, n, b) : count;
+    }
+    return l;
+}
+
 phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& members, int me,
-                              int64_t count, vector_at in, vector_at acc,
+                              const block_layout& blocks, vector_at in, vector_at acc,
                               schedule::region final_dst, phase_end after, uint32_t tag) {
     int n = static_cast<int>(members.size());
     if (n == 1) {
-        step_id c = b.local_copy(final_dst, in.all(count), {after.last_send, after.last_recv});
+        step_id c = b.local_copy(final_dst, in.all(blocks.total()),
+                                 {after.last_send, after.last_recv});
         return {no_step, c};
     }
     int right = members[mod(me + 1, n)], left = members[mod(me - 1, n)];
@@ -20,10 +30,10 @@ phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& memb
     step_id prev_recv = after.last_recv, prev_send = after.last_send;
     for (int t = 1; t < n; ++t) {
         int send_block = mod(me - t, n), recv_block = mod(me - t - 1, n);
-        auto send_from = t == 1 ? in.block(count, n, send_block) : acc.block(count, n, send_block);
+        auto send_from = t == 1 ? in.block(blocks, send_block) : acc.block(blocks, send_block);
         prev_send = b.send(right, send_from, {prev_recv, prev_send}, tag);
-        auto dst  = t == n - 1 ? final_dst : acc.block(count, n, recv_block);
-        prev_recv = b.recv_reduce(left, dst, in.block(count, n, recv_block),
+        auto dst  = t == n - 1 ? final_dst : acc.block(blocks, recv_block);
+        prev_recv = b.recv_reduce(left, dst, in.block(blocks, recv_block),
                                   {t == 1 ? after.last_recv : prev_recv, after.last_send}, tag);
     }
     end.last_send = prev_send;
@@ -32,11 +42,12 @@ phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& memb
 }
 
 phase_end ring_allgather(schedule::builder& b, const std::vector<int>& members, int me,
-                         int64_t count, schedule::region own, vector_at dst, phase_end after,
+                         const block_layout& blocks, schedule::region own, vector_at dst,
+                         phase_end after,
                          uint32_t tag) {
     int n = static_cast<int>(members.size());
     step_id copy = no_step;
-    auto mine    = dst.block(count, n, me);
+    auto mine    = dst.block(blocks, me);
     if (!(own == mine)) {
         copy = b.local_copy(mine, own, {after.last_send, after.last_recv});
     }
@@ -46,11 +57,11 @@ phase_end ring_allgather(schedule::builder& b, const std::vector<int>& members, 
     int right = members[mod(me + 1, n)], left = members[mod(me - 1, n)];
     step_id prev_recv = after.last_recv, prev_send = after.last_send;
     for (int t = 1; t < n; ++t) {
-        auto from = t == 1 ? own : dst.block(count, n, mod(me - t + 1, n));
+        auto from = t == 1 ? own : dst.block(blocks, mod(me - t + 1, n));
         prev_send = b.send(right, from, {prev_recv, prev_send}, tag);
         // The receive after the copy: the copy may write the block the first receive
         // does not touch, but ordering them keeps every write to dst in one chain.
-        prev_recv = b.recv(left, dst.block(count, n, mod(me - t, n)),
+        prev_recv = b.recv(left, dst.block(blocks, mod(me - t, n)),
                            {t == 1 ? after.last_recv : prev_recv, after.last_send, copy}, tag);
     }
     return {prev_send, prev_recv};

@@ -1,8 +1,9 @@
 // Ring and chain building blocks, shared by the flat ring family (ring.cc) and the
 // dimension-decomposed torus family (torus_dims.cc), so the ring logic exists once (G3).
 //
-// `members[pos]` is the rank at ring position pos, `me` this rank's position. A vector of
-// `count` elements at `base` is cut into members.size() blocks (collective.hh partition).
+// `members[pos]` is the rank at ring position pos, `me` this rank's position. A vector is
+// cut into members.size() blocks by a block_layout: the even partition of collective.hh
+// for flat rings, or the nested groups of a torus dimension (torus_dims.cc).
 #pragma once
 
 #include <vector>
@@ -11,13 +12,24 @@
 
 namespace loom::algorithms {
 
+/// Block boundaries of a vector, relative to its start: block b is [bounds[b], bounds[b+1]).
+struct block_layout {
+    std::vector<int64_t> bounds;
+
+    /// The collective.hh partition of `count` elements into n blocks.
+    static block_layout even(int64_t count, int n);
+    int blocks() const { return static_cast<int>(bounds.size()) - 1; }
+    int64_t offset(int b) const { return bounds[b]; }
+    int64_t size(int b) const { return bounds[b + 1] - bounds[b]; }
+    int64_t total() const { return bounds.back(); }
+};
+
 /// A buffer and an offset in it: where a vector starts.
 struct vector_at {
     schedule::buffer_id buf;
     int64_t offset;
-    schedule::region block(int64_t count, int n, int b) const {
-        return {offset + schedule::block_offset(count, n, b), schedule::block_size(count, n, b),
-                buf};
+    schedule::region block(const block_layout& l, int b) const {
+        return {offset + l.offset(b), l.size(b), buf};
     }
     schedule::region all(int64_t count) const { return {offset, count, buf}; }
 };
@@ -33,13 +45,14 @@ struct phase_end {
 /// `final_dst`. Reads `in` (never written); partial sums of the other blocks go to `acc`.
 /// Step t = 1..n-1: send block (p-t) mod n, receive block (p-t-1) mod n and reduce it.
 phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& members, int me,
-                              int64_t count, vector_at in, vector_at acc,
+                              const block_layout& blocks, vector_at in, vector_at acc,
                               schedule::region final_dst, phase_end after, uint32_t tag = 0);
 
 /// Ring all-gather: position p holds block p in `own`; every block ends in `dst`.
 /// Step t = 1..n-1: send block (p-t+1) mod n, receive block (p-t) mod n.
 phase_end ring_allgather(schedule::builder& b, const std::vector<int>& members, int me,
-                         int64_t count, schedule::region own, vector_at dst, phase_end after,
+                         const block_layout& blocks, schedule::region own, vector_at dst,
+                         phase_end after,
                          uint32_t tag = 0);
 
 /// Pipelined chain broadcast: members[0] holds the vector in `src`; it flows down the chain
