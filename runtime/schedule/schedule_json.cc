@@ -26,11 +26,17 @@ status parse_region(const json& j, region* out, const std::string& where) {
         !j[2].is_number_integer()) {
         return parse_error(where + ": a region is [\"in\"|\"out\"|\"tmp\", offset, count]");
     }
-    if (!parse_buffer(j[0].get<std::string>(), &out->buf)) {
+    buffer_id buf;
+    if (!parse_buffer(j[0].get<std::string>(), &buf)) {
         return parse_error(where + ": unknown buffer '" + j[0].get<std::string>() + "'");
     }
+    out->buf    = buf;
     out->offset = j[1].get<int64_t>();
-    out->count  = j[2].get<int64_t>();
+    int64_t count = j[2].get<int64_t>();
+    if (count < 0 || count > max_region_count) {
+        return parse_error(where + ": region count " + std::to_string(count) + " is out of range");
+    }
+    out->count = count;
     return status::ok();
 }
 

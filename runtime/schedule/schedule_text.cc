@@ -32,9 +32,14 @@ bool parse_region(std::string_view s, region* out) {
     if (at == s.npos || plus == s.npos || plus < at) {
         return false;
     }
-    return parse_buffer(s.substr(0, at), &out->buf) &&
-           to_number(s.substr(at + 1, plus - at - 1), &out->offset) &&
-           to_number(s.substr(plus + 1), &out->count);
+    buffer_id buf;
+    int64_t count = 0;
+    bool ok = parse_buffer(s.substr(0, at), &buf) &&
+              to_number(s.substr(at + 1, plus - at - 1), &out->offset) &&
+              to_number(s.substr(plus + 1), &count);
+    out->buf   = buf;
+    out->count = count;
+    return ok && count >= 0 && count <= max_region_count;
 }
 
 struct line_reader {

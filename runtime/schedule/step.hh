@@ -43,15 +43,20 @@ constexpr int step_kind_count = 8;
 
 enum class buffer_id : uint8_t { none, input, output, scratch };
 
-/// A contiguous range of elements in one of a rank's buffers.
+/// A contiguous range of elements in one of a rank's buffers. 16 bytes: the count and the
+/// buffer share a word (counts up to 2^55 elements), because a 4096-rank schedule holds
+/// tens of millions of regions.
 struct region {
-    int64_t offset = 0;
-    int64_t count  = 0;
-    buffer_id buf  = buffer_id::none;
+    int64_t offset    = 0;
+    int64_t count : 56 = 0;
+    buffer_id buf : 8  = buffer_id::none;
 
     int64_t end() const { return offset + count; }
     bool operator==(const region&) const = default;
 };
+
+/// The largest count a region can hold (the width of region::count).
+constexpr int64_t max_region_count = (int64_t{1} << 55) - 1;
 
 inline region in(int64_t offset, int64_t count) { return {offset, count, buffer_id::input}; }
 inline region out(int64_t offset, int64_t count) { return {offset, count, buffer_id::output}; }
@@ -60,6 +65,7 @@ inline region tmp(int64_t offset, int64_t count) { return {offset, count, buffer
 using step_id                 = uint32_t;
 constexpr step_id no_step     = UINT32_MAX;  // "no dependency": ignored in dependency lists
 
+/// 64 bytes: one cache line per step.
 struct step {
     step_kind kind;
     uint8_t reserved    = 0;
@@ -81,3 +87,6 @@ std::string_view buffer_name(buffer_id b);  // "in", "out", "tmp"
 bool parse_buffer(std::string_view name, buffer_id* out);
 
 }  // namespace loom::schedule
+
+static_assert(sizeof(loom::schedule::region) == 16, "a region is two words");
+static_assert(sizeof(loom::schedule::step) == 64, "a step is one cache line");

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what loom needs to build and test on Debian (idempotent: packages already
+# present are not touched, so a second run makes no network access) and configures the
+# build directory. Usage: scripts/setup.sh [BUILD_DIR] [meson options...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ meson ninja-build pkg-config python3 libcmocka-dev nlohmann-json3-dev
+          libcli11-dev clang-format gnuplot-nox)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "loom setup: installing ${missing[*]}" >&2
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+build_dir=${1:-build}
+shift || true
+if [ ! -f "$build_dir/build.ninja" ]; then
+    meson setup "$build_dir" "$@" >/dev/null
+fi
+ninja -C "$build_dir" >/dev/null

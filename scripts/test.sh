@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting check, the regular build's tests, and the same tests
+# under AddressSanitizer + UndefinedBehaviorSanitizer. Ends with one line
+# "N passed, N failed, N skipped" over every test case; exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+status=0
+
+scripts/setup.sh build || exit 1
+echo "== clang-format check"
+git ls-files '*.cc' '*.hh' '*.h' | xargs clang-format --dry-run -Werror || status=1
+
+echo "== tests (debugoptimized build)"
+meson test -C build --print-errorlogs --num-processes 2 || status=1
+
+echo "== install check (meson install + pkg-config + a C program)"
+tests/install/check_install.sh build || status=1
+
+echo "== tests (address,undefined sanitizers)"
+scripts/setup.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false || exit 1
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    meson test -C build-asan --print-errorlogs --num-processes 2 || status=1
+
+echo "== summary (test cases)"
+python3 scripts/summarize_tests.py build/meson-logs/testlog.json \
+    build-asan/meson-logs/testlog.json || status=1
+exit $status
