@@ -12,7 +12,7 @@ namespace {
 constexpr int64_t max_ranks = 1 << 24;
 
 result<int> parse_positive(std::string_view text, std::string_view whole) {
-    int value = 0;
+    int value      = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || ptr != text.data() + text.size() || value <= 0) {
         return parse_error("topology '" + std::string(whole) + "': '" + std::string(text) +
@@ -25,11 +25,16 @@ result<int> parse_positive(std::string_view text, std::string_view whole) {
 
 const char* kind_name(kind k) {
     switch (k) {
-        case kind::star: return "star";
-        case kind::ring: return "ring";
-        case kind::torus: return "torus";
-        case kind::mesh: return "mesh";
-        case kind::full_mesh: return "fullmesh";
+        case kind::star:
+            return "star";
+        case kind::ring:
+            return "ring";
+        case kind::torus:
+            return "torus";
+        case kind::mesh:
+            return "mesh";
+        case kind::full_mesh:
+            return "fullmesh";
     }
     return "?";
 }
@@ -66,13 +71,13 @@ result<shape> shape::parse(std::string_view text) {
         return parse_error("topology '" + std::string(text) + "': unknown kind '" +
                            std::string(name) + "' (star, ring, torus, mesh, fullmesh)");
     }
-    bool multi = s.kind_ == kind::torus || s.kind_ == kind::mesh;
+    bool multi   = s.kind_ == kind::torus || s.kind_ == kind::mesh;
     int64_t size = 1;
-    size_t pos = 0;
+    size_t pos   = 0;
     while (pos <= body.size()) {
-        size_t x = body.find('x', pos);
+        size_t x              = body.find('x', pos);
         std::string_view part = body.substr(pos, x == std::string_view::npos ? body.npos : x - pos);
-        auto d = parse_positive(part, text);
+        auto d                = parse_positive(part, text);
         if (!d) {
             return d.error();
         }
@@ -114,8 +119,8 @@ int shape::rank_of(const std::vector<int>& c) const {
 
 int shape::neighbour(int rank, int dim, int step) const {
     auto c = coords(rank);
-    int d = dims_[dim];
-    int v = c[dim] + step;
+    int d  = dims_[dim];
+    int v  = c[dim] + step;
     if (wraps() || !is_lattice()) {
         v = ((v % d) + d) % d;
     } else if (v < 0 || v >= d) {
@@ -173,7 +178,9 @@ int shape::diameter() const {
     return total;
 }
 
-int shape::max_dim() const { return *std::max_element(dims_.begin(), dims_.end()); }
+int shape::max_dim() const {
+    return *std::max_element(dims_.begin(), dims_.end());
+}
 
 int64_t shape::bisection_links() const {
     int64_t n = size_;
@@ -186,7 +193,7 @@ int64_t shape::bisection_links() const {
     // Cut the largest dimension in half: N / d_max lines cross it, each line contributes
     // 2 links on a ring closing through the wraparound (1 if d_max = 2: the two links of a
     // 2-ring are the same link) and 1 on an open line.
-    int dmax = max_dim();
+    int dmax      = max_dim();
     int64_t lines = n / dmax;
     if (dmax == 1) {
         return 0;

@@ -19,7 +19,7 @@ namespace loom::topology {
 enum class kind { star, ring, torus, mesh, full_mesh };
 
 class shape {
-public:
+  public:
     /// Parses "star:N", "ring:N", "torus:4x4x2", "mesh:3x5", "fullmesh:N".
     static result<shape> parse(std::string_view text);
     static shape star(int n);
@@ -29,7 +29,9 @@ public:
     const std::vector<int>& dims() const { return dims_; }
     int ndims() const { return static_cast<int>(dims_.size()); }
     /// True on direct-wired lattices (ring, torus, mesh) where ranks link only to neighbours.
-    bool is_lattice() const { return kind_ == kind::ring || kind_ == kind::torus || kind_ == kind::mesh; }
+    bool is_lattice() const {
+        return kind_ == kind::ring || kind_ == kind::torus || kind_ == kind::mesh;
+    }
     /// True where each lattice dimension closes into a ring (torus, ring).
     bool wraps() const { return kind_ == kind::ring || kind_ == kind::torus; }
 
@@ -52,7 +54,7 @@ public:
 
     std::string to_string() const;
 
-private:
+  private:
     kind kind_ = kind::star;
     std::vector<int> dims_;
     int size_ = 0;

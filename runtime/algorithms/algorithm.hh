@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.hh"
+#include "routing/dor.hh"
 #include "schedule/schedule.hh"
 #include "topology/topology.hh"
 
@@ -30,26 +31,27 @@ enum class port_model { per_edge, single_port };
 std::string_view port_model_name(port_model p);
 bool parse_port_model(std::string_view s, port_model* out);
 
-/// Antipodal tie rule for shortest-arc routing on an even ring (ERRATA A10).
-enum class tie_rule { toward_plus, source_parity };
+/// Antipodal tie rule for shortest-arc routing on an even ring (ERRATA A10); defined with
+/// the routes it decides, in fabric/routing.
+using tie_rule = routing::tie_rule;
 
 /// One collective call as a generator sees it.
 struct call {
-    collective coll     = collective::allreduce;
-    int nranks          = 1;
-    int64_t count       = 0;  // elements, schedule/collective.hh conventions
-    uint32_t dtype_size = 4;
-    int root            = 0;
-    int peer            = 0;  // sendrecv destination
-    int segments        = 1;  // pipeline segments P (>= 1)
-    int channels        = 1;  // independent channels, each on a slice of the vector
-    tie_rule ties       = tie_rule::toward_plus;
+    collective coll      = collective::allreduce;
+    int nranks           = 1;
+    int64_t count        = 0;  // elements, schedule/collective.hh conventions
+    uint32_t dtype_size  = 4;
+    int root             = 0;
+    int peer             = 0;  // sendrecv destination
+    int segments         = 1;  // pipeline segments P (>= 1)
+    int channels         = 1;  // independent channels, each on a slice of the vector
+    tie_rule ties        = tie_rule::toward_plus;
     topology::shape topo = topology::shape::star(1);  // defaults to star:nranks
 };
 
 struct cost {
-    double n_alpha = 0;  // sequential hops
-    double n_beta  = 0;  // multiples of M / BW on the critical path
+    double n_alpha = 0;     // sequential hops
+    double n_beta  = 0;     // multiples of M / BW on the critical path
     bool exact     = true;  // false: an asymptotic "≈" form (pipelining optimum, bounds)
     std::string note;       // port model, errata, validity range
 
@@ -59,17 +61,19 @@ struct cost {
 };
 
 struct cost_query {
-    collective coll     = collective::allreduce;
-    int nranks          = 1;
-    double bytes        = 0;  // M
-    int segments        = 1;
-    port_model ports    = port_model::per_edge;
-    tie_rule ties       = tie_rule::toward_plus;
+    collective coll      = collective::allreduce;
+    int nranks           = 1;
+    double bytes         = 0;  // M
+    int root             = 0;  // as in the call (sendrecv: root == peer is a local copy)
+    int peer             = 0;
+    int segments         = 1;
+    port_model ports     = port_model::per_edge;
+    tie_rule ties        = tie_rule::toward_plus;
     topology::shape topo = topology::shape::star(1);
 };
 
 struct algorithm {
-    std::string_view name;         // as used by the API, LOOM_ALGO and the tools
+    std::string_view name;  // as used by the API, LOOM_ALGO and the tools
     collective primitive;
     std::string_view summary;      // one line: how it works
     std::string_view formula;      // the cost, e.g. "2(N-1)α + 2(N-1)/N·M/BW"
@@ -79,6 +83,10 @@ struct algorithm {
     /// Appends rank `rank`'s steps; sets its scratch size through the builder.
     status (*build)(const call& c, int rank, schedule::builder& b);
     cost (*predict)(const cost_query& q);
+    /// True where the schedule already talks only over the fabric's physical links (dims,
+    /// dor-relay) so its own cost is the lattice cost; false for the topology-oblivious
+    /// algorithms, whose lattice cost algorithms::predict() counts from the schedule.
+    bool topology_aware = false;
 };
 
 /// Every algorithm, in catalogue order.
@@ -94,7 +102,17 @@ status check_call(const algorithm& a, const call& c);
 result<schedule::rank_schedule> generate_rank(const algorithm& a, const call& c, int rank);
 /// The whole schedule, every rank, with its info filled in.
 result<schedule::schedule> generate(const algorithm& a, const call& c);
-/// The cost under the query's port model, with the query completed from the call.
+/// The query for a call (M = `bytes`).
 cost_query query_for(const call& c, double bytes, port_model ports);
+
+/// The cost of running `a` for call `c` with payload M = `bytes`: the algorithm's closed form
+/// on a switch (star, full mesh); on a ring, torus or mesh, a topology-oblivious algorithm's
+/// logical hops cross physical links, so its schedule is routed (dimension-ordered, the
+/// call's tie rule) and counted round by round: α per physical hop of the longest route,
+/// the busiest physical link's bytes per round (cut-through, links shared within a round).
+/// Schedules of more than `lattice_count_limit` ranks are not counted (the closed form is
+/// returned, marked not exact, with a note).
+cost predict(const algorithm& a, const call& c, double bytes, port_model ports);
+constexpr int lattice_count_limit = 1024;
 
 }  // namespace loom::algorithms

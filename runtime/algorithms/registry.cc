@@ -3,16 +3,18 @@
 #include <algorithm>
 
 #include "families.hh"
+#include "routing/dor.hh"
+#include "schedule/verifier.hh"
 
 namespace loom::algorithms {
 namespace {
 
 std::vector<const algorithm*> build_catalogue() {
     std::vector<const algorithm*> all;
-    for (auto family : {family_ring, family_binomial, family_double_binary_tree,
-                        family_recursive_doubling, family_rabenseifner, family_pat, family_bruck,
-                        family_alltoall_pairwise, family_alltoall_relay, family_torus_dims,
-                        family_sendrecv}) {
+    for (auto family :
+         {family_ring, family_binomial, family_double_binary_tree, family_recursive_doubling,
+          family_rabenseifner, family_pat, family_bruck, family_alltoall_pairwise,
+          family_alltoall_relay, family_torus_dims, family_sendrecv}) {
         auto part = family();
         all.insert(all.end(), part.begin(), part.end());
     }
@@ -28,8 +30,8 @@ std::vector<const algorithm*> build_catalogue() {
 constexpr uint32_t channel_tag_stride = 1u << 20;
 
 bool elementwise(collective c) {
-    return c == collective::broadcast || c == collective::reduce ||
-           c == collective::allreduce || c == collective::sendrecv;
+    return c == collective::broadcast || c == collective::reduce || c == collective::allreduce ||
+           c == collective::sendrecv;
 }
 
 void shift_region(schedule::region& r, int64_t io_offset, int64_t scratch_offset) {
@@ -111,8 +113,9 @@ status check_call(const algorithm& a, const call& c) {
         return invalid_argument(who + ": segments and channels must be at least 1");
     }
     if (c.channels > 1 && !elementwise(c.coll)) {
-        return not_applicable(who + ": channels > 1 apply to broadcast, reduce, allreduce and "
-                                    "sendrecv only");
+        return not_applicable(who +
+                              ": channels > 1 apply to broadcast, reduce, allreduce and "
+                              "sendrecv only");
     }
     if (status st = a.applicable(c); !st) {
         return st.prefix(who + ": ");
@@ -195,11 +198,58 @@ cost_query query_for(const call& c, double bytes, port_model ports) {
     q.coll     = c.coll;
     q.nranks   = c.nranks;
     q.bytes    = bytes;
+    q.root     = c.root;
+    q.peer     = c.peer;
     q.segments = c.segments;
     q.ports    = ports;
     q.ties     = c.ties;
     q.topo     = c.topo;
     return q;
+}
+
+cost predict(const algorithm& a, const call& c, double bytes, port_model ports) {
+    cost closed = a.predict(query_for(c, bytes, ports));
+    if (!c.topo.is_lattice() || a.topology_aware || c.nranks == 1 || bytes <= 0) {
+        return closed;
+    }
+    std::string shape = c.topo.to_string();
+    if (c.nranks > lattice_count_limit) {
+        closed.exact = false;
+        closed.note  = "topology-oblivious schedule on " + shape +
+                      ": the closed form counts logical hops only (routes not counted above " +
+                      std::to_string(lattice_count_limit) + " ranks); " + closed.note;
+        return closed;
+    }
+    auto s = generate(a, c);
+    if (!s) {
+        return closed;
+    }
+    // Structure and statistics only: the values were proven by the verifier elsewhere.
+    schedule::verify_options options;
+    options.check_values = false;
+    options.check_races  = false;
+    options.route_links  = [&c](int src, int dst, std::vector<uint64_t>& links) {
+        auto hops = routing::route(c.topo, src, dst, c.ties);
+        for (size_t i = 1; i < hops.size(); ++i) {
+            links.push_back((static_cast<uint64_t>(hops[i - 1]) << 32) |
+                             static_cast<uint32_t>(hops[i]));
+        }
+    };
+    auto report = schedule::verify(*s, options);
+    if (!report.result || schedule::payload_bytes(s->info) <= 0) {
+        return closed;
+    }
+    cost routed;
+    routed.n_alpha = report.stats.hop_rounds;
+    // The ratio to the call's own payload, so n_beta does not depend on how `bytes` was
+    // rounded into the call's element count.
+    routed.n_beta = report.stats.link_bytes / schedule::payload_bytes(s->info);
+    routed.exact  = true;
+    routed.note   = "topology-oblivious schedule routed on " + shape +
+                  " (dimension-ordered, cut-through): α per physical hop of each round's " +
+                  "longest route, the busiest physical link's bytes per round; on a switch: " +
+                  std::string(a.formula);
+    return routed;
 }
 
 }  // namespace loom::algorithms

@@ -56,7 +56,7 @@ status build_allreduce(const call& c, int rank, schedule::builder& b) {
     auto members = identity_ring(c.nranks);
     vector_at in{buffer_id::input, 0}, out{buffer_id::output, 0};
     auto blocks = block_layout::even(c.count, c.nranks);
-    auto rs     = ring_reduce_scatter(b, members, rank, blocks, in, out, out.block(blocks, rank), {});
+    auto rs = ring_reduce_scatter(b, members, rank, blocks, in, out, out.block(blocks, rank), {});
     ring_allgather(b, members, rank, blocks, out.block(blocks, rank), out, rs);
     return status::ok();
 }
@@ -65,8 +65,7 @@ status build_reduce_scatter(const call& c, int rank, schedule::builder& b) {
     auto members = identity_ring(c.nranks);
     b.need_scratch(c.count);
     ring_reduce_scatter(b, members, rank, block_layout::even(c.count, c.nranks),
-                        {buffer_id::input, 0},
-                        {buffer_id::scratch, 0},
+                        {buffer_id::input, 0}, {buffer_id::scratch, 0},
                         schedule::out(0, schedule::block_size(c.count, c.nranks, rank)), {});
     return status::ok();
 }
@@ -117,28 +116,51 @@ cost cost_chain(const cost_query& q) {
             "exact for P segments; asymptote (N-1)α + M/BW at P* (f000 §3.1/§4.1, ERRATA A34)"};
 }
 
-const algorithm allreduce_ring{
-    "ring", collective::allreduce,
-    "reduce-scatter then all-gather around the ring (Patarasuk-Yuan)",
-    "2(N-1)α + 2(N-1)/N·M/BW", "any N, any count", any_call, build_allreduce, cost_allreduce};
-const algorithm reduce_scatter_ring{
-    "ring", collective::reduce_scatter, "N-1 steps, each rank forwards a growing partial sum",
-    "(N-1)α + (N-1)/N·M/BW", "any N, any count", any_call, build_reduce_scatter, cost_one_phase};
-const algorithm allgather_ring{
-    "ring", collective::allgather, "N-1 steps, each rank forwards the block it received last",
-    "(N-1)α + (N-1)/N·M/BW", "any N, any count", any_call, build_allgather, cost_one_phase};
-const algorithm broadcast_ring{
-    "ring", collective::broadcast, "pipelined chain from the root in P segments",
-    "(N+P-2)(α + M/(P·BW))", "any N, any root, P ≥ 1", any_call, build_broadcast, cost_chain};
-const algorithm reduce_ring{
-    "ring", collective::reduce, "pipelined chain toward the root in P segments, reducing per hop",
-    "(N+P-2)(α + M/(P·BW))", "any N, any root, P ≥ 1", any_call, build_reduce, cost_chain};
+const algorithm allreduce_ring{"ring",
+                               collective::allreduce,
+                               "reduce-scatter then all-gather around the ring (Patarasuk-Yuan)",
+                               "2(N-1)α + 2(N-1)/N·M/BW",
+                               "any N, any count",
+                               any_call,
+                               build_allreduce,
+                               cost_allreduce};
+const algorithm reduce_scatter_ring{"ring",
+                                    collective::reduce_scatter,
+                                    "N-1 steps, each rank forwards a growing partial sum",
+                                    "(N-1)α + (N-1)/N·M/BW",
+                                    "any N, any count",
+                                    any_call,
+                                    build_reduce_scatter,
+                                    cost_one_phase};
+const algorithm allgather_ring{"ring",
+                               collective::allgather,
+                               "N-1 steps, each rank forwards the block it received last",
+                               "(N-1)α + (N-1)/N·M/BW",
+                               "any N, any count",
+                               any_call,
+                               build_allgather,
+                               cost_one_phase};
+const algorithm broadcast_ring{"ring",
+                               collective::broadcast,
+                               "pipelined chain from the root in P segments",
+                               "(N+P-2)(α + M/(P·BW))",
+                               "any N, any root, P ≥ 1",
+                               any_call,
+                               build_broadcast,
+                               cost_chain};
+const algorithm reduce_ring{"ring",
+                            collective::reduce,
+                            "pipelined chain toward the root in P segments, reducing per hop",
+                            "(N+P-2)(α + M/(P·BW))",
+                            "any N, any root, P ≥ 1",
+                            any_call,
+                            build_reduce,
+                            cost_chain};
 
 }  // namespace
 
 std::vector<const algorithm*> family_ring() {
-    return {&broadcast_ring, &reduce_ring, &allreduce_ring, &reduce_scatter_ring,
-            &allgather_ring};
+    return {&broadcast_ring, &reduce_ring, &allreduce_ring, &reduce_scatter_ring, &allgather_ring};
 }
 
 }  // namespace loom::algorithms

@@ -21,20 +21,20 @@ phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& memb
                               schedule::region final_dst, phase_end after, uint32_t tag) {
     int n = static_cast<int>(members.size());
     if (n == 1) {
-        step_id c = b.local_copy(final_dst, in.all(blocks.total()),
-                                 {after.last_send, after.last_recv});
+        step_id c =
+            b.local_copy(final_dst, in.all(blocks.total()), {after.last_send, after.last_recv});
         return {no_step, c};
     }
     int right = members[mod(me + 1, n)], left = members[mod(me - 1, n)];
-    phase_end end = after;
+    phase_end end     = after;
     step_id prev_recv = after.last_recv, prev_send = after.last_send;
     for (int t = 1; t < n; ++t) {
         int send_block = mod(me - t, n), recv_block = mod(me - t - 1, n);
         auto send_from = t == 1 ? in.block(blocks, send_block) : acc.block(blocks, send_block);
-        prev_send = b.send(right, send_from, {prev_recv, prev_send}, tag);
-        auto dst  = t == n - 1 ? final_dst : acc.block(blocks, recv_block);
-        prev_recv = b.recv_reduce(left, dst, in.block(blocks, recv_block),
-                                  {t == 1 ? after.last_recv : prev_recv, after.last_send}, tag);
+        prev_send      = b.send(right, send_from, {prev_recv, prev_send}, tag);
+        auto dst       = t == n - 1 ? final_dst : acc.block(blocks, recv_block);
+        prev_recv      = b.recv_reduce(left, dst, in.block(blocks, recv_block),
+                                       {t == 1 ? after.last_recv : prev_recv, after.last_send}, tag);
     }
     end.last_send = prev_send;
     end.last_recv = prev_recv;
@@ -43,9 +43,8 @@ phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& memb
 
 phase_end ring_allgather(schedule::builder& b, const std::vector<int>& members, int me,
                          const block_layout& blocks, schedule::region own, vector_at dst,
-                         phase_end after,
-                         uint32_t tag) {
-    int n = static_cast<int>(members.size());
+                         phase_end after, uint32_t tag) {
+    int n        = static_cast<int>(members.size());
     step_id copy = no_step;
     auto mine    = dst.block(blocks, me);
     if (!(own == mine)) {
@@ -73,7 +72,8 @@ phase_end chain_broadcast(schedule::builder& b, const std::vector<int>& members,
     int n = static_cast<int>(members.size());
     phase_end end{after.last_send, after.last_recv};
     if (me == 0 && !(src.all(count) == dst.all(count))) {
-        end.last_recv = b.local_copy(dst.all(count), src.all(count), {after.last_send, after.last_recv});
+        end.last_recv =
+            b.local_copy(dst.all(count), src.all(count), {after.last_send, after.last_recv});
     }
     if (n == 1) {
         return end;
@@ -103,9 +103,9 @@ phase_end chain_broadcast(schedule::builder& b, const std::vector<int>& members,
     return end;
 }
 
-phase_end chain_reduce(schedule::builder& b, const std::vector<int>& members, int me,
-                       int64_t count, int segments, vector_at in, vector_at acc, vector_at dst,
-                       phase_end after, uint32_t tag) {
+phase_end chain_reduce(schedule::builder& b, const std::vector<int>& members, int me, int64_t count,
+                       int segments, vector_at in, vector_at acc, vector_at dst, phase_end after,
+                       uint32_t tag) {
     int n = static_cast<int>(members.size());
     if (n == 1) {
         step_id c = b.local_copy(dst.all(count), in.all(count), {after.last_send, after.last_recv});
@@ -117,10 +117,11 @@ phase_end chain_reduce(schedule::builder& b, const std::vector<int>& members, in
         int64_t off = segment_offset(count, segments, s), len = segment_size(count, segments, s);
         schedule::region seg_in{in.offset + off, len, in.buf};
         schedule::region out = me == 0 ? schedule::region{dst.offset + off, len, dst.buf}
-                                        : schedule::region{acc.offset + off, len, acc.buf};
-        step_id got = no_step;
+                                       : schedule::region{acc.offset + off, len, acc.buf};
+        step_id got          = no_step;
         if (from_leaf >= 0) {
-            got = prev_recv = b.recv_reduce(from_leaf, out, seg_in, {prev_recv, after.last_send}, tag);
+            got = prev_recv =
+                b.recv_reduce(from_leaf, out, seg_in, {prev_recv, after.last_send}, tag);
         }
         if (toward_root >= 0) {
             prev_send = b.send(toward_root, from_leaf >= 0 ? out : seg_in, {got, prev_send}, tag);

@@ -52,8 +52,7 @@ phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& memb
 /// Step t = 1..n-1: send block (p-t+1) mod n, receive block (p-t) mod n.
 phase_end ring_allgather(schedule::builder& b, const std::vector<int>& members, int me,
                          const block_layout& blocks, schedule::region own, vector_at dst,
-                         phase_end after,
-                         uint32_t tag = 0);
+                         phase_end after, uint32_t tag = 0);
 
 /// Pipelined chain broadcast: members[0] holds the vector in `src`; it flows down the chain
 /// in `segments` pieces and lands in `dst` on every member (members[0] copies src to dst
@@ -65,8 +64,8 @@ phase_end chain_broadcast(schedule::builder& b, const std::vector<int>& members,
 /// Pipelined chain reduce toward members[0]: the last member sends its `in`, each other
 /// member adds its `in` to what arrives (partials in `acc`) and passes it on; members[0]
 /// writes the full reduction to `dst`.
-phase_end chain_reduce(schedule::builder& b, const std::vector<int>& members, int me,
-                       int64_t count, int segments, vector_at in, vector_at acc, vector_at dst,
-                       phase_end after, uint32_t tag = 0);
+phase_end chain_reduce(schedule::builder& b, const std::vector<int>& members, int me, int64_t count,
+                       int segments, vector_at in, vector_at acc, vector_at dst, phase_end after,
+                       uint32_t tag = 0);
 
 }  // namespace loom::algorithms

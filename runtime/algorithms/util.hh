@@ -22,11 +22,17 @@ inline int floor_log2(int64_t n) {
     }
     return k;
 }
-inline bool is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-inline int mod(int64_t a, int64_t n) { return static_cast<int>(((a % n) + n) % n); }
+inline bool is_pow2(int64_t n) {
+    return n > 0 && (n & (n - 1)) == 0;
+}
+inline int mod(int64_t a, int64_t n) {
+    return static_cast<int>(((a % n) + n) % n);
+}
 
 /// A constraint check that always passes (for algorithms that take any call).
-inline status any_call(const call&) { return status::ok(); }
+inline status any_call(const call&) {
+    return status::ok();
+}
 
 /// Segment s of P over `count` elements (same partition as blocks).
 inline int64_t segment_offset(int64_t count, int segments, int s) {

@@ -12,12 +12,12 @@ inline double now_s() {
 }
 
 class deadline {
-public:
+  public:
     explicit deadline(double timeout_s) : end_s_(now_s() + timeout_s) {}
     bool expired() const { return now_s() >= end_s_; }
     double remaining_s() const { return end_s_ - now_s(); }
 
-private:
+  private:
     double end_s_;
 };
 

@@ -17,31 +17,44 @@ std::atomic<uint32_t> g_mask{~0u};
 
 const char* level_name(level l) {
     switch (l) {
-        case level::error: return "ERROR";
-        case level::warn: return "WARN";
-        case level::info: return "INFO";
-        case level::debug: return "DEBUG";
-        case level::trace: return "TRACE";
+        case level::error:
+            return "ERROR";
+        case level::warn:
+            return "WARN";
+        case level::info:
+            return "INFO";
+        case level::debug:
+            return "DEBUG";
+        case level::trace:
+            return "TRACE";
     }
     return "?";
 }
 
 const char* subsystem_name(subsystem s) {
     switch (s) {
-        case subsystem::init: return "init";
-        case subsystem::coll: return "coll";
-        case subsystem::net: return "net";
-        case subsystem::inc: return "inc";
-        case subsystem::sim: return "sim";
-        case subsystem::ctl: return "ctl";
-        case subsystem::sched: return "sched";
-        case subsystem::tune: return "tune";
+        case subsystem::init:
+            return "init";
+        case subsystem::coll:
+            return "coll";
+        case subsystem::net:
+            return "net";
+        case subsystem::inc:
+            return "inc";
+        case subsystem::sim:
+            return "sim";
+        case subsystem::ctl:
+            return "ctl";
+        case subsystem::sched:
+            return "sched";
+        case subsystem::tune:
+            return "tune";
     }
     return "?";
 }
 
 int load_threshold() {
-    auto value = params::registry::global().get_string("LOOM_LOG_LEVEL");
+    auto value                 = params::registry::global().get_string("LOOM_LOG_LEVEL");
     static const char* names[] = {"error", "warn", "info", "debug", "trace"};
     for (int i = 0; i < 5; ++i) {
         if (value == names[i]) {
@@ -62,8 +75,12 @@ level threshold() {
     return static_cast<level>(t);
 }
 
-void set_threshold(level l) { g_threshold.store(static_cast<int>(l), std::memory_order_relaxed); }
-void set_subsystem_mask(uint32_t mask) { g_mask.store(mask, std::memory_order_relaxed); }
+void set_threshold(level l) {
+    g_threshold.store(static_cast<int>(l), std::memory_order_relaxed);
+}
+void set_subsystem_mask(uint32_t mask) {
+    g_mask.store(mask, std::memory_order_relaxed);
+}
 
 bool enabled(level l, subsystem s) {
     return static_cast<int>(l) <= static_cast<int>(threshold()) &&

@@ -30,11 +30,11 @@ void write(level l, subsystem s, const char* fmt, ...) __attribute__((format(pri
 
 }  // namespace loom::log
 
-#define LOOM_LOG_AT_(lvl, sub, ...)                                \
-    do {                                                           \
-        if (::loom::log::enabled(lvl, sub)) {                      \
-            ::loom::log::write(lvl, sub, __VA_ARGS__);             \
-        }                                                          \
+#define LOOM_LOG_AT_(lvl, sub, ...)                    \
+    do {                                               \
+        if (::loom::log::enabled(lvl, sub)) {          \
+            ::loom::log::write(lvl, sub, __VA_ARGS__); \
+        }                                              \
     } while (0)
 #define LOOM_LOG_ERROR(sub, ...) LOOM_LOG_AT_(::loom::log::level::error, sub, __VA_ARGS__)
 #define LOOM_LOG_WARN(sub, ...) LOOM_LOG_AT_(::loom::log::level::warn, sub, __VA_ARGS__)

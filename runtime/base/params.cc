@@ -23,7 +23,7 @@ bool parse_int(std::string_view v, int64_t* out) {
         return false;
     }
     std::string s(v);
-    char* end = nullptr;
+    char* end   = nullptr;
     long long x = std::strtoll(s.c_str(), &end, 10);
     if (*end != '\0') {
         return false;
@@ -38,7 +38,7 @@ bool parse_real(std::string_view v, double* out) {
     }
     std::string s(v);
     char* end = nullptr;
-    double x = std::strtod(s.c_str(), &end);
+    double x  = std::strtod(s.c_str(), &end);
     if (*end != '\0') {
         return false;
     }
@@ -53,8 +53,7 @@ status validate(const param& p, std::string_view value) {
         case type::integer: {
             int64_t x;
             if (!parse_int(value, &x)) {
-                return invalid_argument(p.name + "='" + std::string(value) +
-                                        "' is not an integer");
+                return invalid_argument(p.name + "='" + std::string(value) + "' is not an integer");
             }
             return status::ok();
         }
@@ -82,7 +81,8 @@ status validate(const param& p, std::string_view value) {
             return invalid_argument(p.name + "='" + std::string(value) + "': allowed values are " +
                                     p.choices);
         }
-        case type::string: return status::ok();
+        case type::string:
+            return status::ok();
     }
     return internal_error("unknown parameter type");
 }
@@ -91,7 +91,7 @@ registry::registry() : params_(declarations()) {
     values_.reserve(params_.size());
     for (const auto& p : params_) {
         // The only getenv in loom (G8).
-        const char* env = std::getenv(p.name.c_str());
+        const char* env   = std::getenv(p.name.c_str());
         std::string value = env ? env : p.default_value;
         if (env) {
             status st = validate(p, value);

@@ -15,16 +15,16 @@ namespace loom::params {
 enum class type { integer, real, string, boolean, choice };
 
 struct param {
-    std::string name;         // LOOM_*: the env variable and the config key
+    std::string name;  // LOOM_*: the env variable and the config key
     type kind;
     std::string default_value;
-    std::string unit;         // "s", "bytes", "" ...
-    std::string choices;      // for type::choice: "a|b|c"
+    std::string unit;     // "s", "bytes", "" ...
+    std::string choices;  // for type::choice: "a|b|c"
     std::string description;
 };
 
 class registry {
-public:
+  public:
     /// The process-wide registry, loaded from the environment on first use.
     static registry& global();
 
@@ -44,7 +44,7 @@ public:
     /// One line per parameter: name, value, default, unit, description.
     std::string describe() const;
 
-private:
+  private:
     registry();
     std::vector<param> params_;
     std::vector<std::string> values_;

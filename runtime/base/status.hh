@@ -15,7 +15,7 @@
 namespace loom {
 
 class [[nodiscard]] status {
-public:
+  public:
     status() = default;
     status(loom_status_t code, std::string message) : code_(code), message_(std::move(message)) {}
 
@@ -35,23 +35,37 @@ public:
         return *this;
     }
 
-private:
+  private:
     loom_status_t code_ = LOOM_SUCCESS;
     std::string message_;
 };
 
 // Shorthands for the classes, so call sites read as the error they raise.
-inline status invalid_argument(std::string m) { return {LOOM_ERR_INVALID_ARGUMENT, std::move(m)}; }
-inline status not_applicable(std::string m) { return {LOOM_ERR_NOT_APPLICABLE, std::move(m)}; }
-inline status parse_error(std::string m) { return {LOOM_ERR_PARSE, std::move(m)}; }
-inline status verify_error(std::string m) { return {LOOM_ERR_VERIFY, std::move(m)}; }
-inline status internal_error(std::string m) { return {LOOM_ERR_INTERNAL, std::move(m)}; }
-inline status not_supported(std::string m) { return {LOOM_ERR_NOT_SUPPORTED, std::move(m)}; }
-inline status system_error(std::string m) { return {LOOM_ERR_SYSTEM, std::move(m)}; }
+inline status invalid_argument(std::string m) {
+    return {LOOM_ERR_INVALID_ARGUMENT, std::move(m)};
+}
+inline status not_applicable(std::string m) {
+    return {LOOM_ERR_NOT_APPLICABLE, std::move(m)};
+}
+inline status parse_error(std::string m) {
+    return {LOOM_ERR_PARSE, std::move(m)};
+}
+inline status verify_error(std::string m) {
+    return {LOOM_ERR_VERIFY, std::move(m)};
+}
+inline status internal_error(std::string m) {
+    return {LOOM_ERR_INTERNAL, std::move(m)};
+}
+inline status not_supported(std::string m) {
+    return {LOOM_ERR_NOT_SUPPORTED, std::move(m)};
+}
+inline status system_error(std::string m) {
+    return {LOOM_ERR_SYSTEM, std::move(m)};
+}
 
 template <class T>
 class [[nodiscard]] result {
-public:
+  public:
     result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
     result(status error) : status_(std::move(error)) { assert(!status_.is_ok()); }
 
@@ -76,7 +90,7 @@ public:
     T& operator*() & { return value(); }
     const T& operator*() const& { return value(); }
 
-private:
+  private:
     status status_;
     std::optional<T> value_;
 };

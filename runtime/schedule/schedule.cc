@@ -6,13 +6,20 @@ namespace loom::schedule {
 
 std::string_view collective_name(collective c) {
     switch (c) {
-        case collective::broadcast: return "broadcast";
-        case collective::reduce: return "reduce";
-        case collective::allreduce: return "allreduce";
-        case collective::reduce_scatter: return "reduce_scatter";
-        case collective::allgather: return "allgather";
-        case collective::alltoall: return "alltoall";
-        case collective::sendrecv: return "sendrecv";
+        case collective::broadcast:
+            return "broadcast";
+        case collective::reduce:
+            return "reduce";
+        case collective::allreduce:
+            return "allreduce";
+        case collective::reduce_scatter:
+            return "reduce_scatter";
+        case collective::allgather:
+            return "allgather";
+        case collective::alltoall:
+            return "alltoall";
+        case collective::sendrecv:
+            return "sendrecv";
     }
     return "?";
 }
@@ -34,8 +41,7 @@ bool parse_collective(std::string_view name, collective* out) {
 }
 
 bool is_reduction(collective c) {
-    return c == collective::reduce || c == collective::allreduce ||
-           c == collective::reduce_scatter;
+    return c == collective::reduce || c == collective::allreduce || c == collective::reduce_scatter;
 }
 
 bool has_root(collective c) {
@@ -45,32 +51,44 @@ bool has_root(collective c) {
 bool is_receive(step_kind k) {
     return k == step_kind::recv || k == step_kind::recv_reduce || k == step_kind::recv_copy;
 }
-bool is_transfer(step_kind k) { return k == step_kind::send || is_receive(k); }
-bool is_inc(step_kind k) { return k == step_kind::inc_push || k == step_kind::inc_pull; }
+bool is_transfer(step_kind k) {
+    return k == step_kind::send || is_receive(k);
+}
+bool is_inc(step_kind k) {
+    return k == step_kind::inc_push || k == step_kind::inc_pull;
+}
 
 std::string_view step_kind_name(step_kind k) {
     switch (k) {
-        case step_kind::send: return "send";
-        case step_kind::recv: return "recv";
-        case step_kind::recv_reduce: return "recv_reduce";
-        case step_kind::recv_copy: return "recv_copy";
-        case step_kind::local_reduce: return "local_reduce";
-        case step_kind::local_copy: return "local_copy";
-        case step_kind::inc_push: return "inc_push";
-        case step_kind::inc_pull: return "inc_pull";
+        case step_kind::send:
+            return "send";
+        case step_kind::recv:
+            return "recv";
+        case step_kind::recv_reduce:
+            return "recv_reduce";
+        case step_kind::recv_copy:
+            return "recv_copy";
+        case step_kind::local_reduce:
+            return "local_reduce";
+        case step_kind::local_copy:
+            return "local_copy";
+        case step_kind::inc_push:
+            return "inc_push";
+        case step_kind::inc_pull:
+            return "inc_pull";
     }
     return "?";
 }
 
 bool parse_step_kind(std::string_view name, step_kind* out) {
     for (int i = 0; i < step_kind_count; ++i) {
-        auto k = static_cast<step_kind>(i);
+        auto k             = static_cast<step_kind>(i);
         std::string_view n = step_kind_name(k);
         // Accept the dashed spelling (recv-reduce) as well as the underscore one.
         bool same = n.size() == name.size();
         for (size_t j = 0; same && j < n.size(); ++j) {
             char c = name[j] == '-' ? '_' : name[j];
-            same = c == n[j];
+            same   = c == n[j];
         }
         if (same) {
             *out = k;
@@ -82,10 +100,14 @@ bool parse_step_kind(std::string_view name, step_kind* out) {
 
 std::string_view buffer_name(buffer_id b) {
     switch (b) {
-        case buffer_id::none: return "none";
-        case buffer_id::input: return "in";
-        case buffer_id::output: return "out";
-        case buffer_id::scratch: return "tmp";
+        case buffer_id::none:
+            return "none";
+        case buffer_id::input:
+            return "in";
+        case buffer_id::output:
+            return "out";
+        case buffer_id::scratch:
+            return "tmp";
     }
     return "?";
 }
@@ -105,17 +127,23 @@ bool parse_buffer(std::string_view name, buffer_id* out) {
 
 int64_t input_count(const schedule_info& info, int rank) {
     switch (info.coll) {
-        case collective::allgather: return block_size(info.count, info.nranks, rank);
-        case collective::alltoall: return info.count * info.nranks;
-        default: return info.count;
+        case collective::allgather:
+            return block_size(info.count, info.nranks, rank);
+        case collective::alltoall:
+            return info.count * info.nranks;
+        default:
+            return info.count;
     }
 }
 
 int64_t output_count(const schedule_info& info, int rank) {
     switch (info.coll) {
-        case collective::reduce_scatter: return block_size(info.count, info.nranks, rank);
-        case collective::alltoall: return info.count * info.nranks;
-        default: return info.count;
+        case collective::reduce_scatter:
+            return block_size(info.count, info.nranks, rank);
+        case collective::alltoall:
+            return info.count * info.nranks;
+        default:
+            return info.count;
     }
 }
 
@@ -130,7 +158,7 @@ double payload_bytes(const schedule_info& info) {
 template <class It>
 step_id builder::push(step s, It begin, It end) {
     s.first_dep = static_cast<uint32_t>(out_.deps.size());
-    uint16_t n = 0;
+    uint16_t n  = 0;
     for (It it = begin; it != end; ++it) {
         if (*it != no_step) {
             out_.deps.push_back(*it);
@@ -142,7 +170,9 @@ step_id builder::push(step s, It begin, It end) {
     return static_cast<step_id>(out_.steps.size() - 1);
 }
 
-step_id builder::add(step s, deps_list deps) { return push(s, deps.begin(), deps.end()); }
+step_id builder::add(step s, deps_list deps) {
+    return push(s, deps.begin(), deps.end());
+}
 step_id builder::add(step s, const std::vector<step_id>& deps) {
     return push(s, deps.begin(), deps.end());
 }
@@ -188,17 +218,17 @@ step_id builder::recv_copy(int peer, region dst, region aux, deps_list deps, uin
 step_id builder::local_reduce(region dst, region src, region aux, deps_list deps) {
     step s{};
     s.kind = step_kind::local_reduce;
-    s.dst = dst;
-    s.src = src;
-    s.aux = aux;
+    s.dst  = dst;
+    s.src  = src;
+    s.aux  = aux;
     return add(s, deps);
 }
 
 step_id builder::local_copy(region dst, region src, deps_list deps) {
     step s{};
     s.kind = step_kind::local_copy;
-    s.dst = dst;
-    s.src = src;
+    s.dst  = dst;
+    s.src  = src;
     return add(s, deps);
 }
 

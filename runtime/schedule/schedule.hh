@@ -35,7 +35,7 @@ int64_t output_count(const schedule_info& info, int rank);
 double payload_bytes(const schedule_info& info);
 
 struct rank_schedule {
-    int rank = 0;
+    int rank              = 0;
     int64_t scratch_count = 0;  // elements of scratch this rank needs
     std::vector<step> steps;
     std::vector<step_id> deps;  // every step's dependencies, concatenated
@@ -52,7 +52,7 @@ struct schedule {
 /// in later steps' dependency lists; `no_step` entries in a list are skipped, so "depend on
 /// the previous step if there is one" needs no branch in the generator.
 class builder {
-public:
+  public:
     explicit builder(rank_schedule& out) : out_(out) {}
     using deps_list = std::initializer_list<step_id>;
 
@@ -73,7 +73,7 @@ public:
     step_id size() const { return static_cast<step_id>(out_.steps.size()); }
     int rank() const { return out_.rank; }
 
-private:
+  private:
     template <class It>
     step_id push(step s, It begin, It end);
     rank_schedule& out_;

@@ -19,7 +19,9 @@ namespace {
 
 using json = nlohmann::json;
 
-json region_json(const region& r) { return json::array({buffer_name(r.buf), r.offset, r.count}); }
+json region_json(const region& r) {
+    return json::array({buffer_name(r.buf), r.offset, r.count});
+}
 
 status parse_region(const json& j, region* out, const std::string& where) {
     if (!j.is_array() || j.size() != 3 || !j[0].is_string() || !j[1].is_number_integer() ||
@@ -30,8 +32,8 @@ status parse_region(const json& j, region* out, const std::string& where) {
     if (!parse_buffer(j[0].get<std::string>(), &buf)) {
         return parse_error(where + ": unknown buffer '" + j[0].get<std::string>() + "'");
     }
-    out->buf    = buf;
-    out->offset = j[1].get<int64_t>();
+    out->buf      = buf;
+    out->offset   = j[1].get<int64_t>();
     int64_t count = j[2].get<int64_t>();
     if (count < 0 || count > max_region_count) {
         return parse_error(where + ": region count " + std::to_string(count) + " is out of range");
@@ -61,8 +63,9 @@ status parse_step(const json& j, rank_schedule* rs, const std::string& where) {
     auto kind = j.find("kind");
     if (kind == j.end() || !kind->is_string() ||
         !parse_step_kind(kind->get<std::string>(), &s.kind)) {
-        return parse_error(where + ": \"kind\" must be one of send, recv, recv_reduce, "
-                                   "recv_copy, local_reduce, local_copy, inc_push, inc_pull");
+        return parse_error(where +
+                           ": \"kind\" must be one of send, recv, recv_reduce, "
+                           "recv_copy, local_reduce, local_copy, inc_push, inc_pull");
     }
     std::vector<step_id> deps;
     for (auto it = j.begin(); it != j.end(); ++it) {
@@ -115,13 +118,12 @@ status parse_document(const json& doc, schedule* s) {
         return parse_error("schedule JSON: \"collective\" must name a collective");
     }
     const std::string w = "schedule JSON";
-    for (auto st : {get_int(doc, "ranks", &info.nranks, w, true),
-                    get_int(doc, "count", &info.count, w, true),
-                    get_int(doc, "root", &info.root, w, false),
-                    get_int(doc, "peer", &info.peer, w, false),
-                    get_int(doc, "dtype_size", &info.dtype_size, w, false),
-                    get_int(doc, "segments", &info.segments, w, false),
-                    get_int(doc, "channels", &info.channels, w, false)}) {
+    for (auto st :
+         {get_int(doc, "ranks", &info.nranks, w, true), get_int(doc, "count", &info.count, w, true),
+          get_int(doc, "root", &info.root, w, false), get_int(doc, "peer", &info.peer, w, false),
+          get_int(doc, "dtype_size", &info.dtype_size, w, false),
+          get_int(doc, "segments", &info.segments, w, false),
+          get_int(doc, "channels", &info.channels, w, false)}) {
         if (!st) {
             return st;
         }
@@ -134,7 +136,7 @@ status parse_document(const json& doc, schedule* s) {
     }
     for (const auto& jr : *ranks) {
         rank_schedule rs;
-        rs.rank = static_cast<int>(s->ranks.size());
+        rs.rank           = static_cast<int>(s->ranks.size());
         std::string where = "schedule JSON rank " + std::to_string(rs.rank);
         if (!jr.is_object() || !jr.contains("steps") || !jr["steps"].is_array()) {
             return parse_error(where + ": expected {\"rank\": r, \"steps\": [...]}");
@@ -165,20 +167,20 @@ status parse_document(const json& doc, schedule* s) {
 
 std::string to_json(const schedule& s, int indent) {
     json doc;
-    const auto& i      = s.info;
-    doc["format"]      = "loom-schedule";
-    doc["version"]     = 1;
-    doc["collective"]  = collective_name(i.coll);
-    doc["ranks"]       = i.nranks;
-    doc["count"]       = i.count;
-    doc["root"]        = i.root;
-    doc["peer"]        = i.peer;
-    doc["dtype_size"]  = i.dtype_size;
-    doc["segments"]    = i.segments;
-    doc["channels"]    = i.channels;
-    doc["algorithm"]   = i.algorithm;
-    doc["topology"]    = i.topology;
-    json ranks         = json::array();
+    const auto& i     = s.info;
+    doc["format"]     = "loom-schedule";
+    doc["version"]    = 1;
+    doc["collective"] = collective_name(i.coll);
+    doc["ranks"]      = i.nranks;
+    doc["count"]      = i.count;
+    doc["root"]       = i.root;
+    doc["peer"]       = i.peer;
+    doc["dtype_size"] = i.dtype_size;
+    doc["segments"]   = i.segments;
+    doc["channels"]   = i.channels;
+    doc["algorithm"]  = i.algorithm;
+    doc["topology"]   = i.topology;
+    json ranks        = json::array();
     for (const auto& rs : s.ranks) {
         json steps = json::array();
         for (const auto& st : rs.steps) {

@@ -2,8 +2,8 @@
 // step, fields as key=value. Designed to be read by people and diffed; JSON is for tools.
 //
 //   loom-schedule 1
-//   collective=allreduce ranks=4 count=1000 root=0 peer=0 dtype_size=4 segments=1 channels=1 algorithm=ring topology=star:4
-//   rank 0 scratch=0
+//   collective=allreduce ranks=4 count=1000 root=0 peer=0 dtype_size=4 segments=1 channels=1
+//   algorithm=ring topology=star:4 rank 0 scratch=0
 //     0 send peer=1 src=in@0+250
 //     1 recv_reduce peer=3 dst=out@750+250 src=in@750+250 deps=0
 #include <charconv>
@@ -34,7 +34,7 @@ bool parse_region(std::string_view s, region* out) {
     }
     buffer_id buf;
     int64_t count = 0;
-    bool ok = parse_buffer(s.substr(0, at), &buf) &&
+    bool ok       = parse_buffer(s.substr(0, at), &buf) &&
               to_number(s.substr(at + 1, plus - at - 1), &out->offset) &&
               to_number(s.substr(plus + 1), &count);
     out->buf   = buf;
@@ -120,7 +120,7 @@ status parse_header(const line_reader& lr, schedule_info* info) {
 }
 
 status parse_step_line(const line_reader& lr, rank_schedule* rs) {
-    auto words = split_words(lr.line);
+    auto words   = split_words(lr.line);
     size_t index = 0;
     if (words.size() < 2 || !to_number(words[0], &index) || index != rs->steps.size()) {
         return lr.error("expected '<index> <kind> ...' with index " +
@@ -178,10 +178,10 @@ std::string to_text(const schedule& s) {
     std::ostringstream out;
     const auto& i = s.info;
     out << "loom-schedule 1\n"
-        << "collective=" << collective_name(i.coll) << " ranks=" << i.nranks
-        << " count=" << i.count << " root=" << i.root << " peer=" << i.peer
-        << " dtype_size=" << i.dtype_size << " segments=" << i.segments
-        << " channels=" << i.channels << " algorithm=" << (i.algorithm.empty() ? "-" : i.algorithm)
+        << "collective=" << collective_name(i.coll) << " ranks=" << i.nranks << " count=" << i.count
+        << " root=" << i.root << " peer=" << i.peer << " dtype_size=" << i.dtype_size
+        << " segments=" << i.segments << " channels=" << i.channels
+        << " algorithm=" << (i.algorithm.empty() ? "-" : i.algorithm)
         << " topology=" << (i.topology.empty() ? "-" : i.topology) << "\n";
     for (const auto& rs : s.ranks) {
         out << "rank " << rs.rank << " scratch=" << rs.scratch_count << "\n";
@@ -212,8 +212,8 @@ std::string to_text(const schedule& s) {
 result<schedule> parse_text(std::string_view text) {
     line_reader lr(text);
     schedule s;
-    if (!lr.next() || split_words(lr.line).size() != 2 || split_words(lr.line)[0] != "loom-schedule" ||
-        split_words(lr.line)[1] != "1") {
+    if (!lr.next() || split_words(lr.line).size() != 2 ||
+        split_words(lr.line)[0] != "loom-schedule" || split_words(lr.line)[1] != "1") {
         return lr.error("expected the first line 'loom-schedule 1'");
     }
     if (!lr.next()) {

@@ -47,7 +47,7 @@ enum class buffer_id : uint8_t { none, input, output, scratch };
 /// buffer share a word (counts up to 2^55 elements), because a 4096-rank schedule holds
 /// tens of millions of regions.
 struct region {
-    int64_t offset    = 0;
+    int64_t offset     = 0;
     int64_t count : 56 = 0;
     buffer_id buf : 8  = buffer_id::none;
 
@@ -58,29 +58,35 @@ struct region {
 /// The largest count a region can hold (the width of region::count).
 constexpr int64_t max_region_count = (int64_t{1} << 55) - 1;
 
-inline region in(int64_t offset, int64_t count) { return {offset, count, buffer_id::input}; }
-inline region out(int64_t offset, int64_t count) { return {offset, count, buffer_id::output}; }
-inline region tmp(int64_t offset, int64_t count) { return {offset, count, buffer_id::scratch}; }
+inline region in(int64_t offset, int64_t count) {
+    return {offset, count, buffer_id::input};
+}
+inline region out(int64_t offset, int64_t count) {
+    return {offset, count, buffer_id::output};
+}
+inline region tmp(int64_t offset, int64_t count) {
+    return {offset, count, buffer_id::scratch};
+}
 
-using step_id                 = uint32_t;
-constexpr step_id no_step     = UINT32_MAX;  // "no dependency": ignored in dependency lists
+using step_id             = uint32_t;
+constexpr step_id no_step = UINT32_MAX;  // "no dependency": ignored in dependency lists
 
 /// 64 bytes: one cache line per step.
 struct step {
     step_kind kind;
-    uint8_t reserved    = 0;
-    uint16_t ndeps      = 0;
-    uint32_t tag        = 0;
-    int32_t peer        = -1;  // rank for send/recv*; contributor count for inc_*; else -1
-    uint32_t first_dep  = 0;   // index into rank_schedule::deps
-    region dst;                // written by recv*, local_*, inc_pull
-    region src;                // read by send, recv_reduce, local_*, inc_push
-    region aux;                // recv_copy's second destination; local_reduce's 2nd operand
+    uint8_t reserved   = 0;
+    uint16_t ndeps     = 0;
+    uint32_t tag       = 0;
+    int32_t peer       = -1;  // rank for send/recv*; contributor count for inc_*; else -1
+    uint32_t first_dep = 0;   // index into rank_schedule::deps
+    region dst;               // written by recv*, local_*, inc_pull
+    region src;               // read by send, recv_reduce, local_*, inc_push
+    region aux;               // recv_copy's second destination; local_reduce's 2nd operand
 };
 
-bool is_receive(step_kind k);           // recv, recv_reduce, recv_copy
-bool is_transfer(step_kind k);          // send or a receive
-bool is_inc(step_kind k);               // inc_push, inc_pull
+bool is_receive(step_kind k);   // recv, recv_reduce, recv_copy
+bool is_transfer(step_kind k);  // send or a receive
+bool is_inc(step_kind k);       // inc_push, inc_pull
 std::string_view step_kind_name(step_kind k);
 bool parse_step_kind(std::string_view name, step_kind* out);
 std::string_view buffer_name(buffer_id b);  // "in", "out", "tmp"

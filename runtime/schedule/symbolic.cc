@@ -22,8 +22,12 @@ set_id set_table::intern(intervals&& iv) {
     return id;
 }
 
-set_id set_table::singleton(int rank) { return intern({{rank, rank + 1}}); }
-set_id set_table::full(int nranks) { return intern({{0, nranks}}); }
+set_id set_table::singleton(int rank) {
+    return intern({{rank, rank + 1}});
+}
+set_id set_table::full(int nranks) {
+    return intern({{0, nranks}});
+}
 
 set_id set_table::unite(set_id a, set_id b) {
     if (a > b) {

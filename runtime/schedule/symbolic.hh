@@ -22,7 +22,7 @@ constexpr set_id double_count = UINT32_MAX;
 
 /// Interned sets of contributing ranks.
 class set_table {
-public:
+  public:
     set_table();
     set_id singleton(int rank);
     set_id full(int nranks);  // {0 .. nranks-1}
@@ -33,7 +33,7 @@ public:
     /// "{0-3,5}"
     std::string describe(set_id id) const;
 
-private:
+  private:
     using intervals = std::vector<std::pair<int, int>>;  // sorted, disjoint [lo, hi)
     set_id intern(intervals&& iv);
     std::vector<intervals> sets_;
@@ -57,7 +57,7 @@ struct piece {
 
 /// One buffer of one rank: start -> segment, covering [0, size) without gaps.
 class value_map {
-public:
+  public:
     void reset(int64_t size, set_id initial);
     /// The contents of [offset, offset + count) as pieces relative to offset.
     void read(int64_t offset, int64_t count, std::vector<piece>* out) const;
@@ -67,7 +67,7 @@ public:
     const segment& at(int64_t p, int64_t* start) const;
     size_t segments() const { return map_.size(); }
 
-private:
+  private:
     void split_at(int64_t p);
     void coalesce_around(int64_t lo, int64_t hi);
     std::map<int64_t, segment> map_;

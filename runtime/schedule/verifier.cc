@@ -19,21 +19,21 @@ struct transfer_record {
 };
 
 struct slot_state {
-    int expected = 0;   // pushes across all ranks
-    int pushed   = 0;
-    int round    = 0;   // the round in which the last push landed
+    int expected  = 0;  // pushes across all ranks
+    int pushed    = 0;
+    int round     = 0;  // the round in which the last push landed
     int64_t count = -1;
     std::vector<piece> value;
     std::vector<step_ref> waiting_pulls;
 };
 
 class executor {
-public:
+  public:
     explicit executor(run_state& st) : st_(st), s_(st.s) {}
     status run();
     const std::vector<transfer_record>& transfers() const { return transfers_; }
 
-private:
+  private:
     void init();
     status on_ready(int r, step_id i);
     status complete(int r, step_id i, int round);
@@ -107,10 +107,10 @@ void executor::init() {
 }
 
 status executor::complete(int r, step_id i, int round) {
-    done_[r][i]  = 1;
+    done_[r][i]       = 1;
     const auto& begin = st_.dependents_begin[r];
     for (uint32_t k = begin[i]; k < begin[i + 1]; ++k) {
-        step_id d       = st_.dependents[r][k];
+        step_id d          = st_.dependents[r][k];
         ready_round_[r][d] = std::max(ready_round_[r][d], round);
         if (--waiting_[r][d] == 0) {
             worklist_.push_back({r, d});
@@ -137,12 +137,12 @@ status executor::fire_transfer(int r, step_id i) {
         waiting_[p.rank][p.index] != 0) {
         return status::ok();  // the partner fires the pair when it becomes ready
     }
-    bool i_send   = s_.ranks[r].steps[i].kind == step_kind::send;
-    step_ref from = i_send ? step_ref{r, i} : p;
-    step_ref to   = i_send ? p : step_ref{r, i};
+    bool i_send     = s_.ranks[r].steps[i].kind == step_kind::send;
+    step_ref from   = i_send ? step_ref{r, i} : p;
+    step_ref to     = i_send ? p : step_ref{r, i};
     const step& snd = s_.ranks[from.rank].steps[from.index];
     const step& rcv = s_.ranks[to.rank].steps[to.index];
-    int round = 1 + std::max(ready_round_[r][i], ready_round_[p.rank][p.index]);
+    int round       = 1 + std::max(ready_round_[r][i], ready_round_[p.rank][p.index]);
     transfers_.push_back({round, from.rank, to.rank, snd.src.count * s_.info.dtype_size});
     if (values_) {
         buf(from.rank, snd.src.buf).read(snd.src.offset, snd.src.count, &p1_);
@@ -176,8 +176,8 @@ status executor::fire_push(int r, step_id i) {
     }
     if (st.peer != sl.expected) {
         return verify_error(describe_step(s_, r, i) + " expects " + std::to_string(st.peer) +
-                            " contributors but the schedule pushes " +
-                            std::to_string(sl.expected) + " into slot " + std::to_string(st.tag));
+                            " contributors but the schedule pushes " + std::to_string(sl.expected) +
+                            " into slot " + std::to_string(st.tag));
     }
     if (values_) {
         buf(r, st.src.buf).read(st.src.offset, st.src.count, &p1_);
@@ -257,11 +257,15 @@ status executor::on_ready(int r, step_id i) {
         case step_kind::send:
         case step_kind::recv:
         case step_kind::recv_reduce:
-        case step_kind::recv_copy: return fire_transfer(r, i);
-        case step_kind::inc_push: return fire_push(r, i);
-        case step_kind::inc_pull: return fire_pull(r, i);
+        case step_kind::recv_copy:
+            return fire_transfer(r, i);
+        case step_kind::inc_push:
+            return fire_push(r, i);
+        case step_kind::inc_pull:
+            return fire_pull(r, i);
         case step_kind::local_copy:
-        case step_kind::local_reduce: return apply_local(r, i);
+        case step_kind::local_reduce:
+            return apply_local(r, i);
     }
     return internal_error("unknown step kind");
 }
@@ -354,8 +358,40 @@ status executor::report_deadlock() {
     return verify_error(msg);
 }
 
-void collect_stats(const schedule& s, std::vector<transfer_record>& transfers,
-                   schedule_stats* out, bool pair_bytes) {
+// Per round on a lattice: the longest route in hops and the busiest physical link.
+class link_rounds {
+  public:
+    explicit link_rounds(const verify_options& o) : route_(o.route_links) {}
+    bool active() const { return static_cast<bool>(route_); }
+    void add(const transfer_record& t) {
+        if (t.src < 0 || t.dst < 0) {
+            return;
+        }
+        links_.clear();
+        route_(t.src, t.dst, links_);
+        hops_ = std::max<int64_t>(hops_, static_cast<int64_t>(links_.size()));
+        for (uint64_t l : links_) {
+            busiest_ = std::max(busiest_, load_[l] += t.bytes);
+        }
+    }
+    void end_round(schedule_stats* out) {
+        out->hop_rounds += static_cast<double>(hops_);
+        out->link_bytes += static_cast<double>(busiest_);
+        hops_ = busiest_ = 0;
+        load_.clear();
+    }
+
+  private:
+    const std::function<void(int, int, std::vector<uint64_t>&)>& route_;
+    std::vector<uint64_t> links_;
+    std::unordered_map<uint64_t, int64_t> load_;
+    int64_t hops_ = 0, busiest_ = 0;
+};
+
+void collect_stats(const schedule& s, std::vector<transfer_record>& transfers, schedule_stats* out,
+                   const verify_options& options) {
+    bool pair_bytes = options.pair_bytes;
+    link_rounds lattice(options);
     int n = s.info.nranks;
     out->per_rank.assign(n, {});
     for (int r = 0; r < n; ++r) {
@@ -376,6 +412,9 @@ void collect_stats(const schedule& s, std::vector<transfer_record>& transfers,
         for (; i < transfers.size() && transfers[i].round == round; ++i) {
             const auto& t = transfers[i];
             edge          = std::max(edge, t.bytes);
+            if (lattice.active()) {
+                lattice.add(t);
+            }
             for (int who : {t.src, t.dst}) {
                 if (who >= 0) {
                     touched.push_back(who);
@@ -383,7 +422,7 @@ void collect_stats(const schedule& s, std::vector<transfer_record>& transfers,
             }
             if (t.src >= 0) {
                 out_bytes[t.src] += t.bytes;
-                port = std::max(port, out_bytes[t.src]);
+                port     = std::max(port, out_bytes[t.src]);
                 auto& rs = out->per_rank[t.src];
                 rs.bytes_sent += t.bytes;
                 out->total_bytes += t.bytes;
@@ -394,7 +433,7 @@ void collect_stats(const schedule& s, std::vector<transfer_record>& transfers,
             }
             if (t.dst >= 0) {
                 in_bytes[t.dst] += t.bytes;
-                port = std::max(port, in_bytes[t.dst]);
+                port     = std::max(port, in_bytes[t.dst]);
                 auto& rs = out->per_rank[t.dst];
                 rs.bytes_received += t.bytes;
                 rs.receives++;
@@ -406,6 +445,9 @@ void collect_stats(const schedule& s, std::vector<transfer_record>& transfers,
                 out->pair_bytes[(static_cast<uint64_t>(t.src) << 32) | t.dst] += t.bytes;
             }
         }
+        if (lattice.active()) {
+            lattice.end_round(out);
+        }
         out->rounds = std::max(out->rounds, round);
         out->edge_bytes += static_cast<double>(edge);
         out->port_bytes += static_cast<double>(port);
@@ -416,9 +458,9 @@ void collect_stats(const schedule& s, std::vector<transfer_record>& transfers,
             while (b < peers.size() && peers[b].first == peers[a].first) {
                 ++b;
             }
-            auto& rs = out->per_rank[peers[a].first];
+            auto& rs                = out->per_rank[peers[a].first];
             rs.max_concurrent_peers = std::max(rs.max_concurrent_peers, static_cast<int>(b - a));
-            a = b;
+            a                       = b;
         }
         for (int who : touched) {
             out_bytes[who] = in_bytes[who] = 0;
@@ -453,9 +495,9 @@ verify_report verify(const schedule& s, const verify_options& options) {
         return report;
     }
     auto transfers = ex.transfers();
-    detail::collect_stats(s, transfers, &report.stats, options.pair_bytes);
+    detail::collect_stats(s, transfers, &report.stats, options);
     if (options.check_values) {
-        report.result = detail::check_outputs(st);
+        report.result               = detail::check_outputs(st);
         report.stats.values_checked = true;
     }
     return report;

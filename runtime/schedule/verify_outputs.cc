@@ -43,9 +43,9 @@ std::vector<expectation> expected_output(run_state& st, int r) {
             break;
         case collective::alltoall:
             for (int j = 0; j < n; ++j) {
-                ex.push_back({j * count, (j + 1) * count, (r - j) * count, st.sets.singleton(j),
-                              "rank " + std::to_string(j) + "'s block for rank " +
-                                  std::to_string(r)});
+                ex.push_back(
+                    {j * count, (j + 1) * count, (r - j) * count, st.sets.singleton(j),
+                     "rank " + std::to_string(j) + "'s block for rank " + std::to_string(r)});
             }
             break;
         case collective::sendrecv:
@@ -73,7 +73,7 @@ status check_outputs(run_state& st) {
         for (const auto& e : expected_output(st, r)) {
             int64_t p = e.lo;
             while (p < e.hi) {
-                int64_t start            = 0;
+                int64_t start                = 0;
                 const symbolic::segment& seg = out.at(p, &start);
                 if (seg.set != e.set || seg.shift != e.shift) {
                     return verify_error("rank " + std::to_string(r) + " " +

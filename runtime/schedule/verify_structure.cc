@@ -32,10 +32,14 @@ namespace {
 
 int64_t buffer_size(const schedule& s, int rank, buffer_id b) {
     switch (b) {
-        case buffer_id::input: return input_count(s.info, rank);
-        case buffer_id::output: return output_count(s.info, rank);
-        case buffer_id::scratch: return s.ranks[rank].scratch_count;
-        case buffer_id::none: return 0;
+        case buffer_id::input:
+            return input_count(s.info, rank);
+        case buffer_id::output:
+            return output_count(s.info, rank);
+        case buffer_id::scratch:
+            return s.ranks[rank].scratch_count;
+        case buffer_id::none:
+            return 0;
     }
     return 0;
 }
@@ -63,9 +67,9 @@ status check_region(const schedule& s, int rank, step_id i, const region& r, con
 }
 
 status check_step(const schedule& s, int rank, step_id i) {
-    const auto& rs = s.ranks[rank];
-    const step& st = rs.steps[i];
-    int n          = s.info.nranks;
+    const auto& rs    = s.ranks[rank];
+    const step& st    = rs.steps[i];
+    int n             = s.info.nranks;
     std::string where = describe_step(s, rank, i);
     for (int d = 0; d < st.ndeps; ++d) {
         if (rs.deps_of(st)[d] >= i) {
@@ -91,9 +95,11 @@ status check_step(const schedule& s, int rank, step_id i) {
     status r;
     switch (st.kind) {
         case step_kind::send:
-        case step_kind::inc_push: return check_region(s, rank, i, st.src, "source", false);
+        case step_kind::inc_push:
+            return check_region(s, rank, i, st.src, "source", false);
         case step_kind::recv:
-        case step_kind::inc_pull: return check_region(s, rank, i, st.dst, "destination", true);
+        case step_kind::inc_pull:
+            return check_region(s, rank, i, st.dst, "destination", true);
         case step_kind::recv_reduce:
         case step_kind::local_copy:
             if (!(r = check_region(s, rank, i, st.dst, "destination", true))) {
@@ -112,9 +118,9 @@ status check_step(const schedule& s, int rank, step_id i) {
             }
             return same_count(st.dst, st.aux);
         case step_kind::local_reduce:
-            for (auto [reg, role, w] : {std::tuple{st.dst, "destination", true},
-                                        std::tuple{st.src, "source", false},
-                                        std::tuple{st.aux, "second source", false}}) {
+            for (auto [reg, role, w] :
+                 {std::tuple{st.dst, "destination", true}, std::tuple{st.src, "source", false},
+                  std::tuple{st.aux, "second source", false}}) {
                 if (!(r = check_region(s, rank, i, reg, role, w))) {
                     return r;
                 }
@@ -181,27 +187,26 @@ status match_transfers(run_state& st) {
     }
     for (int a = 0; a < n; ++a) {
         for (const auto& [k, list] : sends[a]) {
-            int b        = static_cast<int>(k >> 32);
-            auto tag     = static_cast<uint32_t>(k);
-            auto it      = recvs[b].find(key(a, tag));
-            size_t have  = it == recvs[b].end() ? 0 : it->second.size();
+            int b       = static_cast<int>(k >> 32);
+            auto tag    = static_cast<uint32_t>(k);
+            auto it     = recvs[b].find(key(a, tag));
+            size_t have = it == recvs[b].end() ? 0 : it->second.size();
             for (size_t j = 0; j < list.size(); ++j) {
                 if (j >= have) {
-                    return verify_error(describe_step(s, a, list[j]) + ": send #" +
-                                        std::to_string(j + 1) + " to rank " + std::to_string(b) +
-                                        " (tag " + std::to_string(tag) +
-                                        ") has no matching receive: rank " + std::to_string(b) +
-                                        " posts " + std::to_string(have) + " receive(s) from rank " +
-                                        std::to_string(a));
+                    return verify_error(
+                        describe_step(s, a, list[j]) + ": send #" + std::to_string(j + 1) +
+                        " to rank " + std::to_string(b) + " (tag " + std::to_string(tag) +
+                        ") has no matching receive: rank " + std::to_string(b) + " posts " +
+                        std::to_string(have) + " receive(s) from rank " + std::to_string(a));
                 }
                 step_id rj    = it->second[j];
                 const step& x = s.ranks[a].steps[list[j]];
                 const step& y = s.ranks[b].steps[rj];
                 if (x.src.count != y.dst.count) {
                     return verify_error(describe_step(s, a, list[j]) + " sends " +
-                                        std::to_string(x.src.count) + " elements but the matching " +
-                                        describe_step(s, b, rj) + " expects " +
-                                        std::to_string(y.dst.count));
+                                        std::to_string(x.src.count) +
+                                        " elements but the matching " + describe_step(s, b, rj) +
+                                        " expects " + std::to_string(y.dst.count));
                 }
                 st.partner[a][list[j]] = {b, rj};
                 st.partner[b][rj]      = {a, list[j]};
@@ -278,9 +283,8 @@ status check_races(const schedule& s) {
         seen.assign(rs.steps.size(), 0);
         stamp = 0;
         for (size_t i = 0; i < acc.size(); ++i) {
-            for (size_t j = i + 1; j < acc.size() && acc[j].buf == acc[i].buf &&
-                                   acc[j].begin < acc[i].end;
-                 ++j) {
+            for (size_t j = i + 1;
+                 j < acc.size() && acc[j].buf == acc[i].buf && acc[j].begin < acc[i].end; ++j) {
                 const access &a = acc[i], &b = acc[j];
                 if (a.step == b.step || (!a.write && !b.write)) {
                     continue;

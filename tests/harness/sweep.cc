@@ -89,10 +89,10 @@ std::vector<int> standard_ranks() {
 }
 
 std::vector<std::string> standard_lattices() {
-    return {"torus:2x2", "torus:3x3", "torus:4x4", "torus:2x2x2", "torus:3x3x3", "torus:4x4x2",
-            "torus:8x1x1", "torus:5x3", "torus:1x7", "torus:3x4x5", "mesh:2x2", "mesh:3x3",
-            "mesh:4x4", "mesh:2x2x2", "mesh:3x3x3", "mesh:4x4x2", "mesh:8x1x1", "mesh:5x3",
-            "mesh:1x7", "mesh:3x4x5"};
+    return {"torus:2x2",   "torus:3x3",   "torus:4x4", "torus:2x2x2", "torus:3x3x3",
+            "torus:4x4x2", "torus:8x1x1", "torus:5x3", "torus:1x7",   "torus:3x4x5",
+            "mesh:2x2",    "mesh:3x3",    "mesh:4x4",  "mesh:2x2x2",  "mesh:3x3x3",
+            "mesh:4x4x2",  "mesh:8x1x1",  "mesh:5x3",  "mesh:1x7",    "mesh:3x4x5"};
 }
 
 }  // namespace loom::test

@@ -11,7 +11,7 @@
 namespace loom::test {
 
 struct sweep_result {
-    int verified = 0;
+    int verified       = 0;
     int not_applicable = 0;
     std::string first_failure;
 };

@@ -1,9 +1,163 @@
-// (suite under construction)
+// Bruck all-to-all: verified over the sweep; counted rounds/bytes equal the closed
+// form ⌈log2N⌉α + Σ_k c_k/N·M/BW (c_k = slots j < N with bit k set; log2N/2 at N = 2^k,
+// f000 App. B.5, ERRATA A16); the post-rotation is out[j] = work[(i - j) mod N] (ERRATA A15)
+// and the text's "rotate right by i" would not verify.
+#include <cmath>
+
+#include "schedule/verifier.hh"
+#include "sweep.hh"
 #include "test_main.hh"
 
-static void test_placeholder(void**) { skip(); }
+using namespace loom;
+using schedule::collective;
+
+static const algorithms::algorithm* bruck() {
+    const auto* a = algorithms::find(collective::alltoall, "bruck");
+    assert_non_null(a);
+    return a;
+}
+
+static algorithms::call make_call(int n, int64_t count) {
+    algorithms::call c;
+    c.coll   = collective::alltoall;
+    c.nranks = n;
+    c.count  = count;
+    c.topo   = topology::shape::star(n);
+    return c;
+}
+
+static void bruck_alltoall_verifies_over_sweep(void**) {
+    auto res = test::sweep(*bruck(), test::standard_ranks(), 1000003, test::standard_lattices());
+    if (!res.first_failure.empty()) {
+        LOOM_FAIL(res.first_failure);
+    }
+    assert_int_equal(res.not_applicable, 0);
+    assert_true(res.verified > 300);
+}
+
+// Slots moved in round k, counted by brute force (independent of the generator's formula).
+static int64_t moved_slots(int n) {
+    int64_t moved = 0;
+    for (int k = 0; (1 << k) < n; ++k) {
+        for (int j = 0; j < n; ++j) {
+            moved += (j >> k) & 1;
+        }
+    }
+    return moved;
+}
+
+// Counted rounds and bytes equal the closed form for N = 1..40 and larger N, per-edge and
+// single-port, and the closed form equals the brute-force slot count.
+static void bruck_counts_equal_closed_forms(void**) {
+    std::vector<int> ranks;
+    for (int n = 1; n <= 40; ++n) {
+        ranks.push_back(n);
+    }
+    for (int n : {48, 63, 64, 65, 100}) {
+        ranks.push_back(n);
+    }
+    for (int n : ranks) {
+        auto c = make_call(n, 6);
+        schedule::schedule_stats st;
+        auto err = test::verify_call(*bruck(), c, &st);
+        if (!err.empty()) {
+            LOOM_FAIL(err);
+        }
+        double m  = n * c.count * 4.0;
+        auto edge = bruck()->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
+        auto port =
+            bruck()->predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
+        assert_true(edge.n_alpha == ceil(log2(n)));
+        assert_true(std::abs(edge.n_beta - static_cast<double>(moved_slots(n)) / n) < 1e-12);
+        if (st.rounds != edge.n_alpha || std::abs(st.edge_bytes - edge.n_beta * m) > 1e-6 ||
+            std::abs(st.port_bytes - port.n_beta * m) > 1e-6 || port.n_alpha != st.rounds) {
+            LOOM_FAIL(test::describe_call(*bruck(), c) + ": counted " + std::to_string(st.rounds) +
+                      " rounds, " + std::to_string(st.edge_bytes) + " B per-edge, " +
+                      std::to_string(st.port_bytes) + " B single-port; stated " +
+                      std::to_string(edge.n_alpha) + ", " + std::to_string(edge.n_beta * m));
+        }
+        for (const auto& rs : st.per_rank) {
+            assert_true(rs.max_concurrent_peers <= 2);
+        }
+    }
+}
+
+// ERRATA A15 at N = 3, 5, 6, 7: the generated post-rotation is out[j] = work[(i - j) mod N],
+// the schedule verifies, and the same schedule with f000's "rotate right by i"
+// (out[j] = work[(j - i) mod N]) fails the verifier.
+static void bruck_rotation_is_exact_at_n_3_5_6_7(void**) {
+    for (int n : {3, 5, 6, 7}) {
+        for (int64_t cnt : {1, 3}) {
+            auto c   = make_call(n, cnt);
+            auto err = test::verify_call(*bruck(), c);
+            if (!err.empty()) {
+                LOOM_FAIL(err);
+            }
+            auto s = algorithms::generate(*bruck(), c);
+            assert_true(s.is_ok());
+            for (auto& rs : s->ranks) {
+                size_t first = rs.steps.size() - n;
+                for (int j = 0; j < n; ++j) {
+                    auto& st = rs.steps[first + j];
+                    assert_true(st.kind == schedule::step_kind::local_copy);
+                    assert_true(st.dst == schedule::out(j * cnt, cnt));
+                    assert_true(st.src == schedule::tmp(((rs.rank - j + n) % n) * cnt, cnt));
+                    st.src.offset = ((j - rs.rank + n) % n) * cnt;  // the text's rotate-right
+                }
+            }
+            assert_false(schedule::verify(*s).result.is_ok());
+        }
+    }
+}
+
+// Each round is one message of c_k slots to rank i + 2^k (N = 6: 3, 2, 2 slots; N = 8: 4 each).
+static void bruck_round_messages_follow_bit_k(void**) {
+    for (auto [n, want] :
+         {std::pair{6, std::vector<int64_t>{3, 2, 2}}, std::pair{8, std::vector<int64_t>{4, 4, 4}},
+          std::pair{5, std::vector<int64_t>{2, 2, 1}}}) {
+        auto s = algorithms::generate(*bruck(), make_call(n, 10));
+        assert_true(s.is_ok());
+        for (const auto& rs : s->ranks) {
+            std::vector<int64_t> slots;
+            for (const auto& st : rs.steps) {
+                if (st.kind == schedule::step_kind::send) {
+                    assert_int_equal(st.peer, (rs.rank + (1 << slots.size())) % n);
+                    slots.push_back(st.src.count / 10);
+                }
+            }
+            assert_true(slots == want);
+        }
+    }
+}
+
+// f000 App. B.5 at N = 4: 2α + M/BW; crossover with pairwise at M* = 4αBW (ERRATA A16).
+// Non-powers of two count the real slots: N = 5 is 1·M/BW (not ⌈log2 5⌉/2 = 1.5).
+static void bruck_n4_is_2_alpha_1_beta(void**) {
+    algorithms::cost_query q;
+    q.coll    = collective::alltoall;
+    q.nranks  = 4;
+    q.bytes   = 1e6;
+    auto cost = bruck()->predict(q);
+    assert_true(cost.n_alpha == 2);
+    assert_true(cost.n_beta == 1);
+    assert_true(cost.note.find("M* = 4·α·BW") != std::string::npos);
+    q.nranks = 8;
+    assert_true(bruck()->predict(q).note.find("M* = 6.4·α·BW") != std::string::npos);
+    q.nranks = 5;
+    cost     = bruck()->predict(q);
+    assert_true(cost.n_alpha == 3);
+    assert_true(cost.n_beta == 1);
+    q.nranks = 3;
+    assert_true(bruck()->predict(q).note.find("same cost as pairwise") != std::string::npos);
+}
 
 int main() {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
-    return LOOM_RUN_TESTS("bruck", tests);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bruck_alltoall_verifies_over_sweep),
+        cmocka_unit_test(bruck_counts_equal_closed_forms),
+        cmocka_unit_test(bruck_rotation_is_exact_at_n_3_5_6_7),
+        cmocka_unit_test(bruck_round_messages_follow_bit_k),
+        cmocka_unit_test(bruck_n4_is_2_alpha_1_beta),
+    };
+    return LOOM_RUN_TESTS("algorithms_bruck", tests);
 }

@@ -13,19 +13,32 @@ using schedule::collective;
 
 static void every_named_algorithm_is_registered(void**) {
     const std::pair<collective, const char*> required[] = {
-        {collective::broadcast, "ring"},           {collective::broadcast, "binomial"},
-        {collective::broadcast, "dims"},           {collective::reduce, "ring"},
-        {collective::reduce, "binomial"},          {collective::reduce, "dims"},
-        {collective::allreduce, "ring"},           {collective::allreduce, "dbt"},
-        {collective::allreduce, "recursive-doubling"}, {collective::allreduce, "rabenseifner"},
-        {collective::allreduce, "reduce-broadcast"}, {collective::allreduce, "dims"},
-        {collective::reduce_scatter, "ring"},      {collective::reduce_scatter, "recursive-halving"},
-        {collective::reduce_scatter, "pat"},       {collective::reduce_scatter, "dims"},
-        {collective::allgather, "ring"},           {collective::allgather, "recursive-doubling"},
-        {collective::allgather, "pat"},            {collective::allgather, "dims"},
-        {collective::alltoall, "pairwise"},        {collective::alltoall, "ring-relay"},
-        {collective::alltoall, "bruck"},           {collective::alltoall, "dor-relay"},
-        {collective::alltoall, "dims"},            {collective::sendrecv, "direct"},
+        {collective::broadcast, "ring"},
+        {collective::broadcast, "binomial"},
+        {collective::broadcast, "dims"},
+        {collective::reduce, "ring"},
+        {collective::reduce, "binomial"},
+        {collective::reduce, "dims"},
+        {collective::allreduce, "ring"},
+        {collective::allreduce, "dbt"},
+        {collective::allreduce, "recursive-doubling"},
+        {collective::allreduce, "rabenseifner"},
+        {collective::allreduce, "reduce-broadcast"},
+        {collective::allreduce, "dims"},
+        {collective::reduce_scatter, "ring"},
+        {collective::reduce_scatter, "recursive-halving"},
+        {collective::reduce_scatter, "pat"},
+        {collective::reduce_scatter, "dims"},
+        {collective::allgather, "ring"},
+        {collective::allgather, "recursive-doubling"},
+        {collective::allgather, "pat"},
+        {collective::allgather, "dims"},
+        {collective::alltoall, "pairwise"},
+        {collective::alltoall, "ring-relay"},
+        {collective::alltoall, "bruck"},
+        {collective::alltoall, "dor-relay"},
+        {collective::alltoall, "dims"},
+        {collective::sendrecv, "direct"},
     };
     for (const auto& [coll, name] : required) {
         if (!algorithms::find(coll, name)) {
@@ -52,10 +65,10 @@ static void entries_are_documented_and_unique(void**) {
 static void invalid_calls_are_rejected_by_every_algorithm(void**) {
     for (const auto* a : algorithms::catalogue()) {
         algorithms::call good;
-        good.coll   = a->primitive;
-        good.nranks = 4;
-        good.topo   = *topology::shape::parse("torus:2x2");
-        good.count  = 10;
+        good.coll           = a->primitive;
+        good.nranks         = 4;
+        good.topo           = *topology::shape::parse("torus:2x2");
+        good.count          = 10;
         auto expect_invalid = [&](algorithms::call c, const char* what) {
             auto st = algorithms::check_call(*a, c);
             if (st.code() != LOOM_ERR_INVALID_ARGUMENT) {
@@ -79,8 +92,9 @@ static void invalid_calls_are_rejected_by_every_algorithm(void**) {
             c.root = 4;
             expect_invalid(c, "root out of range");
         }
-        c      = good;
-        c.coll = a->primitive == collective::allreduce ? collective::broadcast : collective::allreduce;
+        c = good;
+        c.coll =
+            a->primitive == collective::allreduce ? collective::broadcast : collective::allreduce;
         expect_invalid(c, "wrong primitive");
     }
 }
@@ -91,12 +105,49 @@ static void names_for_lists_the_allowed_names(void**) {
     assert_null(algorithms::find(collective::allreduce, "no-such-algorithm"));
 }
 
+static algorithms::call lattice_call(const char* algo_topo, int64_t count) {
+    algorithms::call c;
+    c.coll   = collective::allreduce;
+    c.topo   = *topology::shape::parse(algo_topo);
+    c.nranks = c.topo.size();
+    c.count  = count;
+    return c;
+}
+
+// On a switch predict() is the closed form; on a lattice an oblivious algorithm's logical
+// hops are routed: the flat ring on torus:2x2x2 sends 3 -> 4 ((0,1,1) -> (1,0,0), 3 hops) in
+// every one of its 14 rounds, so α counts 42; the ring on ring:8 is already physical.
+static void predict_routes_oblivious_algorithms_on_lattices(void**) {
+    const auto* ring = algorithms::find(collective::allreduce, "ring");
+    const auto* dims = algorithms::find(collective::allreduce, "dims");
+    auto per_edge    = algorithms::port_model::per_edge;
+
+    auto star    = lattice_call("star:8", 8 * 1000);
+    auto closed  = ring->predict(algorithms::query_for(star, 8000, per_edge));
+    auto on_star = algorithms::predict(*ring, star, 8000, per_edge);
+    assert_true(on_star.n_alpha == closed.n_alpha && on_star.n_beta == closed.n_beta);
+
+    auto line    = lattice_call("ring:8", 8 * 1000);
+    auto on_line = algorithms::predict(*ring, line, 8000, per_edge);
+    assert_true(on_line.n_alpha == 14);
+    assert_true(on_line.n_beta == 14.0 / 8);
+
+    auto cube    = lattice_call("torus:2x2x2", 8 * 1000);
+    auto on_cube = algorithms::predict(*ring, cube, 8000, per_edge);
+    assert_true(on_cube.n_alpha == 42);
+    assert_true(on_cube.n_beta >= 14.0 / 8);
+    // dims talks to neighbours only: its own closed form is its lattice cost.
+    auto d = algorithms::predict(*dims, cube, 8000, per_edge);
+    assert_true(d.n_alpha == 6 && d.n_beta == 14.0 / 8);
+}
+
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_named_algorithm_is_registered),
         cmocka_unit_test(entries_are_documented_and_unique),
         cmocka_unit_test(invalid_calls_are_rejected_by_every_algorithm),
         cmocka_unit_test(names_for_lists_the_allowed_names),
+        cmocka_unit_test(predict_routes_oblivious_algorithms_on_lattices),
     };
     return LOOM_RUN_TESTS("algorithms_catalogue", tests);
 }

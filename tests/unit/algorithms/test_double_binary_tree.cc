@@ -1,9 +1,264 @@
-// (suite under construction)
+// Double binary tree all-reduce: verified over the sweep (P = 1) and a pipelined
+// sweep; counted rounds/bytes equal the stated per-edge form (f000 §5.2 at P = 1: N=4 is
+// 4α + 2·M/BW, not ring's 1.5, ERRATA A03); the single-port count is exact where stated and
+// inside the stated bounds elsewhere (ERRATA A01, A02); the two trees are complementary.
+#include <algorithm>
+#include <set>
+
+#include "algorithms/util.hh"
+#include "sweep.hh"
 #include "test_main.hh"
 
-static void test_placeholder(void**) { skip(); }
+using namespace loom;
+using algorithms::port_model;
+
+static const algorithms::algorithm* dbt() {
+    const auto* a = algorithms::find(schedule::collective::allreduce, "dbt");
+    assert_non_null(a);
+    return a;
+}
+
+static algorithms::call dbt_call(int n, int64_t count, int segments) {
+    algorithms::call c;
+    c.coll     = schedule::collective::allreduce;
+    c.nranks   = n;
+    c.count    = count;
+    c.segments = segments;
+    c.topo     = topology::shape::star(n);
+    return c;
+}
+
+static schedule::schedule_stats verified(const algorithms::call& c) {
+    schedule::schedule_stats st;
+    auto err = test::verify_call(*dbt(), c, &st);
+    if (!err.empty()) {
+        LOOM_FAIL(err);
+    }
+    return st;
+}
+
+static void dbt_allreduce_verifies_over_sweep(void**) {
+    auto res = test::sweep(*dbt(), test::standard_ranks(), 1000003, test::standard_lattices());
+    if (!res.first_failure.empty()) {
+        LOOM_FAIL(res.first_failure);
+    }
+    assert_int_equal(res.not_applicable, 0);
+    assert_true(res.verified > 300);
+}
+
+// The sweep runs P = 1 only; pipelining must hold for counts that P or 2 do not
+// divide, including halves shorter than P (empty segments) and count 0.
+static void dbt_pipelined_verifies_for_awkward_counts(void**) {
+    for (int n : test::standard_ranks()) {
+        for (int p : {2, 3, 7}) {
+            for (int64_t count :
+                 {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{2 * p - 1}, int64_t{10007}}) {
+                verified(dbt_call(n, count, p));
+            }
+        }
+    }
+}
+
+// Per-edge: rounds = (2D+P-1), edge bytes = (2D+P-1)/(2P)·M with D = ⌈log2N⌉, for every N up
+// to 64 (counts that 2P divides); at P = 1 that is the texts' 2⌈log2N⌉α + ⌈log2N⌉·M/BW.
+static void dbt_counts_equal_per_edge_closed_form(void**) {
+    for (int n = 1; n <= 64; ++n) {
+        for (int p : {1, 2, 3, 4, 8}) {
+            auto c    = dbt_call(n, int64_t{2} * p * 24, p);
+            auto st   = verified(c);
+            double m  = c.count * 4.0;
+            auto cost = dbt()->predict(algorithms::query_for(c, m, port_model::per_edge));
+            if (st.rounds != cost.n_alpha || st.edge_bytes != cost.n_beta * m || !cost.exact) {
+                LOOM_FAIL(test::describe_call(*dbt(), c) + ": counted " +
+                          std::to_string(st.rounds) + " rounds, " + std::to_string(st.edge_bytes) +
+                          " B; stated " + std::to_string(cost.n_alpha) + ", " +
+                          std::to_string(cost.n_beta * m));
+            }
+            if (p == 1 && n > 1) {
+                int d = algorithms::ceil_log2(n);
+                assert_true(cost.n_alpha == 2 * d && cost.n_beta == d);
+            }
+        }
+    }
+}
+
+// Single-port: exact where predict says so (N = 2; N = 2^D at P = 1), otherwise between the
+// header's lower bound and predict's upper bound.
+static void dbt_single_port_count_within_stated_form(void**) {
+    int exact_cases = 0;
+    for (int n = 2; n <= 64; ++n) {
+        for (int p : {1, 2, 3, 4, 8}) {
+            auto c           = dbt_call(n, int64_t{2} * p * 24, p);
+            auto st          = verified(c);
+            double m         = c.count * 4.0;
+            auto cost        = dbt()->predict(algorithms::query_for(c, m, port_model::single_port));
+            double port      = st.port_bytes / m;
+            std::string what = test::describe_call(*dbt(), c) + ": single-port counted " +
+                               std::to_string(port) + "·M, stated " + std::to_string(cost.n_beta) +
+                               (cost.exact ? "" : " (bound)");
+            assert_true(cost.n_alpha == st.rounds);
+            if (cost.exact) {
+                ++exact_cases;
+                if (port != cost.n_beta) {
+                    LOOM_FAIL(what);
+                }
+                continue;
+            }
+            int d        = algorithms::ceil_log2(n);
+            double lower = p == 1 ? 2.0 * d - 2 : std::max(st.edge_bytes / m, n >= 4 ? 2.0 : 0.0);
+            if (port < lower || port > cost.n_beta) {
+                LOOM_FAIL(what + ", lower bound " + std::to_string(lower));
+            }
+        }
+    }
+    // N = 2 for five P, and N = 4, 8, 16, 32, 64 at P = 1.
+    assert_int_equal(exact_cases, 5 + 5);
+}
+
+// f000 §5.2 at N = 4: 4α + 2·M/BW per-edge, counted and predicted; ring is 1.5 (ERRATA A03).
+static void dbt_n4_is_4_alpha_2_beta_not_ring(void**) {
+    auto c        = dbt_call(4, 4096, 1);
+    auto st       = verified(c);
+    double m      = c.count * 4.0;
+    auto q        = algorithms::query_for(c, m, port_model::per_edge);
+    auto dbt_cost = dbt()->predict(q);
+    assert_true(dbt_cost.n_alpha == 4 && dbt_cost.n_beta == 2 && dbt_cost.exact);
+    assert_int_equal(st.rounds, 4);
+    assert_true(st.edge_bytes == 2 * m);
+    const auto* ring = algorithms::find(schedule::collective::allreduce, "ring");
+    assert_non_null(ring);
+    assert_true(ring->predict(q).n_beta == 1.5);
+}
+
+// ERRATA A02: under one port per rank DBT at N = 4 costs 3·M/BW, above the per-edge 2.
+static void dbt_n4_single_port_exceeds_per_edge(void**) {
+    auto c   = dbt_call(4, 4096, 1);
+    auto st  = verified(c);
+    double m = c.count * 4.0;
+    auto sp  = dbt()->predict(algorithms::query_for(c, m, port_model::single_port));
+    auto pe  = dbt()->predict(algorithms::query_for(c, m, port_model::per_edge));
+    assert_true(sp.exact && sp.n_beta == 3 && pe.n_beta == 2);
+    assert_true(st.port_bytes == 3 * m);
+    assert_true(st.port_bytes > st.edge_bytes);
+}
+
+// ERRATA A01: pipelining drives the per-edge count below f000's headline M/BW toward
+// M/(2BW), while the single-port count stays at or above 2·M/BW.
+static void dbt_pipelined_floors_are_half_per_edge_two_single_port(void**) {
+    auto c   = dbt_call(8, int64_t{2} * 64 * 8, 64);
+    auto st  = verified(c);
+    double m = c.count * 4.0;
+    assert_true(st.edge_bytes / m == (6 + 63) / 128.0);
+    assert_true(st.edge_bytes < m);
+    assert_true(st.port_bytes >= 2 * m);
+    auto q      = algorithms::query_for(dbt_call(8, 1 << 20, 1 << 16), m, port_model::per_edge);
+    double beta = dbt()->predict(q).n_beta;
+    assert_true(beta > 0.5 && beta < 0.501);
+}
+
+// The tree of `tag` as the schedule shows it: rank r is interior when its first transfer on
+// that tag is a receive (it must hear from a child before it can send), a leaf when it is a
+// send (its own input goes up first). Peers give the tree's edges.
+struct tree_view {
+    std::vector<bool> interior;
+    std::vector<std::set<int>> peers;
+};
+
+static tree_view view_tree(const schedule::schedule& s, uint32_t tag) {
+    int n = s.info.nranks;
+    tree_view v{std::vector<bool>(n, false), std::vector<std::set<int>>(n)};
+    for (int r = 0; r < n; ++r) {
+        bool first = true;
+        for (const auto& st : s.ranks[r].steps) {
+            if (!schedule::is_transfer(st.kind) || st.tag != tag) {
+                continue;
+            }
+            if (first) {
+                v.interior[r] = schedule::is_receive(st.kind);
+                first         = false;
+            }
+            v.peers[r].insert(st.peer);
+        }
+    }
+    return v;
+}
+
+// Spanning and binary: N-1 edges, all ranks reachable from rank 0, at most 3 neighbours.
+static void expect_binary_spanning_tree(const tree_view& v, int n, const std::string& what) {
+    size_t degree_sum = 0;
+    for (int r = 0; r < n; ++r) {
+        degree_sum += v.peers[r].size();
+        if (v.peers[r].size() > 3) {
+            LOOM_FAIL(what + ": rank " + std::to_string(r) + " has more than 3 tree neighbours");
+        }
+    }
+    std::vector<bool> seen(n, false);
+    std::vector<int> todo{0};
+    seen[0]     = true;
+    int reached = 1;
+    while (!todo.empty()) {
+        int r = todo.back();
+        todo.pop_back();
+        for (int q : v.peers[r]) {
+            if (!seen[q]) {
+                seen[q] = true;
+                ++reached;
+                todo.push_back(q);
+            }
+        }
+    }
+    if (degree_sum != 2 * static_cast<size_t>(n - 1) || reached != n) {
+        LOOM_FAIL(what + ": not a spanning tree");
+    }
+}
+
+static void dbt_trees_are_complementary_for_n_1_to_64(void**) {
+    for (int n = 1; n <= 64; ++n) {
+        auto c = dbt_call(n, 2 * n, 1);
+        verified(c);
+        auto s = algorithms::generate(*dbt(), c);
+        assert_true(s.is_ok());
+        auto t0 = view_tree(*s, 0), t1 = view_tree(*s, 1);
+        std::string what = "N=" + std::to_string(n);
+        if (n > 1) {
+            expect_binary_spanning_tree(t0, n, what + " tree 0");
+            expect_binary_spanning_tree(t1, n, what + " tree 1");
+        }
+        for (int r = 0; r < n; ++r) {
+            int interior = t0.interior[r] + t1.interior[r];
+            // At most one (the DBT property); for N ≥ 2 exactly one, so no rank is a leaf in
+            // both trees either.
+            if (interior > 1 || (n > 1 && interior != 1)) {
+                LOOM_FAIL(what + ": rank " + std::to_string(r) + " is interior in " +
+                          std::to_string(interior) + " trees");
+            }
+        }
+    }
+}
+
+// NCCL's trees at N = 4: tree 0 is 0→2→{1,3} (ncclGetBtree), tree 1 its mirror 3→1→{2,0}.
+static void dbt_n4_trees_are_nccl_btree_and_mirror(void**) {
+    auto s = algorithms::generate(*dbt(), dbt_call(4, 8, 1));
+    assert_true(s.is_ok());
+    auto t0 = view_tree(*s, 0), t1 = view_tree(*s, 1);
+    assert_true((t0.peers[0] == std::set<int>{2}) && (t0.peers[2] == std::set<int>{0, 1, 3}));
+    assert_true((t0.peers[1] == std::set<int>{2}) && (t0.peers[3] == std::set<int>{2}));
+    assert_true((t1.peers[3] == std::set<int>{1}) && (t1.peers[1] == std::set<int>{0, 2, 3}));
+    assert_true((t1.peers[0] == std::set<int>{1}) && (t1.peers[2] == std::set<int>{1}));
+    assert_true(t0.interior[0] && t0.interior[2] && t1.interior[3] && t1.interior[1]);
+}
 
 int main() {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
-    return LOOM_RUN_TESTS("double_binary_tree", tests);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(dbt_allreduce_verifies_over_sweep),
+        cmocka_unit_test(dbt_pipelined_verifies_for_awkward_counts),
+        cmocka_unit_test(dbt_counts_equal_per_edge_closed_form),
+        cmocka_unit_test(dbt_single_port_count_within_stated_form),
+        cmocka_unit_test(dbt_n4_is_4_alpha_2_beta_not_ring),
+        cmocka_unit_test(dbt_n4_single_port_exceeds_per_edge),
+        cmocka_unit_test(dbt_pipelined_floors_are_half_per_edge_two_single_port),
+        cmocka_unit_test(dbt_trees_are_complementary_for_n_1_to_64),
+        cmocka_unit_test(dbt_n4_trees_are_nccl_btree_and_mirror),
+    };
+    return LOOM_RUN_TESTS("algorithms_double_binary_tree", tests);
 }

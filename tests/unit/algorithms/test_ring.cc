@@ -16,11 +16,21 @@ static void expect_sweep(schedule::collective coll) {
     assert_true(res.verified > 300);
 }
 
-static void ring_allreduce_verifies_over_sweep(void**) { expect_sweep(schedule::collective::allreduce); }
-static void ring_reduce_scatter_verifies_over_sweep(void**) { expect_sweep(schedule::collective::reduce_scatter); }
-static void ring_allgather_verifies_over_sweep(void**) { expect_sweep(schedule::collective::allgather); }
-static void ring_broadcast_verifies_over_sweep(void**) { expect_sweep(schedule::collective::broadcast); }
-static void ring_reduce_verifies_over_sweep(void**) { expect_sweep(schedule::collective::reduce); }
+static void ring_allreduce_verifies_over_sweep(void**) {
+    expect_sweep(schedule::collective::allreduce);
+}
+static void ring_reduce_scatter_verifies_over_sweep(void**) {
+    expect_sweep(schedule::collective::reduce_scatter);
+}
+static void ring_allgather_verifies_over_sweep(void**) {
+    expect_sweep(schedule::collective::allgather);
+}
+static void ring_broadcast_verifies_over_sweep(void**) {
+    expect_sweep(schedule::collective::broadcast);
+}
+static void ring_reduce_verifies_over_sweep(void**) {
+    expect_sweep(schedule::collective::reduce);
+}
 
 // Counted rounds and bytes equal the closed form, for every N up to 64 (count divisible).
 static void ring_counts_equal_closed_forms(void**) {
@@ -42,11 +52,13 @@ static void ring_counts_equal_closed_forms(void**) {
                     LOOM_FAIL(err);
                 }
                 double m = c.count * 4.0;
-                auto cost = a->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
+                auto cost =
+                    a->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
                 if (st.rounds != cost.n_alpha || st.edge_bytes != cost.n_beta * m) {
-                    LOOM_FAIL(test::describe_call(*a, c) + ": counted " + std::to_string(st.rounds) +
-                              " rounds, " + std::to_string(st.edge_bytes) + " B; stated " +
-                              std::to_string(cost.n_alpha) + ", " + std::to_string(cost.n_beta * m));
+                    LOOM_FAIL(
+                        test::describe_call(*a, c) + ": counted " + std::to_string(st.rounds) +
+                        " rounds, " + std::to_string(st.edge_bytes) + " B; stated " +
+                        std::to_string(cost.n_alpha) + ", " + std::to_string(cost.n_beta * m));
                 }
                 // One link in, one out per step: the single-port count is the same.
                 assert_true(st.port_bytes == st.edge_bytes);

@@ -99,7 +99,8 @@ static void malformed_json_is_rejected_with_location(void**) {
                        "\"count\" must be an integer");
     expect_parse_error(replaced(good, "[\"out\", 0, 8]", "[\"out\", 0, -8]"), "out of range");
     expect_parse_error(replaced(good, "\"rank\": 1", "\"rank\": 5"), "rank order");
-    expect_parse_error(replaced(good, "\"ranks\": 2", "\"ranks\": 1.5"), "\"ranks\" must be an integer");
+    expect_parse_error(replaced(good, "\"ranks\": 2", "\"ranks\": 1.5"),
+                       "\"ranks\" must be an integer");
 }
 
 static void malformed_text_is_rejected_with_line(void**) {

@@ -8,8 +8,8 @@
 #include "test_main.hh"
 
 using namespace loom;
-using loom::schedule::builder;
 using loom::schedule::buffer_id;
+using loom::schedule::builder;
 using loom::schedule::collective;
 using loom::schedule::in;
 using loom::schedule::no_step;
@@ -74,13 +74,15 @@ static void contribution_counted_twice_is_rejected(void**) {
     auto s = exchange_allreduce(10);
     // Rank 0 adds its own input once more after the exchange.
     builder(s.ranks[0]).local_reduce(out(0, 10), out(0, 10), in(0, 10), {1});
-    expect_rejected(s, "rank 0 step 2 (local_reduce) counts the contribution of rank 0 twice at out[0]");
+    expect_rejected(
+        s, "rank 0 step 2 (local_reduce) counts the contribution of rank 0 twice at out[0]");
 }
 
 static void unmatched_send_is_rejected(void**) {
     auto s = exchange_allreduce(10);
     builder(s.ranks[0]).send(1, in(0, 10), {1});
-    expect_rejected(s, "rank 0 step 2 (send to 1): send #2 to rank 1 (tag 0) has no matching receive");
+    expect_rejected(s,
+                    "rank 0 step 2 (send to 1): send #2 to rank 1 (tag 0) has no matching receive");
 }
 
 static void unmatched_receive_is_rejected(void**) {
@@ -90,7 +92,7 @@ static void unmatched_receive_is_rejected(void**) {
 }
 
 static void length_mismatch_is_rejected(void**) {
-    auto s                   = exchange_allreduce(10);
+    auto s                        = exchange_allreduce(10);
     s.ranks[0].steps[0].src.count = 5;
     expect_rejected(s, "rank 0 step 0 (send to 1) sends 5 elements but the matching rank 1 step 1");
 }
@@ -106,17 +108,21 @@ static void wait_cycle_is_rejected(void**) {
         b.send(1 - rs.rank, in(0, 10), {r});
         rs = fixed;
     }
-    expect_rejected(s, "deadlock: wait cycle rank 0 step 0 (recv_reduce from 1) waits for its partner rank 1 step 1 (send to 0) depends on rank 1 step 0");
+    expect_rejected(s,
+                    "deadlock: wait cycle rank 0 step 0 (recv_reduce from 1) waits for its partner "
+                    "rank 1 step 1 (send to 0) depends on rank 1 step 0");
 }
 
 static void out_of_bounds_region_is_rejected(void**) {
-    auto s                      = exchange_allreduce(10);
+    auto s                         = exchange_allreduce(10);
     s.ranks[1].steps[1].dst.offset = 4;
-    expect_rejected(s, "rank 1 step 1 (recv_reduce from 0): destination region out[4, 14) is out of bounds (the buffer holds 10 elements)");
+    expect_rejected(s,
+                    "rank 1 step 1 (recv_reduce from 0): destination region out[4, 14) is out of "
+                    "bounds (the buffer holds 10 elements)");
 }
 
 static void write_to_input_is_rejected(void**) {
-    auto s                   = exchange_allreduce(10);
+    auto s                      = exchange_allreduce(10);
     s.ranks[0].steps[1].dst.buf = buffer_id::input;
     expect_rejected(s, "writes the input buffer, which is read-only");
 }
@@ -125,11 +131,12 @@ static void race_is_rejected(void**) {
     auto s = exchange_allreduce(10);
     // A copy into the output that does not wait for the receive writing the same elements.
     builder(s.ranks[0]).local_copy(out(0, 10), in(0, 10));
-    expect_rejected(s, "rank 0 step 1 (recv_reduce from 1) and rank 0 step 2 (local_copy) race on out[0]");
+    expect_rejected(
+        s, "rank 0 step 1 (recv_reduce from 1) and rank 0 step 2 (local_copy) race on out[0]");
 }
 
 static void misaligned_reduction_is_rejected(void**) {
-    auto s = exchange_allreduce(10);
+    auto s                         = exchange_allreduce(10);
     s.ranks[1].steps[1].src.offset = 0;
     s.ranks[1].steps[1].dst        = out(0, 5);
     s.ranks[1].steps[1].src        = in(5, 5);
@@ -138,15 +145,16 @@ static void misaligned_reduction_is_rejected(void**) {
 }
 
 static void dependency_on_later_step_is_rejected(void**) {
-    auto s                = exchange_allreduce(10);
+    auto s = exchange_allreduce(10);
     s.ranks[0].deps.push_back(1);
     s.ranks[0].steps[0].first_dep = 0;
     s.ranks[0].steps[0].ndeps     = 1;
-    expect_rejected(s, "rank 0 step 0 (send to 1): depends on step 1, which is not an earlier step");
+    expect_rejected(s,
+                    "rank 0 step 0 (send to 1): depends on step 1, which is not an earlier step");
 }
 
 static void unwritten_output_is_rejected(void**) {
-    sched s = exchange_allreduce(10);
+    sched s                 = exchange_allreduce(10);
     s.ranks[0].steps[1].dst = out(0, 9);
     s.ranks[0].steps[1].src = in(0, 9);
     s.ranks[1].steps[0].src = in(0, 9);
@@ -154,7 +162,7 @@ static void unwritten_output_is_rejected(void**) {
 }
 
 static void peer_out_of_range_is_rejected(void**) {
-    auto s                  = exchange_allreduce(10);
+    auto s                   = exchange_allreduce(10);
     s.ranks[0].steps[0].peer = 7;
     expect_rejected(s, "rank 0 step 0 (send to 7): peer 7 is not another rank of 0..1");
 }

@@ -7,7 +7,8 @@
 using namespace loom;
 
 static void parse_accepts_every_kind(void**) {
-    for (const char* text : {"star:8", "ring:5", "torus:4x4x2", "mesh:3x5", "fullmesh:6", "torus:8x1x1"}) {
+    for (const char* text :
+         {"star:8", "ring:5", "torus:4x4x2", "mesh:3x5", "fullmesh:6", "torus:8x1x1"}) {
         auto s = topology::shape::parse(text);
         if (!s) {
             LOOM_FAIL(s.error().to_string());
@@ -18,8 +19,8 @@ static void parse_accepts_every_kind(void**) {
 }
 
 static void parse_rejects_bad_shapes_with_reason(void**) {
-    for (const char* text : {"", "star", "star:0", "star:-3", "star:4x4", "cube:8", "torus:4x", "torus:4xx2",
-                             "mesh:3x5x", "ring:abc", "torus:100000x100000"}) {
+    for (const char* text : {"", "star", "star:0", "star:-3", "star:4x4", "cube:8", "torus:4x",
+                             "torus:4xx2", "mesh:3x5x", "ring:abc", "torus:100000x100000"}) {
         auto s = topology::shape::parse(text);
         if (s.is_ok()) {
             LOOM_FAIL(std::string("accepted '") + text + "'");

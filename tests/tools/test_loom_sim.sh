@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# loom-sim's command line, end to end (TAP): every verb on good input, and every kind of bad
+# input the tool promises to reject with a non-zero exit and exactly ONE line
+# "loom-sim: <reason>" on stderr — never a crash, a signal or an exception trace.
+#
+# Usage: test_loom_sim.sh PATH/TO/loom-sim        (Meson passes the built binary)
+# JSON is checked with python3 (no jq); without python3 those checks are skipped, not passed.
+# The algorithm names used are ring's (the one family every build has); the rest is generic
+# over `loom-sim algorithms --json`.
+set -u
+
+SIM=${1:?usage: test_loom_sim.sh PATH/TO/loom-sim}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failures=0
+have_python=0
+command -v python3 >/dev/null 2>&1 && have_python=1
+
+pass() {
+    n=$((n + 1))
+    echo "ok $n - $1"
+}
+fail() {
+    n=$((n + 1))
+    failures=$((failures + 1))
+    echo "not ok $n - $1"
+    shift
+    local line
+    for line in "$@"; do
+        echo "# $line"
+    done
+}
+skip() {
+    n=$((n + 1))
+    echo "ok $n - $1 # SKIP $2"
+}
+
+# run ARGS...: runs loom-sim, stdout to $tmp/out, stderr to $tmp/err, status to $rc.
+run() {
+    "$SIM" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+# expect_ok NAME ARGS...: exit 0 and nothing on stderr.
+expect_ok() {
+    local name=$1
+    shift
+    run "$@"
+    if [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ]; then
+        pass "$name"
+    else
+        fail "$name" "exit $rc" "stderr: $(head -c 300 "$tmp/err")"
+    fi
+}
+
+# expect_error NAME CODE PATTERN ARGS...: exit CODE, one stderr line "loom-sim: …PATTERN…".
+expect_error() {
+    local name=$1 code=$2 pattern=$3
+    shift 3
+    run "$@"
+    local lines first
+    lines=$(wc -l <"$tmp/err")
+    first=$(head -n 1 "$tmp/err")
+    if [ "$rc" -ne "$code" ]; then
+        fail "$name" "exit $rc, expected $code" "stderr: $(head -c 300 "$tmp/err")"
+    elif [ "$lines" -ne 1 ] || [ "$(tail -c 1 "$tmp/err" | wc -l)" -ne 1 ]; then
+        fail "$name" "expected exactly one line on stderr, got $lines:" "$(head -c 300 "$tmp/err")"
+    elif grep -q -e "terminate called" -e "Aborted" -e "what()" "$tmp/err"; then
+        fail "$name" "exception trace: $first"
+    elif [[ "$first" != "loom-sim: "* ]] || [[ "$first" != *"$pattern"* ]]; then
+        fail "$name" "stderr '$first' lacks 'loom-sim: ' or '$pattern'"
+    else
+        pass "$name"
+    fi
+}
+
+# pycheck NAME FILE PYTHON: runs PYTHON with `doc` = the JSON in FILE; passes if it exits 0.
+pycheck() {
+    local name=$1 file=$2 code=$3
+    if [ "$have_python" -eq 0 ]; then
+        skip "$name" "python3 not found"
+        return
+    fi
+    local msg
+    if msg=$(python3 -c "import json, sys
+doc = json.load(open(sys.argv[1]))
+$code" "$file" 2>&1); then
+        pass "$name"
+    else
+        fail "$name" "$(echo "$msg" | tail -n 3)"
+    fi
+}
+
+# contains NAME FILE TEXT: the file holds TEXT (fixed string).
+contains() {
+    if grep -q -F -e "$3" "$2"; then
+        pass "$1"
+    else
+        fail "$1" "'$3' not in: $(head -c 300 "$2")"
+    fi
+}
+
+ring4=(--collective allreduce --algorithm ring --ranks 4)
+
+# ---- version and help ------------------------------------------------------------------
+expect_ok "--version exits 0" --version
+contains "--version prints the version and the build features" "$tmp/out" "features:"
+expect_ok "--help exits 0" --help
+for verb in algorithms schedule verify predict overview; do
+    contains "--help names the verb $verb" "$tmp/out" "$verb"
+done
+for verb in algorithms schedule verify predict overview; do
+    expect_ok "$verb --help exits 0" "$verb" --help
+done
+
+# ---- algorithms --------------------------------------------------------------------------
+expect_ok "algorithms lists the catalogue" algorithms
+contains "algorithms shows ring's all-reduce cost formula" "$tmp/out" "2(N-1)α + 2(N-1)/N·M/BW"
+expect_ok "algorithms --json exits 0" algorithms --json
+cp "$tmp/out" "$tmp/catalogue.json"
+pycheck "algorithms --json is an array of {name, collective, summary, formula, constraints}" \
+    "$tmp/catalogue.json" '
+assert isinstance(doc, list) and doc
+for a in doc:
+    for key in ("name", "collective", "summary", "formula", "constraints"):
+        assert isinstance(a[key], str) and a[key], (a, key)
+assert any(a["name"] == "ring" and a["collective"] == "allreduce" for a in doc)'
+
+# ---- schedule and verify -----------------------------------------------------------------
+call5=(--collective allreduce --algorithm ring --ranks 5 --count 17)
+expect_ok "schedule prints the text form" schedule "${call5[@]}"
+cp "$tmp/out" "$tmp/s.txt"
+contains "the text form starts with its header" "$tmp/s.txt" "loom-schedule 1"
+expect_ok "schedule --format json prints the JSON form" schedule "${call5[@]}" --format json
+cp "$tmp/out" "$tmp/s.json"
+pycheck "the JSON form parses and holds every rank" "$tmp/s.json" '
+assert doc["format"] == "loom-schedule" and doc["ranks"] == 5 and len(doc["schedule"]) == 5'
+expect_ok "verify --schedule accepts the text form" verify --schedule "$tmp/s.txt"
+contains "verify's summary says ok and the rounds" "$tmp/out" "ok: allreduce ring"
+expect_ok "verify --schedule accepts the JSON form" verify --schedule "$tmp/s.json" --json
+cp "$tmp/out" "$tmp/v_json.json"
+run verify --schedule "$tmp/s.txt" --json
+cp "$tmp/out" "$tmp/v_text.json"
+pycheck "text and JSON forms verify to the same statistics" "$tmp/v_json.json" '
+other = json.load(open(sys.argv[1].replace("v_json", "v_text")))
+for key in ("rounds", "edge_bytes", "port_bytes", "total_steps", "total_bytes"):
+    assert doc[key] == other[key], key
+assert doc["rounds"] == 8'
+if "$SIM" schedule "${call5[@]}" | "$SIM" verify --schedule - >"$tmp/out" 2>"$tmp/err"; then
+    pass "schedule | verify --schedule - (stdin)"
+else
+    fail "schedule | verify --schedule - (stdin)" "$(head -c 300 "$tmp/err")"
+fi
+
+expect_ok "verify from flags: ring N=4" verify "${ring4[@]}"
+contains "ring N=4 takes 6 rounds" "$tmp/out" ": 6 rounds,"
+if [ "$(wc -l <"$tmp/out")" -eq 1 ]; then
+    pass "verify without --stats prints one line"
+else
+    fail "verify without --stats prints one line" "$(cat "$tmp/out")"
+fi
+expect_ok "verify --stats --pairs" verify "${ring4[@]}" --count 16 --stats --pairs
+contains "--stats shows rounds beside the predicted n_alpha" "$tmp/out" "predicted n_alpha 6"
+contains "--stats shows per-edge bytes as 1.5 M" "$tmp/out" "96 = 1.5 M"
+contains "--pairs shows the pair 3 -> 0" "$tmp/out" "     3      0          96"
+expect_ok "verify --json --pairs" verify "${ring4[@]}" --count 16 --json --pairs
+cp "$tmp/out" "$tmp/v.json"
+pycheck "verify --json: rounds = n_alpha, edge_bytes = n_beta·M, pairs listed" "$tmp/v.json" '
+assert doc["ok"] is True and doc["rounds"] == 6
+assert doc["edge_bytes"] == 1.5 * doc["payload_bytes"] == 96
+assert doc["predicted"]["n_alpha"] == 6 and doc["predicted"]["n_beta_per_edge"] == 1.5
+assert len(doc["per_rank"]) == 4 and len(doc["pairs"]) == 4'
+
+# A wrong schedule: rank 0 sends its first block to rank 2 instead of rank 1.
+if [ "$have_python" -eq 0 ]; then
+    skip "verify rejects a wrong schedule: exit 1 and the reason" "python3 not found"
+elif ! python3 -c 'import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["schedule"][0]["steps"][0]["peer"] = 2
+json.dump(doc, open(sys.argv[2], "w"))' "$tmp/s.json" "$tmp/wrong.json" 2>/dev/null; then
+    fail "verify rejects a wrong schedule: exit 1 and the reason" "no JSON schedule to alter"
+else
+    expect_error "verify rejects a wrong schedule: exit 1 and the reason" 1 "verification failed" \
+        verify --schedule "$tmp/wrong.json"
+fi
+
+# ---- predict -----------------------------------------------------------------------------
+expect_ok "predict --json (ring N=4, 1M)" predict "${ring4[@]}" --bytes 1M --json
+cp "$tmp/out" "$tmp/p.json"
+pycheck "predict --json: ring N=4 gives n_alpha 6, n_beta 1.5 and their time" "$tmp/p.json" '
+assert isinstance(doc, dict)
+for key in ("n_alpha", "n_beta", "time_s", "bytes", "alpha_s", "bw_bytes_per_s"):
+    assert isinstance(doc[key], (int, float)) and not isinstance(doc[key], bool), key
+for key in ("algorithm", "collective", "topology", "port_model", "note"):
+    assert isinstance(doc[key], str), key
+assert doc["ranks"] == 4 and doc["topology"] == "star:4" and isinstance(doc["exact"], bool)
+assert doc["n_alpha"] == 6 and doc["n_beta"] == 1.5 and doc["bytes"] == 1048576
+assert abs(doc["time_s"] - (6 * 1e-6 + 1.5 * 1048576 / 25e9)) < 1e-15'
+expect_ok "predict with units: --alpha 2us --bw 10GB/s --bytes 1MB" \
+    predict "${ring4[@]}" --bytes 1MB --alpha 2us --bw 10GB/s --port-model single-port --json
+cp "$tmp/out" "$tmp/p2.json"
+pycheck "1MB is 10^6 bytes, 2us is 2e-6 s, 10GB/s is 1e10 bytes/s" "$tmp/p2.json" '
+assert doc["bytes"] == 1000000 and doc["alpha_s"] == 2e-6 and doc["bw_bytes_per_s"] == 1e10
+assert doc["port_model"] == "single-port" and doc["n_beta"] == 1.5
+assert abs(doc["time_s"] - (6 * 2e-6 + 1.5 * 1e6 / 1e10)) < 1e-15'
+expect_ok "predict text prints n_alpha and n_beta" predict "${ring4[@]}" --bytes 1K
+contains "predict text: n_alpha 6" "$tmp/out" "n_alpha   6"
+expect_ok "predict --algorithm all over 1K,1M,1G prints a table" \
+    predict --collective allreduce --algorithm all --ranks 8 --bytes 1K,1M,1G
+contains "the table has a column per size" "$tmp/out" "1G"
+contains "the table marks the fastest" "$tmp/out" "*"
+expect_ok "predict --algorithm all --json" \
+    predict --collective allreduce --algorithm all --ranks 8 --bytes 1K,1M,1G --json
+cp "$tmp/out" "$tmp/pall.json"
+pycheck "predict --algorithm all --json: one object per algorithm and size, a fastest each" \
+    "$tmp/pall.json" '
+assert isinstance(doc, list) and doc
+sizes = {1024, 1 << 20, 1 << 30}
+assert {p["bytes"] for p in doc} == sizes
+for p in doc:
+    if p["applicable"]:
+        assert all(isinstance(p[k], (int, float)) for k in ("n_alpha", "n_beta", "time_s"))
+    else:
+        assert p["reason"]
+for size in sizes:
+    ok = [p for p in doc if p["bytes"] == size and p["applicable"]]
+    best = min(p["time_s"] for p in ok)
+    assert [p for p in ok if p["fastest"]] and all(p["time_s"] == best for p in ok if p["fastest"])'
+
+# ---- overview ----------------------------------------------------------------------------
+expect_ok "overview exits 0" overview
+for text in "torus:4x4x4 (64 ranks)" "star:64 (64 ranks)" "α = 1 µs, BW = 25 GB/s" "256M" "1G"; do
+    contains "overview shows '$text'" "$tmp/out" "$text"
+done
+expect_ok "overview --json" overview --json
+cp "$tmp/out" "$tmp/o.json"
+pycheck "overview --json covers both fabrics and six sizes" "$tmp/o.json" '
+assert {p["topology"] for p in doc} == {"torus:4x4x4", "star:64"}
+assert len({p["bytes"] for p in doc}) == 6'
+
+# ---- bad input: non-zero, one line, no trace ----------------------------------------------
+expect_error "no verb" 2 "a verb is required"
+expect_error "unknown verb" 2 "unknown verb 'frobnicate'" frobnicate
+expect_error "unknown flag" 2 "--bogus" schedule "${ring4[@]}" --bogus
+expect_error "unknown collective lists the allowed names" 2 "allowed: broadcast, reduce" \
+    schedule --collective allredux --algorithm ring --ranks 4
+expect_error "unknown algorithm lists the allowed names" 2 "allowed: ring" \
+    schedule --collective allreduce --algorithm nonesuch --ranks 4
+expect_error "unknown algorithm in predict" 2 "allowed: ring" \
+    predict --collective allreduce --algorithm nonesuch --ranks 4 --bytes 1K
+ring=(--collective allreduce --algorithm ring)
+expect_error "missing --ranks" 2 "--ranks is required" schedule "${ring[@]}"
+expect_error "N = 0" 2 "--ranks must be at least 1" schedule "${ring[@]}" --ranks 0
+expect_error "N < 0" 2 "--ranks must be at least 1" predict "${ring[@]}" --ranks -3 --bytes 1K
+expect_error "non-numeric N" 2 "expected an integer" schedule "${ring[@]}" --ranks abc
+expect_error "N out of range" 2 "out of range" schedule "${ring[@]}" --ranks 99999999999999999999
+expect_error "topology size differs from N" 2 "does not match --topology" \
+    schedule "${ring4[@]}" --topology torus:2x3
+expect_error "malformed topology" 2 "--topology" schedule "${ring4[@]}" --topology blob:4
+expect_error "negative count" 2 "must not be negative" schedule "${ring4[@]}" --count -5
+expect_error "root out of range" 2 "--root must be in 0..3" schedule "${ring4[@]}" --root 9
+expect_error "unknown format" 2 "allowed: text, json" schedule "${ring4[@]}" --format xml
+expect_error "unknown tie rule" 2 "toward-plus, source-parity" \
+    schedule "${ring4[@]}" --ties sideways
+expect_error "negative bytes" 2 "must not be negative" predict "${ring4[@]}" --bytes -1K
+expect_error "negative bytes (--bytes=-1K)" 2 "must not be negative" \
+    predict "${ring4[@]}" --bytes=-1K
+expect_error "non-numeric bytes" 2 "expected a number" predict "${ring4[@]}" --bytes lots
+expect_error "unknown size unit" 2 "unknown unit" predict "${ring4[@]}" --bytes 1X
+expect_error "missing --bytes" 2 "--bytes is required" predict "${ring4[@]}"
+expect_error "non-numeric alpha" 2 "--alpha" predict "${ring4[@]}" --bytes 1K --alpha fast
+expect_error "negative alpha" 2 "must not be negative" predict "${ring4[@]}" --bytes 1K --alpha -1us
+expect_error "non-numeric bandwidth" 2 "--bw" predict "${ring4[@]}" --bytes 1K --bw quick
+expect_error "zero bandwidth" 2 "must be positive" predict "${ring4[@]}" --bytes 1K --bw 0
+expect_error "unknown port model" 2 "allowed: per-edge, single-port" \
+    predict "${ring4[@]}" --bytes 1K --port-model shared
+expect_error "missing schedule file" 2 "cannot open" verify --schedule "$tmp/nonesuch.json"
+printf '{"format": "loom-schedule", "version": 1, "ranks": ' >"$tmp/truncated.json"
+expect_error "malformed schedule JSON" 2 "parse error" verify --schedule "$tmp/truncated.json"
+printf '{"format": "loom-schedule", "version": 1, "ranks": 2}\n' >"$tmp/incomplete.json"
+expect_error "schedule JSON missing fields" 2 "parse error" verify --schedule "$tmp/incomplete.json"
+printf 'this is not a schedule\n' >"$tmp/garbage.txt"
+expect_error "malformed schedule text" 2 "parse error" verify --schedule "$tmp/garbage.txt"
+expect_error "--schedule with call flags" 2 "--schedule excludes" \
+    verify --schedule "$tmp/s.json" --ranks 4
+expect_error "verify with nothing to verify" 2 "--schedule FILE or a call" verify
+
+# An algorithm the catalogue marks not applicable to star:8 (if any family has one).
+if [ "$have_python" -eq 1 ] &&
+    "$SIM" predict --collective allreduce --algorithm all --ranks 8 --bytes 1K --json \
+        >"$tmp/na.json" &&
+    na=$(python3 -c 'import json, sys
+print(next((p["algorithm"] for p in json.load(open(sys.argv[1])) if not p["applicable"]), ""))' \
+        "$tmp/na.json" 2>/dev/null) && [ -n "$na" ]; then
+    expect_error "not applicable: schedule says why" 2 "not applicable" \
+        schedule --collective allreduce --algorithm "$na" --ranks 8
+    expect_error "not applicable: single predict says why" 2 "not applicable" \
+        predict --collective allreduce --algorithm "$na" --ranks 8 --bytes 1K
+else
+    why="no allreduce algorithm is inapplicable to star:8"
+    skip "not applicable: schedule says why" "$why"
+    skip "not applicable: single predict says why" "$why"
+fi
+
+echo "1..$n"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,146 @@
+// loom-sim: what the tool's files share (STYLE.md §5: "thin mains: main.cc + options.cc").
+//
+// main.cc wires the verbs into CLI11 and turns a verb's status into the exit status and the
+// one line on stderr; options.cc turns flag text (sizes, times, rates, names, topologies)
+// into library values; verbs_*.cc hold the verbs. A verb only parses, calls algorithms:: and
+// schedule:: and prints: every number it shows comes from the library (G2, G3).
+//
+// Every flag is bound as a string and parsed here rather than by CLI11's converters, so that
+// each kind of bad input gets one message that says what is allowed (DESIGN.md
+// "Conventions": a one-line reason on stderr, never an exception trace).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "algorithms/algorithm.hh"
+#include "schedule/verifier.hh"
+
+namespace loom::sim_tool {
+
+/// Exit statuses: 1 is kept for "the schedule is wrong" so scripts can tell it from misuse.
+constexpr int exit_ok       = 0;
+constexpr int exit_failed   = 1;  // verify: the schedule failed verification
+constexpr int exit_bad_args = 2;  // anything else: bad flags, unreadable input, not applicable
+
+/// A verb: its CLI11 subcommand and what runs when it is the one selected.
+struct verb {
+    CLI::App* command = nullptr;
+    std::function<status()> run;
+};
+
+void add_catalogue_verbs(CLI::App& app, std::vector<verb>& verbs);  // algorithms
+void add_schedule_verbs(CLI::App& app, std::vector<verb>& verbs);   // schedule, verify
+void add_predict_verbs(CLI::App& app, std::vector<verb>& verbs);    // predict, overview
+
+// ---- value parsers (options.cc); `flag` names the option in the message -----------------
+
+/// An integer in [lo, hi]; no suffixes.
+result<int64_t> parse_integer(std::string_view flag, std::string_view text, int64_t lo, int64_t hi);
+/// A size: plain number, K/M/G/T binary (1024-based, as nccl-tests; KiB… too), KB/MB/GB/TB
+/// decimal, an optional trailing B. Whole and non-negative.
+result<int64_t> parse_size(std::string_view flag, std::string_view text);
+/// A comma list of sizes ("1K,1M,1G").
+result<std::vector<int64_t>> parse_size_list(std::string_view flag, std::string_view text);
+/// Seconds: plain, or with s/ms/us/µs/ns. Non-negative and finite.
+result<double> parse_seconds(std::string_view flag, std::string_view text);
+/// Bytes per second: plain, or with B/s, KB/s, MB/s, GB/s, TB/s (decimal), KiB/s … (binary),
+/// Kbit/s … or Gbps (bits); the "/s" may be left out. Positive and finite.
+result<double> parse_rate(std::string_view flag, std::string_view text);
+/// A comma list of names (commas and spaces separate).
+std::vector<std::string> split_list(std::string_view text);
+
+/// "1K", "64M", "1G" for binary multiples, "1MB" for decimal ones, else "1000B".
+std::string format_size(int64_t bytes);
+/// Microseconds for tables, precision chosen by magnitude ("0.982", "68.9", "85899").
+std::string format_us(double seconds);
+/// A double as JSON/text would print it shortly ("1.5", "6", "1e-06").
+std::string format_number(double x);
+
+// ---- the call flags shared by schedule, verify and predict --------------------------------
+
+struct call_flags {
+    std::string collective;
+    std::string algorithm;
+    std::string ranks;
+    std::string topology;    // default star:<ranks>
+    std::string count;       // elements; default <ranks>
+    std::string root;        // default 0
+    std::string peer;        // default (root + 1) mod ranks
+    std::string segments;    // default 1
+    std::string channels;    // default 1
+    std::string ties;        // default toward-plus
+    std::string dtype_size;  // default 4
+};
+
+/// Which of the call flags a verb takes.
+enum class call_flag_set { full, predict };
+void add_call_flags(CLI::App& cmd, call_flags& f, call_flag_set set);
+/// True when any call flag was given (verify --schedule excludes them).
+bool any_call_flag(const call_flags& f);
+
+/// The call the flags describe (names, numbers, topology and its size checked); not the
+/// algorithm's own constraints, which algorithms::check_call states.
+result<algorithms::call> make_call(const call_flags& f);
+/// The algorithm named `name` for `coll`; the error lists the allowed names.
+result<const algorithms::algorithm*> find_algorithm(schedule::collective coll,
+                                                    std::string_view name);
+/// --port-model per-edge|single-port.
+result<algorithms::port_model> parse_ports(std::string_view text);
+
+/// "broadcast, reduce, …": every collective's name, for messages and help.
+std::string collective_names();
+
+// ---- verify's output (verify_output.cc) ---------------------------------------------------
+
+/// "ok: allreduce ring on star:4 (4 ranks, count 4): 6 rounds, …": the one-line summary.
+std::string verify_summary(const schedule::schedule& s, const schedule::schedule_stats& st);
+/// The --stats block: totals, observed against predicted, one row per rank, pairs.
+void print_verify_stats(std::ostream& out, const schedule::schedule& s,
+                        const schedule::schedule_stats& st, bool pairs);
+nlohmann::json verify_json(const schedule::schedule& s, const schedule::schedule_stats& st,
+                           bool pairs);
+
+// ---- predictions over algorithms x sizes (predict_table.cc) -------------------------------
+
+/// The α-β model a prediction uses.
+struct cost_model {
+    double alpha_s               = 1e-6;  // overview's documented default: 1 µs per message
+    double bw_bytes_per_s        = 25e9;  // and 25 GB/s per link
+    algorithms::port_model ports = algorithms::port_model::per_edge;
+};
+
+/// One algorithm at one size: the library's cost, or why it does not apply.
+struct prediction {
+    const algorithms::algorithm* algo = nullptr;
+    int64_t bytes                     = 0;
+    status applicable;  // ok, or the reason from algorithms::check_call
+    algorithms::cost cost;
+    double time_s = 0;
+    bool fastest  = false;  // the least time at this size among the applicable
+};
+
+/// Every algorithm at every size, algorithm-major; `base` gives the collective, N, topology
+/// and segments (its count is set from each size).
+std::vector<prediction> predict_grid(const algorithms::call& base,
+                                     std::span<const algorithms::algorithm* const> algos,
+                                     std::span<const int64_t> sizes, const cost_model& model);
+/// One line naming the call and the model ("allreduce on star:64 (64 ranks), per-edge, …").
+std::string grid_title(const algorithms::call& base, const cost_model& model);
+/// The table: one row per algorithm, one column per size (µs), * on the fastest, then the
+/// algorithms that apply at no size with their reason.
+void print_grid(std::ostream& out, std::span<const int64_t> sizes,
+                const std::vector<prediction>& grid);
+/// One prediction as the JSON object predict --json prints.
+nlohmann::json prediction_json(const algorithms::call& base, const cost_model& model,
+                               const prediction& p);
+
+}  // namespace loom::sim_tool

@@ -1,0 +1,248 @@
+// loom-sim options: flag text → library values, one clear message per kind of bad input.
+//
+// Units follow DESIGN.md "Conventions": sizes in bytes, times in seconds, rates in bytes per
+// second. Size suffixes K/M/G/T are binary (1024-based) because nccl-tests reads them so and
+// users paste its size lists; KB/MB/GB/TB are decimal. Rates are the other way round by
+// habit of the field (a "25 GB/s" link is 25e9 bytes/s), so a rate must spell its unit out
+// (GB/s, GiB/s, Gbit/s) rather than use a bare letter whose base would be a guess.
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "loom_sim.hh"
+
+namespace loom::sim_tool {
+namespace {
+
+struct unit {
+    std::string_view name;
+    double factor;
+};
+
+constexpr unit size_units[] = {
+    {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
+    {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
+    {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
+};
+constexpr unit time_units[] = {
+    {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"ns", 1e-9},
+};
+// Each also accepted without its "/s".
+constexpr unit rate_units[] = {
+    {"", 1},
+    {"B/s", 1},
+    {"KB/s", 1e3},
+    {"MB/s", 1e6},
+    {"GB/s", 1e9},
+    {"TB/s", 1e12},
+    {"KiB/s", 0x1p10},
+    {"MiB/s", 0x1p20},
+    {"GiB/s", 0x1p30},
+    {"TiB/s", 0x1p40},
+    {"bit/s", 1.0 / 8},
+    {"Kbit/s", 1e3 / 8},
+    {"Mbit/s", 1e6 / 8},
+    {"Gbit/s", 1e9 / 8},
+    {"Tbit/s", 1e12 / 8},
+    {"Gbps", 1e9 / 8},
+    {"Mbps", 1e6 / 8},
+    {"Tbps", 1e12 / 8},
+};
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+bool iequal(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) {
+        return false;
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+        auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
+        if (lower(a[i]) != lower(b[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string quoted(std::string_view s) {
+    return "'" + std::string(s) + "'";
+}
+
+// A number followed by an optional unit from `units`; the number must be finite and >= 0.
+// `exact_case` keeps bit/byte apart in rates ("Gb" vs "GB").
+template <size_t N>
+result<double> parse_with_unit(std::string_view flag, std::string_view text, const unit (&units)[N],
+                               bool exact_case, bool strip_per_second, const char* allowed) {
+    std::string_view s = trim(text);
+    double value       = 0;
+    auto [end, ec]     = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || s.empty()) {
+        return invalid_argument(std::string(flag) + ": expected a number" +
+                                (allowed[0] ? std::string(" (") + allowed + ")" : "") + ", got " +
+                                quoted(text));
+    }
+    if (!std::isfinite(value)) {
+        return invalid_argument(std::string(flag) + ": " + quoted(text) + " is not finite");
+    }
+    if (value < 0) {
+        return invalid_argument(std::string(flag) + " must not be negative, got " + quoted(text));
+    }
+    std::string_view suffix = trim(s.substr(static_cast<size_t>(end - s.data())));
+    for (const unit& u : units) {
+        std::string_view name = u.name;
+        bool match            = exact_case ? suffix == name : iequal(suffix, name);
+        if (!match && strip_per_second && name.size() > 2 && name.ends_with("/s")) {
+            name.remove_suffix(2);
+            match = suffix == name;
+        }
+        if (match) {
+            return value * u.factor;
+        }
+    }
+    return invalid_argument(std::string(flag) + ": unknown unit " + quoted(suffix) + " in " +
+                            quoted(text) + " (" + allowed + ")");
+}
+
+}  // namespace
+
+result<int64_t> parse_integer(std::string_view flag, std::string_view text, int64_t lo,
+                              int64_t hi) {
+    std::string_view s = trim(text);
+    int64_t value      = 0;
+    auto [end, ec]     = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (s.empty() || ec == std::errc::invalid_argument || end != s.data() + s.size()) {
+        return invalid_argument(std::string(flag) + ": expected an integer, got " + quoted(text));
+    }
+    if (ec == std::errc::result_out_of_range) {
+        return invalid_argument(std::string(flag) + ": " + quoted(text) + " is out of range");
+    }
+    if (value < lo || value > hi) {
+        // Counts and sizes have no useful upper bound to show; ranks such as --root do.
+        std::string range = hi >= INT32_MAX
+                                ? "must be at least " + std::to_string(lo)
+                                : "must be in " + std::to_string(lo) + ".." + std::to_string(hi);
+        if (value > hi && hi >= INT32_MAX) {
+            range = "must be at most " + std::to_string(hi);
+        }
+        return invalid_argument(std::string(flag) + " " + range + ", got " + quoted(text));
+    }
+    return value;
+}
+
+result<int64_t> parse_size(std::string_view flag, std::string_view text) {
+    auto v = parse_with_unit(flag, text, size_units, false, false,
+                             "bytes, or K/M/G/T (1024-based), KB/MB/GB/TB (1000-based)");
+    if (!v) {
+        return v.error();
+    }
+    constexpr double max_size = 0x1p62;  // far beyond any buffer, still exact in int64
+    if (*v > max_size) {
+        return invalid_argument(std::string(flag) + ": " + quoted(text) + " is too large");
+    }
+    if (std::floor(*v) != *v) {
+        return invalid_argument(std::string(flag) + ": " + quoted(text) + " is not a whole number");
+    }
+    return static_cast<int64_t>(*v);
+}
+
+result<std::vector<int64_t>> parse_size_list(std::string_view flag, std::string_view text) {
+    std::vector<int64_t> sizes;
+    for (const std::string& item : split_list(text)) {
+        auto v = parse_size(flag, item);
+        if (!v) {
+            return v.error();
+        }
+        sizes.push_back(*v);
+    }
+    if (sizes.empty()) {
+        return invalid_argument(std::string(flag) + ": expected a size or a comma list, got " +
+                                quoted(text));
+    }
+    return sizes;
+}
+
+result<double> parse_seconds(std::string_view flag, std::string_view text) {
+    return parse_with_unit(flag, text, time_units, true, false, "seconds, or s/ms/us/ns");
+}
+
+result<double> parse_rate(std::string_view flag, std::string_view text) {
+    auto v = parse_with_unit(flag, text, rate_units, true, true,
+                             "bytes/s, or B/s, KB/s, MB/s, GB/s, GiB/s, Gbit/s, Gbps");
+    if (v && *v <= 0) {
+        return invalid_argument(std::string(flag) + " must be positive, got " + quoted(text));
+    }
+    return v;
+}
+
+std::vector<std::string> split_list(std::string_view text) {
+    std::vector<std::string> items;
+    std::string current;
+    for (char ch : text) {
+        if (ch == ',' || ch == ' ') {
+            if (!current.empty()) {
+                items.push_back(current);
+            }
+            current.clear();
+        } else {
+            current += ch;
+        }
+    }
+    if (!current.empty()) {
+        items.push_back(current);
+    }
+    return items;
+}
+
+std::string format_size(int64_t bytes) {
+    static constexpr std::pair<const char*, int> binary[] = {
+        {"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}};
+    static constexpr std::pair<const char*, int64_t> decimal[] = {
+        {"TB", 1000000000000}, {"GB", 1000000000}, {"MB", 1000000}, {"KB", 1000}};
+    if (bytes > 0) {
+        for (auto [suffix, shift] : binary) {
+            if (bytes % (int64_t{1} << shift) == 0) {
+                return std::to_string(bytes >> shift) + suffix;
+            }
+        }
+        for (auto [suffix, base] : decimal) {
+            if (bytes % base == 0) {
+                return std::to_string(bytes / base) + suffix;
+            }
+        }
+    }
+    return std::to_string(bytes) + "B";
+}
+
+std::string format_us(double seconds) {
+    double us = seconds * 1e6;
+    // Four significant digits up to 10 ms, then whole microseconds.
+    const char* form = us < 10 ? "%.3f" : us < 100 ? "%.2f" : us < 10000 ? "%.1f" : "%.0f";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, form, us);
+    return buf;
+}
+
+std::string format_number(double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.10g", x);
+    return buf;
+}
+
+result<algorithms::port_model> parse_ports(std::string_view text) {
+    algorithms::port_model p;
+    if (!algorithms::parse_port_model(text, &p)) {
+        return invalid_argument("--port-model: unknown port model " + quoted(text) +
+                                " (allowed: per-edge, single-port)");
+    }
+    return p;
+}
+
+}  // namespace loom::sim_tool

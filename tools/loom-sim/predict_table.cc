@@ -1,0 +1,196 @@
+// loom-sim predictions: every algorithm × every size through algorithms::predict() (the
+// closed forms, routed over the physical links for oblivious algorithms on a lattice)
+// (t = n_alpha·α + n_beta·M/BW, algorithm.hh), as a table or as JSON objects. Shared by
+// `predict` and `overview`.
+//
+// A size becomes a call with one-byte elements, so that the call's payload_bytes is exactly
+// the size asked for (collective.hh conventions: for all-to-all M is the whole send buffer,
+// so count = M / N). Applicability is asked of algorithms::check_call for that call, so an
+// algorithm whose constraints depend on the count is judged per size.
+#include <algorithm>
+#include <iomanip>
+#include <ostream>
+
+#include "loom_sim.hh"
+
+namespace loom::sim_tool {
+namespace {
+
+// Elements of one byte that make payload_bytes() equal `bytes`.
+int64_t count_for(const algorithms::call& c, int64_t bytes) {
+    schedule::schedule_info unit;
+    unit.coll        = c.coll;
+    unit.nranks      = c.nranks;
+    unit.count       = 1;
+    unit.dtype_size  = 1;
+    auto per_element = static_cast<int64_t>(schedule::payload_bytes(unit));
+    return per_element > 0 ? bytes / per_element : bytes;
+}
+
+void mark_fastest(std::vector<prediction>& grid, size_t nsizes) {
+    for (size_t s = 0; s < nsizes; ++s) {
+        double best = -1;
+        for (size_t i = s; i < grid.size(); i += nsizes) {
+            if (grid[i].applicable && (best < 0 || grid[i].time_s < best)) {
+                best = grid[i].time_s;
+            }
+        }
+        // Ties (equal closed forms) all get the mark; 1e-12 absorbs rounding only.
+        for (size_t i = s; i < grid.size(); i += nsizes) {
+            grid[i].fastest = grid[i].applicable && grid[i].time_s <= best * (1 + 1e-12);
+        }
+    }
+}
+
+std::string format_rate(double bw) {
+    if (bw >= 1e9) {
+        return format_number(bw / 1e9) + " GB/s";
+    }
+    if (bw >= 1e6) {
+        return format_number(bw / 1e6) + " MB/s";
+    }
+    return format_number(bw) + " B/s";
+}
+
+// A table cell: "~" for an asymptotic form, "*" on the fastest.
+std::string cell(const prediction& p) {
+    if (!p.applicable) {
+        return "n/a ";
+    }
+    return (p.cost.exact ? "" : "~") + format_us(p.time_s) + (p.fastest ? "*" : " ");
+}
+
+// One table line, right-aligned cells, without the trailing blanks of the marker column.
+void print_row(std::ostream& out, std::string_view name, size_t name_width,
+               const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
+    std::string line = "  " + std::string(name);
+    line.resize(2 + name_width, ' ');
+    for (size_t s = 0; s < cells.size(); ++s) {
+        line += std::string(2 + widths[s] - std::min(widths[s], cells[s].size()), ' ') + cells[s];
+    }
+    while (!line.empty() && line.back() == ' ') {
+        line.pop_back();
+    }
+    out << line << '\n';
+}
+
+}  // namespace
+
+std::vector<prediction> predict_grid(const algorithms::call& base,
+                                     std::span<const algorithms::algorithm* const> algos,
+                                     std::span<const int64_t> sizes, const cost_model& model) {
+    std::vector<prediction> grid;
+    for (const algorithms::algorithm* a : algos) {
+        for (int64_t bytes : sizes) {
+            prediction p;
+            p.algo             = a;
+            p.bytes            = bytes;
+            algorithms::call c = base;
+            c.dtype_size       = 1;
+            c.channels         = 1;
+            c.count            = count_for(c, bytes);
+            p.applicable       = algorithms::check_call(*a, c);
+            if (p.applicable) {
+                auto m   = static_cast<double>(bytes);
+                p.cost   = algorithms::predict(*a, c, m, model.ports);
+                p.time_s = p.cost.time_s(model.alpha_s, model.bw_bytes_per_s, m);
+            }
+            grid.push_back(std::move(p));
+        }
+    }
+    mark_fastest(grid, sizes.size());
+    return grid;
+}
+
+std::string grid_title(const algorithms::call& base, const cost_model& model) {
+    return std::string(schedule::collective_name(base.coll)) + " on " + base.topo.to_string() +
+           " (" + std::to_string(base.nranks) + " ranks), " +
+           std::string(algorithms::port_model_name(model.ports)) +
+           ", α = " + format_number(model.alpha_s * 1e6) +
+           " µs, BW = " + format_rate(model.bw_bytes_per_s) +
+           ", P = " + std::to_string(base.segments);
+}
+
+void print_grid(std::ostream& out, std::span<const int64_t> sizes,
+                const std::vector<prediction>& grid) {
+    const size_t nsizes = sizes.size();
+    size_t name_width   = 9;  // "algorithm"
+    std::vector<size_t> widths(nsizes);
+    for (size_t s = 0; s < nsizes; ++s) {
+        widths[s] = format_size(sizes[s]).size() + 1;  // the header keeps the marker column
+    }
+    std::vector<const prediction*> never;  // rows that apply at no size
+    for (size_t row = 0; row * nsizes < grid.size(); ++row) {
+        bool any = false;
+        for (size_t s = 0; s < nsizes; ++s) {
+            const prediction& p = grid[row * nsizes + s];
+            widths[s]           = std::max(widths[s], cell(p).size());
+            any                 = any || p.applicable.is_ok();
+        }
+        if (!any) {
+            never.push_back(&grid[row * nsizes]);
+        } else {
+            name_width = std::max(name_width, grid[row * nsizes].algo->name.size());
+        }
+    }
+    std::vector<std::string> header(nsizes);
+    for (size_t s = 0; s < nsizes; ++s) {
+        header[s] = format_size(sizes[s]) + " ";
+    }
+    print_row(out, "algorithm", name_width, header, widths);
+    for (size_t row = 0; row * nsizes < grid.size(); ++row) {
+        const prediction& first = grid[row * nsizes];
+        if (std::find(never.begin(), never.end(), &first) != never.end()) {
+            continue;
+        }
+        std::vector<std::string> cells(nsizes);
+        for (size_t s = 0; s < nsizes; ++s) {
+            cells[s] = cell(grid[row * nsizes + s]);
+        }
+        print_row(out, first.algo->name, name_width, cells, widths);
+    }
+    if (never.size() * nsizes == grid.size()) {
+        out << "  (no algorithm applies)\n";
+    }
+    for (const prediction* p : never) {
+        // check_call prefixes "<collective> <name>: ", which the line already says.
+        std::string reason = p->applicable.message();
+        std::string who    = std::string(schedule::collective_name(p->algo->primitive)) + " " +
+                          std::string(p->algo->name) + ": ";
+        if (reason.starts_with(who)) {
+            reason.erase(0, who.size());
+        }
+        out << "  not applicable: " << p->algo->name << ": " << reason << '\n';
+    }
+}
+
+nlohmann::json prediction_json(const algorithms::call& base, const cost_model& model,
+                               const prediction& p) {
+    nlohmann::json j = {
+        {"algorithm", p.algo->name},
+        {"collective", schedule::collective_name(base.coll)},
+        {"ranks", base.nranks},
+        {"topology", base.topo.to_string()},
+        {"bytes", p.bytes},
+        {"segments", base.segments},
+        {"alpha_s", model.alpha_s},
+        {"bw_bytes_per_s", model.bw_bytes_per_s},
+        {"port_model", algorithms::port_model_name(model.ports)},
+        {"applicable", p.applicable.is_ok()},
+    };
+    if (!p.applicable) {
+        j["reason"] = p.applicable.message();
+        return j;
+    }
+    j["formula"] = p.algo->formula;
+    j["n_alpha"] = p.cost.n_alpha;
+    j["n_beta"]  = p.cost.n_beta;
+    j["time_s"]  = p.time_s;
+    j["time_us"] = p.time_s * 1e6;
+    j["exact"]   = p.cost.exact;
+    j["note"]    = p.cost.note;
+    j["fastest"] = p.fastest;
+    return j;
+}
+
+}  // namespace loom::sim_tool

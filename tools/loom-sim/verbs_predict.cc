@@ -1,0 +1,251 @@
+// loom-sim predict / overview: the algorithms' closed-form α-β costs for a call.
+//
+// predict: one algorithm at one size prints n_alpha, n_beta and the time (cost::time_s);
+// --algorithm all (or a comma list) and/or a comma list of sizes print a table, one row per
+// algorithm and one column per size, the fastest marked. --json prints ONE object for the
+// single case and an array of the same objects otherwise.
+//
+// overview: the job the README shows. The catalogue in brief, then all-reduce on a 4x4x4
+// torus (64 ranks) and on one 64-port switch (star:64) for 1K … 1G, under the documented
+// defaults α = 1 µs and BW = 25 GB/s per link, per-edge ports (cost_model's defaults).
+#include <iostream>
+#include <memory>
+
+#include "loom_sim.hh"
+
+namespace loom::sim_tool {
+namespace {
+
+struct model_flags {
+    std::string alpha = "1us";
+    std::string bw    = "25GB/s";
+    std::string ports = "per-edge";
+    bool json         = false;
+};
+
+struct predict_flags {
+    call_flags call;
+    std::string bytes;
+    model_flags model;
+};
+
+struct overview_flags {
+    std::string segments = "1";
+    model_flags model;
+};
+
+void add_model_flags(CLI::App& cmd, model_flags& f) {
+    cmd.add_option("--alpha", f.alpha,
+                   "per-message latency α in seconds, or with us/ns/ms "
+                   "(default 1us)")
+        ->type_name("S");
+    cmd.add_option("--bw", f.bw,
+                   "link bandwidth in bytes/s, or e.g. 25GB/s, 200Gbit/s "
+                   "(default 25GB/s)")
+        ->type_name("B");
+    cmd.add_option("--port-model", f.ports,
+                   "per-edge (each pair its own link, the texts; default) or single-port (one "
+                   "port per rank into a switch)")
+        ->type_name("MODEL");
+    cmd.add_flag("--json", f.json, "machine-readable output");
+}
+
+result<cost_model> make_model(const model_flags& f) {
+    cost_model m;
+    auto alpha = parse_seconds("--alpha", f.alpha);
+    if (!alpha) {
+        return alpha.error();
+    }
+    auto bw = parse_rate("--bw", f.bw);
+    if (!bw) {
+        return bw.error();
+    }
+    auto ports = parse_ports(f.ports);
+    if (!ports) {
+        return ports.error();
+    }
+    m.alpha_s        = *alpha;
+    m.bw_bytes_per_s = *bw;
+    m.ports          = *ports;
+    return m;
+}
+
+result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::collective coll,
+                                                                   const std::string& text) {
+    std::vector<const algorithms::algorithm*> out;
+    if (text == "all") {
+        for (const algorithms::algorithm* a : algorithms::catalogue()) {
+            if (a->primitive == coll) {
+                out.push_back(a);
+            }
+        }
+        return out;
+    }
+    auto names = split_list(text);
+    if (names.empty()) {
+        names.push_back("");  // find_algorithm says it is required and lists the names
+    }
+    for (const std::string& name : names) {
+        auto a = find_algorithm(coll, name);
+        if (!a) {
+            return a.error();
+        }
+        out.push_back(*a);
+    }
+    return out;
+}
+
+void print_single(const algorithms::call& c, const cost_model& model, const prediction& p) {
+    std::cout << schedule::collective_name(c.coll) << ' ' << p.algo->name << ": "
+              << grid_title(c, model) << ", M = " << format_size(p.bytes) << " (" << p.bytes
+              << " bytes)\n"
+              << "  formula   " << p.algo->formula << '\n'
+              << "  n_alpha   " << format_number(p.cost.n_alpha) << '\n'
+              << "  n_beta    " << format_number(p.cost.n_beta) << '\n'
+              << "  time      " << format_us(p.time_s) << " µs"
+              << (p.cost.exact ? "" : " (asymptotic form)") << '\n';
+    if (!p.cost.note.empty()) {
+        std::cout << "  note      " << p.cost.note << '\n';
+    }
+}
+
+status run_predict(const predict_flags& f) {
+    auto c = make_call(f.call);
+    if (!c) {
+        return c.error();
+    }
+    auto model = make_model(f.model);
+    if (!model) {
+        return model.error();
+    }
+    if (f.bytes.empty()) {
+        return invalid_argument("--bytes is required (e.g. 1M, or a list such as 1K,1M,1G)");
+    }
+    auto sizes = parse_size_list("--bytes", f.bytes);
+    if (!sizes) {
+        return sizes.error();
+    }
+    auto algos = algorithms_named(c->coll, f.call.algorithm);
+    if (!algos) {
+        return algos.error();
+    }
+    if (algos->empty()) {
+        return not_supported("no algorithm implements " +
+                             std::string(schedule::collective_name(c->coll)) + " yet");
+    }
+    auto grid  = predict_grid(*c, *algos, *sizes, *model);
+    bool table = f.call.algorithm == "all" || algos->size() > 1 || sizes->size() > 1;
+    if (!table) {
+        const prediction& p = grid.front();
+        if (!p.applicable) {
+            return p.applicable;
+        }
+        if (f.model.json) {
+            std::cout << prediction_json(*c, *model, p).dump(2) << '\n';
+        } else {
+            print_single(*c, *model, p);
+        }
+        return status::ok();
+    }
+    if (f.model.json) {
+        auto list = nlohmann::json::array();
+        for (const prediction& p : grid) {
+            list.push_back(prediction_json(*c, *model, p));
+        }
+        std::cout << list.dump(2) << '\n';
+        return status::ok();
+    }
+    std::cout << grid_title(*c, *model) << "\ntime in µs; * the fastest at that size, ~ an "
+              << "asymptotic form\n";
+    print_grid(std::cout, *sizes, grid);
+    return status::ok();
+}
+
+// The catalogue in brief: how many, and the names per primitive.
+void print_catalogue_brief() {
+    auto all = algorithms::catalogue();
+    std::cout << "loom-sim overview: " << all.size()
+              << " algorithms in the catalogue ('loom-sim algorithms' gives each one's cost "
+                 "and constraints)\n";
+    for (int i = 0; i < schedule::collective_count; ++i) {
+        auto coll        = schedule::collective(i);
+        std::string name = std::string(schedule::collective_name(coll));
+        std::string list = algorithms::names_for(coll);
+        name.resize(16, ' ');
+        std::cout << "  " << name << (list.empty() ? "(none yet)" : list) << '\n';
+    }
+}
+
+status run_overview(const overview_flags& f) {
+    auto model = make_model(f.model);
+    if (!model) {
+        return model.error();
+    }
+    auto segments = parse_integer("--segments", f.segments, 1, INT32_MAX);
+    if (!segments) {
+        return segments.error();
+    }
+    // 1K … 1G: nccl-tests' usual sweep, from latency-bound to bandwidth-bound.
+    const std::vector<int64_t> sizes = {int64_t{1} << 10, int64_t{1} << 16, int64_t{1} << 20,
+                                        int64_t{1} << 24, int64_t{1} << 28, int64_t{1} << 30};
+    std::vector<const algorithms::algorithm*> algos;
+    for (const algorithms::algorithm* a : algorithms::catalogue()) {
+        if (a->primitive == schedule::collective::allreduce) {
+            algos.push_back(a);
+        }
+    }
+    auto doc = nlohmann::json::array();
+    if (!f.model.json) {
+        print_catalogue_brief();
+        std::cout << "\nPredicted all-reduce time, t = n_alpha·α + n_beta·M/BW; µs, * the "
+                     "fastest at that size, ~ an asymptotic form\n";
+    }
+    for (const char* shape : {"torus:4x4x4", "star:64"}) {
+        algorithms::call c;
+        c.coll     = schedule::collective::allreduce;
+        c.nranks   = 64;
+        c.topo     = topology::shape::parse(shape).value();
+        c.segments = static_cast<int>(*segments);
+        auto grid  = predict_grid(c, algos, sizes, *model);
+        if (f.model.json) {
+            for (const prediction& p : grid) {
+                doc.push_back(prediction_json(c, *model, p));
+            }
+            continue;
+        }
+        std::cout << '\n' << grid_title(c, *model) << '\n';
+        print_grid(std::cout, sizes, grid);
+    }
+    if (f.model.json) {
+        std::cout << doc.dump(2) << '\n';
+    }
+    return status::ok();
+}
+
+}  // namespace
+
+void add_predict_verbs(CLI::App& app, std::vector<verb>& verbs) {
+    auto pf       = std::make_shared<predict_flags>();
+    CLI::App* cmd = app.add_subcommand(
+        "predict", "the α-β cost of algorithms for a call: n_alpha, n_beta, time");
+    add_call_flags(*cmd, pf->call, call_flag_set::predict);
+    cmd->add_option("--bytes", pf->bytes,
+                    "payload M: bytes, K/M/G (1024-based) or KB/MB/GB, or a comma list")
+        ->type_name("M");
+    add_model_flags(*cmd, pf->model);
+    cmd->footer(
+        "With one algorithm and one size: n_alpha, n_beta, time (--json: one object). "
+        "With --algorithm all, a comma list or several sizes: a table, time in µs "
+        "(--json: an array of those objects).");
+    verbs.push_back({cmd, [pf] { return run_predict(*pf); }});
+
+    auto of = std::make_shared<overview_flags>();
+    cmd     = app.add_subcommand("overview",
+                                 "the catalogue, then predicted all-reduce times on torus:4x4x4 "
+                                     "and star:64 for 1K..1G");
+    cmd->add_option("--segments", of->segments, "pipeline segments P (default 1)")->type_name("P");
+    add_model_flags(*cmd, of->model);
+    verbs.push_back({cmd, [of] { return run_overview(*of); }});
+}
+
+}  // namespace loom::sim_tool
