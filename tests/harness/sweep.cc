@@ -1,5 +1,10 @@
 #include "sweep.hh"
 
+#include <algorithm>
+#include <cmath>
+
+#include "test_main.hh"
+
 namespace loom::test {
 
 std::string describe_call(const algorithms::algorithm& a, const algorithms::call& c) {
@@ -7,6 +12,36 @@ std::string describe_call(const algorithms::algorithm& a, const algorithms::call
            " N=" + std::to_string(c.nranks) + " count=" + std::to_string(c.count) +
            " root=" + std::to_string(c.root) + " topo=" + c.topo.to_string() +
            " P=" + std::to_string(c.segments);
+}
+
+const algorithms::algorithm& find_algorithm(schedule::collective coll, std::string_view name) {
+    const auto* a = algorithms::find(coll, name);
+    if (!a) {
+        LOOM_FAIL(std::string(schedule::collective_name(coll)) + " " + std::string(name) +
+                  " is not registered");
+    }
+    return *a;
+}
+
+algorithms::call make_call(schedule::collective coll, const topology::shape& topo, int64_t count,
+                           int root, int segments) {
+    algorithms::call c;
+    c.coll     = coll;
+    c.nranks   = topo.size();
+    c.count    = count;
+    c.root     = root;
+    c.segments = segments;
+    c.topo     = topo;
+    return c;
+}
+
+algorithms::call make_call(schedule::collective coll, int nranks, int64_t count, int root,
+                           int segments) {
+    return make_call(coll, topology::shape::star(nranks), count, root, segments);
+}
+
+bool same_bytes(double counted, double stated) {
+    return std::fabs(counted - stated) <= 1e-9 * std::max(1.0, std::fabs(stated));
 }
 
 std::string verify_call(const algorithms::algorithm& a, const algorithms::call& c,
@@ -31,50 +66,117 @@ std::string verify_call(const algorithms::algorithm& a, const algorithms::call& 
     return "";
 }
 
+uint64_t pair_key(int from, int to) {
+    return (static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to);
+}
+
+schedule::schedule_stats verify_pairs(const algorithms::algorithm& a, const algorithms::call& c) {
+    auto s = algorithms::generate(a, c);
+    if (!s) {
+        LOOM_FAIL(describe_call(a, c) + ": " + s.error().to_string());
+    }
+    schedule::verify_options opt;
+    opt.pair_bytes = true;
+    auto report    = schedule::verify(*s, opt);
+    if (!report.result) {
+        LOOM_FAIL(describe_call(a, c) + " " + routing::tie_rule_name(c.ties).data() + ": " +
+                  report.result.to_string());
+    }
+    return report.stats;
+}
+
+schedule::schedule_stats expect_counts_equal_stated(const algorithms::algorithm& a,
+                                                    const algorithms::call& c, double bytes) {
+    schedule::schedule_stats st;
+    auto err = verify_call(a, c, &st);
+    if (!err.empty()) {
+        LOOM_FAIL(err);
+    }
+    double m    = bytes;
+    auto edge   = a.predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
+    auto single = a.predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
+    if (st.rounds != edge.n_alpha || !same_bytes(st.edge_bytes, edge.n_beta * m) ||
+        st.rounds != single.n_alpha || !same_bytes(st.port_bytes, single.n_beta * m)) {
+        LOOM_FAIL(describe_call(a, c) + ": counted " + std::to_string(st.rounds) + " rounds, " +
+                  std::to_string(st.edge_bytes) + " B per-edge, " + std::to_string(st.port_bytes) +
+                  " B single-port; stated " + std::to_string(edge.n_alpha) + ", " +
+                  std::to_string(single.n_alpha) + " rounds, " + std::to_string(edge.n_beta * m) +
+                  ", " + std::to_string(single.n_beta * m) + " B");
+    }
+    return st;
+}
+
+void expect_stated_cost(const algorithms::algorithm& a, int nranks, double n_alpha, double n_beta) {
+    algorithms::cost_query q;
+    q.coll    = a.primitive;
+    q.nranks  = nranks;
+    q.bytes   = 1e6;
+    auto cost = a.predict(q);
+    if (cost.n_alpha != n_alpha || std::fabs(cost.n_beta - n_beta) > 1e-12) {
+        LOOM_FAIL(std::string(a.name) + " N=" + std::to_string(nranks) + ": stated " +
+                  std::to_string(cost.n_alpha) + "α + " + std::to_string(cost.n_beta) +
+                  "·M/BW, expected " + std::to_string(n_alpha) + "α + " + std::to_string(n_beta) +
+                  "·M/BW");
+    }
+}
+
+void expect_verifies_with_channels(const algorithms::algorithm& a) {
+    for (int n : {2, 3, 4, 6, 8, 12}) {
+        for (int channels : {2, 3}) {
+            auto c     = make_call(a.primitive, n, 1001);
+            c.channels = channels;
+            auto err   = verify_call(a, c);
+            if (!err.empty()) {
+                LOOM_FAIL(err + " channels=" + std::to_string(channels));
+            }
+        }
+    }
+}
+
 sweep_result sweep(const algorithms::algorithm& a, const std::vector<int>& ranks, int64_t big,
                    const std::vector<std::string>& lattices) {
     sweep_result res;
-    auto record = [&](const algorithms::call& c) {
-        std::string r = verify_call(a, c);
-        if (r.empty()) {
-            ++res.verified;
-        } else if (r == "n/a") {
-            ++res.not_applicable;
-        } else if (res.first_failure.empty()) {
-            res.first_failure = r;
+    // The sweep_calls_per_shape calls on one shape: every count with every root.
+    auto sweep_shape = [&](const topology::shape& shape) {
+        int n = shape.size();
+        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{n}, big}) {
+            for (int root : {0, n - 1, n / 2}) {
+                auto c        = make_call(a.primitive, shape, count, root);
+                c.peer        = (root + 1) % n;
+                std::string r = verify_call(a, c);
+                if (r.empty()) {
+                    ++res.verified;
+                } else if (r == "n/a") {
+                    ++res.not_applicable;
+                } else if (res.first_failure.empty()) {
+                    res.first_failure = r;
+                }
+            }
         }
     };
     for (int n : ranks) {
-        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{n}, big}) {
-            for (int root : {0, n - 1, n / 2}) {
-                algorithms::call c;
-                c.coll   = a.primitive;
-                c.nranks = n;
-                c.count  = count;
-                c.root   = root;
-                c.peer   = (root + 1) % n;
-                c.topo   = topology::shape::star(n);
-                record(c);
-            }
-        }
+        sweep_shape(topology::shape::star(n));
     }
     for (const auto& text : lattices) {
-        auto shape = topology::shape::parse(text);
-        int n      = shape->size();
-        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{n}, big}) {
-            for (int root : {0, n - 1, n / 2}) {
-                algorithms::call c;
-                c.coll   = a.primitive;
-                c.nranks = n;
-                c.count  = count;
-                c.root   = root;
-                c.peer   = (root + 1) % n;
-                c.topo   = *shape;
-                record(c);
-            }
-        }
+        sweep_shape(*topology::shape::parse(text));
     }
     return res;
+}
+
+void expect_clean_sweep(const algorithms::algorithm& a, const std::vector<std::string>& lattices,
+                        applies where, int min_verified) {
+    auto ranks = standard_ranks();
+    auto res   = sweep(a, ranks, 1000003, lattices);
+    if (!res.first_failure.empty()) {
+        LOOM_FAIL(res.first_failure);
+    }
+    if (where == applies::everywhere) {
+        assert_int_equal(res.not_applicable, 0);
+        assert_true(res.verified > min_verified);
+        return;
+    }
+    assert_int_equal(res.not_applicable, sweep_calls_per_shape * static_cast<int>(ranks.size()));
+    assert_int_equal(res.verified, sweep_calls_per_shape * static_cast<int>(lattices.size()));
 }
 
 std::vector<int> standard_ranks() {
@@ -85,6 +187,15 @@ std::vector<int> standard_ranks() {
     for (int n : {24, 32, 64}) {
         r.push_back(n);
     }
+    return r;
+}
+
+std::vector<int> ranks_up_to(int last, const std::vector<int>& more) {
+    std::vector<int> r;
+    for (int n = 1; n <= last; ++n) {
+        r.push_back(n);
+    }
+    r.insert(r.end(), more.begin(), more.end());
     return r;
 }
 

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <new>
 
+#include "base/params.hh"
 #include "loom_sim.hh"
 
 namespace loom::sim_tool {
@@ -49,6 +50,14 @@ std::string version_text() {
 int run(int argc, char** argv) {
     CLI::App app{"Print, verify and predict loom collective schedules.", "loom-sim"};
     app.set_version_flag("--version", version_text(), "print the version and build features");
+    bool show_config = false;
+    app.add_flag("--config", show_config,
+                 "print every LOOM_* parameter: value, default, unit, description");
+    // An invalid LOOM_* value in the environment is an error, never silently ignored (G8).
+    const auto& registry = params::registry::global();
+    if (!registry.load_status()) {
+        return fail(registry.load_status().message(), exit_bad_args);
+    }
     app.require_subcommand(0, 1);
     app.footer("Verbs: " + std::string(verb_list_text) +
                ". Run 'loom-sim VERB --help' for a verb's flags.\n"
@@ -72,6 +81,10 @@ int run(int argc, char** argv) {
             return app.exit(e);
         }
         return fail(e.what(), exit_bad_args);
+    }
+    if (show_config) {
+        std::cout << registry.describe();
+        return exit_ok;
     }
     for (const verb& v : verbs) {
         if (v.command->parsed()) {

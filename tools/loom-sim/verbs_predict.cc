@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/params.hh"
 #include "loom_sim.hh"
 
 namespace loom::sim_tool {
@@ -19,7 +20,8 @@ namespace {
 struct model_flags {
     std::string alpha = "1us";
     std::string bw    = "25GB/s";
-    std::string ports = "per-edge";
+    // The default comes from LOOM_PORT_MODEL (the parameter registry), per-edge unless set.
+    std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
     bool json         = false;
 };
 
@@ -44,8 +46,8 @@ void add_model_flags(CLI::App& cmd, model_flags& f) {
                    "(default 25GB/s)")
         ->type_name("B");
     cmd.add_option("--port-model", f.ports,
-                   "per-edge (each pair its own link, the texts; default) or single-port (one "
-                   "port per rank into a switch)")
+                   "per-edge (each pair its own link, the texts) or single-port (one port per "
+                   "rank into a switch); default LOOM_PORT_MODEL, else per-edge")
         ->type_name("MODEL");
     cmd.add_flag("--json", f.json, "machine-readable output");
 }

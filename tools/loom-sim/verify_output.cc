@@ -122,7 +122,7 @@ void print_verify_stats(std::ostream& out, const schedule::schedule& s,
         if (beside.empty()) {
             out << value << std::right << '\n';
         } else {
-            out << std::setw(18) << value << std::right << beside << '\n';
+            out << std::setw(26) << value << "  " << std::right << beside << '\n';
         }
     };
     auto predicted_text = [&pred](const char* what, double x) {

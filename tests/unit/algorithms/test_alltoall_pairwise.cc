@@ -1,67 +1,34 @@
 // Pairwise all-to-all: verified over the sweep; its counted rounds and bytes equal
 // (N-1)α + (N-1)/N·M/BW under both port models (f000 §7.2: N = 4 is 3α + 3/4·M/BW); step k
 // pairs rank r with r+k (send) and r-k (receive).
-#include <algorithm>
-#include <cmath>
-
 #include "sweep.hh"
 #include "test_main.hh"
 
 using namespace loom;
 
-// Equal up to rounding: n_beta is a fraction like 30/11, so n_beta·M need not be the
-// double the verifier sums; 1e-9 relative is far below one byte for these sizes.
-static bool same(double a, double b) {
-    return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b));
-}
-
 static const algorithms::algorithm* pairwise() {
-    const auto* a = algorithms::find(schedule::collective::alltoall, "pairwise");
-    assert_non_null(a);
-    return a;
+    return &test::find_algorithm(schedule::collective::alltoall, "pairwise");
 }
 
 static algorithms::call alltoall_call(int n, int64_t count) {
-    algorithms::call c;
-    c.coll   = schedule::collective::alltoall;
-    c.nranks = n;
-    c.count  = count;
-    c.topo   = topology::shape::star(n);
-    return c;
+    return test::make_call(schedule::collective::alltoall, n, count);
 }
 
 static void pairwise_verifies_over_sweep(void**) {
-    auto res = test::sweep(*pairwise(), test::standard_ranks(), 1000003, test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 500);
+    test::expect_clean_sweep(*pairwise(), test::standard_lattices(), test::applies::everywhere,
+                             500);
 }
 
 // Rounds, per-edge bytes and single-port bytes equal the closed form for every N.
 static void pairwise_counts_equal_closed_form(void**) {
     for (int n : test::standard_ranks()) {
         for (int64_t count : {int64_t{1}, int64_t{256}}) {
-            auto c = alltoall_call(n, count);
-            schedule::schedule_stats st;
-            auto err = test::verify_call(*pairwise(), c, &st);
-            if (!err.empty()) {
-                LOOM_FAIL(err);
-            }
+            auto c   = alltoall_call(n, count);
             double m = static_cast<double>(n) * count * c.dtype_size;
-            auto edge =
-                pairwise()->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
-            auto port = pairwise()->predict(
-                algorithms::query_for(c, m, algorithms::port_model::single_port));
-            if (st.rounds != edge.n_alpha || !same(st.edge_bytes, edge.n_beta * m) ||
-                !same(st.port_bytes, port.n_beta * m) || port.n_alpha != edge.n_alpha ||
-                !edge.exact || !port.exact) {
-                LOOM_FAIL(test::describe_call(*pairwise(), c) + ": counted " +
-                          std::to_string(st.rounds) + " rounds, " + std::to_string(st.edge_bytes) +
-                          " B per-edge, " + std::to_string(st.port_bytes) +
-                          " B single-port; stated " + std::to_string(edge.n_alpha) + ", " +
-                          std::to_string(edge.n_beta * m) + ", " + std::to_string(port.n_beta * m));
+            test::expect_counts_equal_stated(*pairwise(), c, m);
+            for (auto ports :
+                 {algorithms::port_model::per_edge, algorithms::port_model::single_port}) {
+                assert_true(pairwise()->predict(algorithms::query_for(c, m, ports)).exact);
             }
         }
     }

@@ -8,7 +8,6 @@
 //    sends only, the f001 §3.6 4×4 link counts, A11's 2×2 and 2×2×2, and the verifier's
 //    counts against predict() on every lattice.
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -16,12 +15,6 @@
 #include "test_main.hh"
 
 using namespace loom;
-
-// Equal up to rounding: n_beta is a fraction like 30/11, so n_beta·M need not be the
-// double the verifier sums; 1e-9 relative is far below one byte for these sizes.
-static bool same(double a, double b) {
-    return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b));
-}
 
 using routing::tie_rule;
 
@@ -36,37 +29,14 @@ static topology::shape shape_of(const std::string& text) {
 }
 
 static const algorithms::algorithm* relay(const char* name) {
-    const auto* a = algorithms::find(schedule::collective::alltoall, name);
-    assert_non_null(a);
-    return a;
+    return &test::find_algorithm(schedule::collective::alltoall, name);
 }
 
 static algorithms::call alltoall_call(const topology::shape& topo, int64_t count,
                                       tie_rule ties = tie_rule::toward_plus) {
-    algorithms::call c;
-    c.coll   = schedule::collective::alltoall;
-    c.nranks = topo.size();
-    c.count  = count;
-    c.topo   = topo;
-    c.ties   = ties;
+    auto c = test::make_call(schedule::collective::alltoall, topo, count);
+    c.ties = ties;
     return c;
-}
-
-// Generates and verifies with per-pair byte counts.
-static schedule::schedule_stats verify_pairs(const algorithms::algorithm& a,
-                                             const algorithms::call& c) {
-    auto s = algorithms::generate(a, c);
-    if (!s) {
-        LOOM_FAIL(test::describe_call(a, c) + ": " + s.error().to_string());
-    }
-    schedule::verify_options opt;
-    opt.pair_bytes = true;
-    auto report    = schedule::verify(*s, opt);
-    if (!report.result) {
-        LOOM_FAIL(test::describe_call(a, c) + " " + routing::tie_rule_name(c.ties).data() + ": " +
-                  report.result.to_string());
-    }
-    return report.stats;
 }
 
 static int64_t busiest_pair(const schedule::schedule_stats& st) {
@@ -75,10 +45,6 @@ static int64_t busiest_pair(const schedule::schedule_stats& st) {
         most = std::max(most, bytes);
     }
     return most;
-}
-
-static uint64_t pair_key(int a, int b) {
-    return (static_cast<uint64_t>(a) << 32) | b;
 }
 
 // Shapes small enough for brute force over every route.
@@ -252,37 +218,20 @@ static void link_loads_reproduce_errata(void**) {
 // ---- ring-relay -----------------------------------------------------------------------
 
 static void ring_relay_verifies_over_sweep(void**) {
-    auto res = test::sweep(*relay("ring-relay"), test::standard_ranks(), 1000003,
-                           test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 500);
+    test::expect_clean_sweep(*relay("ring-relay"), test::standard_lattices(),
+                             test::applies::everywhere, 500);
 }
 
 static void ring_relay_counts_equal_closed_form(void**) {
     const auto* a = relay("ring-relay");
     for (int n : test::standard_ranks()) {
         for (int64_t count : {int64_t{1}, int64_t{64}}) {
-            auto c = alltoall_call(topology::shape::star(n), count);
-            schedule::schedule_stats st;
-            auto err = test::verify_call(*a, c, &st);
-            if (!err.empty()) {
-                LOOM_FAIL(err);
-            }
-            double m  = static_cast<double>(n) * count * c.dtype_size;
-            auto edge = a->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
-            auto port =
-                a->predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
-            if (st.rounds != edge.n_alpha || !same(st.edge_bytes, edge.n_beta * m) ||
-                !same(st.port_bytes, port.n_beta * m) || port.n_alpha != edge.n_alpha ||
-                !edge.exact || !port.exact) {
-                LOOM_FAIL(test::describe_call(*a, c) + ": counted " + std::to_string(st.rounds) +
-                          " rounds, " + std::to_string(st.edge_bytes) + " B per-edge, " +
-                          std::to_string(st.port_bytes) + " B single-port; stated " +
-                          std::to_string(edge.n_alpha) + ", " + std::to_string(edge.n_beta * m) +
-                          ", " + std::to_string(port.n_beta * m));
+            auto c   = alltoall_call(topology::shape::star(n), count);
+            double m = static_cast<double>(n) * count * c.dtype_size;
+            test::expect_counts_equal_stated(*a, c, m);
+            for (auto ports :
+                 {algorithms::port_model::per_edge, algorithms::port_model::single_port}) {
+                assert_true(a->predict(algorithms::query_for(c, m, ports)).exact);
             }
         }
     }
@@ -293,8 +242,8 @@ static void ring_relay_counts_equal_closed_form(void**) {
 static void ring_relay_busiest_link_is_errata_a08(void**) {
     const int64_t count = 5;
     for (int n : test::standard_ranks()) {
-        auto st =
-            verify_pairs(*relay("ring-relay"), alltoall_call(topology::shape::star(n), count));
+        auto st        = test::verify_pairs(*relay("ring-relay"),
+                                            alltoall_call(topology::shape::star(n), count));
         int64_t chunks = n % 2 == 0 ? int64_t{n} * (n + 2) / 8 : (int64_t{n} * n - 1) / 8;
         assert_int_equal(busiest_pair(st), chunks * count * 4);
         for (const auto& [key, bytes] : st.pair_bytes) {
@@ -323,15 +272,9 @@ static void ring_relay_text_numbers(void**) {
 // ---- dor-relay ------------------------------------------------------------------------
 
 static void dor_relay_verifies_on_every_lattice_and_only_there(void**) {
-    auto ranks    = test::standard_ranks();
+    // star:N is n/a, the lattices verify.
     auto lattices = test::standard_lattices();
-    auto res      = test::sweep(*relay("dor-relay"), ranks, 1000003, lattices);
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    // The sweep makes 15 calls per shape (5 counts × 3 roots): star:N is n/a, lattices verify.
-    assert_int_equal(res.not_applicable, 15 * static_cast<int>(ranks.size()));
-    assert_int_equal(res.verified, 15 * static_cast<int>(lattices.size()));
+    test::expect_clean_sweep(*relay("dor-relay"), lattices, test::applies::lattices_only);
     // The same lattices under the parity tie rule.
     for (const auto& text : lattices) {
         auto s = shape_of(text);
@@ -384,13 +327,15 @@ static void dor_relay_sends_only_to_neighbours(void**) {
 static void dor_relay_4x4_torus_link_counts(void**) {
     auto s              = shape_of("torus:4x4");
     const int64_t count = 7, chunk = count * 4;
-    auto st = verify_pairs(*relay("dor-relay"), alltoall_call(s, count, tie_rule::source_parity));
+    auto st =
+        test::verify_pairs(*relay("dor-relay"), alltoall_call(s, count, tie_rule::source_parity));
     assert_int_equal(st.pair_bytes.size(), 64);
     for (const auto& [key, bytes] : st.pair_bytes) {
         assert_int_equal(bytes, 8 * chunk);
     }
-    auto plus = verify_pairs(*relay("dor-relay"), alltoall_call(s, count, tie_rule::toward_plus));
-    assert_int_equal(plus.pair_bytes.at(pair_key(1, 2)), 12 * chunk);
+    auto plus =
+        test::verify_pairs(*relay("dor-relay"), alltoall_call(s, count, tie_rule::toward_plus));
+    assert_int_equal(plus.pair_bytes.at(test::pair_key(1, 2)), 12 * chunk);
     assert_int_equal(busiest_pair(plus), 12 * chunk);
 }
 
@@ -403,7 +348,7 @@ static void dor_relay_2x2_and_2x2x2_carry_half_m(void**) {
         for (tie_rule ties : both_ties) {
             auto c   = alltoall_call(s, 16, ties);
             double m = static_cast<double>(s.size()) * 16 * 4;
-            auto st  = verify_pairs(*a, c);
+            auto st  = test::verify_pairs(*a, c);
             assert_true(routing::count_all_to_all(s, ties).busiest_link * 2 == s.size());
             assert_true(busiest_pair(st) == m / 2);
         }
@@ -426,13 +371,14 @@ static void dor_relay_counts_match_prediction(void**) {
         for (tie_rule ties : both_ties) {
             auto c    = alltoall_call(s, 8, ties);
             double m  = static_cast<double>(s.size()) * 8 * 4;
-            auto st   = verify_pairs(*a, c);
+            auto st   = test::verify_pairs(*a, c);
             auto cost = a->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
             auto load = routing::count_all_to_all(s, ties);
             double chunk = 8 * 4;
             bool ok      = st.rounds == cost.n_alpha && st.rounds == s.diameter() && cost.exact &&
                       busiest_pair(st) == load.busiest_link * chunk &&
-                      st.edge_bytes == load.wave * chunk && same(st.edge_bytes, cost.n_beta * m) &&
+                      st.edge_bytes == load.wave * chunk &&
+                      test::same_bytes(st.edge_bytes, cost.n_beta * m) &&
                       load.busiest_link <= load.wave;
             if (!ok) {
                 LOOM_FAIL(text + " " + routing::tie_rule_name(ties).data() + ": counted " +

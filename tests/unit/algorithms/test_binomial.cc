@@ -1,8 +1,6 @@
 // Binomial family: verified over the sweep and over pipelined calls; its counted
 // rounds and bytes equal the closed forms stated in binomial.cc (per-edge and single-port),
 // and it reproduces f000's N = 4 traces (§3.2 broadcast, §4.2 reduce: 2 rounds, 2·M).
-#include <cmath>
-
 #include "algorithms/util.hh"
 #include "sweep.hh"
 #include "test_main.hh"
@@ -13,43 +11,21 @@ using schedule::collective;
 namespace {
 
 const algorithms::algorithm* family_member(collective coll) {
-    return algorithms::find(coll, coll == collective::allreduce ? "reduce-broadcast" : "binomial");
-}
-
-algorithms::call make_call(collective coll, int n, int64_t count, int root, int segments) {
-    algorithms::call c;
-    c.coll     = coll;
-    c.nranks   = n;
-    c.count    = count;
-    c.root     = root;
-    c.segments = segments;
-    c.topo     = topology::shape::star(n);
-    return c;
-}
-
-void expect_sweep(collective coll) {
-    const auto* a = family_member(coll);
-    assert_non_null(a);
-    auto res = test::sweep(*a, test::standard_ranks(), 1000003, test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 300);
+    return &test::find_algorithm(coll,
+                                 coll == collective::allreduce ? "reduce-broadcast" : "binomial");
 }
 
 // The sweep runs P = 1; this covers P > 1 with the same counts, including count < P and
 // counts P does not divide, and every kind of root.
 void expect_pipelined_sweep(collective coll) {
     const auto* a = family_member(coll);
-    assert_non_null(a);
-    int verified = 0;
+    int verified  = 0;
     for (int n : test::standard_ranks()) {
         for (int p : {2, 3, 8}) {
             for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{n},
                                   int64_t{p - 1}, int64_t{1000003}}) {
                 for (int root : {0, n - 1, n / 2}) {
-                    auto err = test::verify_call(*a, make_call(coll, n, count, root, p));
+                    auto err = test::verify_call(*a, test::make_call(coll, n, count, root, p));
                     if (!err.empty()) {
                         LOOM_FAIL(err);
                     }
@@ -61,34 +37,9 @@ void expect_pipelined_sweep(collective coll) {
     assert_true(verified > 1000);
 }
 
-// Counted bytes are integers; a stated n_beta such as 9/7 times M is not exact in floating
-// point, so "equal" means equal to the byte.
-bool same_bytes(double counted, double stated) {
-    return std::fabs(counted - stated) < 0.5;
-}
-
 // Counted vs stated, under both port models, for one call (count divisible by P).
-void expect_counts(const algorithms::algorithm& a, const algorithms::call& c,
-                   schedule::schedule_stats* out = nullptr) {
-    schedule::schedule_stats st;
-    auto err = test::verify_call(a, c, &st);
-    if (!err.empty()) {
-        LOOM_FAIL(err);
-    }
-    double m    = static_cast<double>(c.count) * c.dtype_size;
-    auto edge   = a.predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
-    auto single = a.predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
-    if (st.rounds != edge.n_alpha || !same_bytes(st.edge_bytes, edge.n_beta * m) ||
-        st.rounds != single.n_alpha || !same_bytes(st.port_bytes, single.n_beta * m)) {
-        LOOM_FAIL(test::describe_call(a, c) + ": counted " + std::to_string(st.rounds) +
-                  " rounds, " + std::to_string(st.edge_bytes) + " B per-edge, " +
-                  std::to_string(st.port_bytes) + " B single-port; stated " +
-                  std::to_string(edge.n_alpha) + ", " + std::to_string(edge.n_beta * m) + ", " +
-                  std::to_string(single.n_beta * m));
-    }
-    if (out) {
-        *out = st;
-    }
+schedule::schedule_stats expect_counts(const algorithms::algorithm& a, const algorithms::call& c) {
+    return test::expect_counts_equal_stated(a, c, static_cast<double>(c.count) * c.dtype_size);
 }
 
 // A count every P used below divides (1..8 and 16).
@@ -97,13 +48,13 @@ constexpr int64_t divisible_count = 16 * 9 * 5 * 7 * 4;
 }  // namespace
 
 static void binomial_broadcast_verifies_over_sweep(void**) {
-    expect_sweep(collective::broadcast);
+    test::expect_clean_sweep(*family_member(collective::broadcast));
 }
 static void binomial_reduce_verifies_over_sweep(void**) {
-    expect_sweep(collective::reduce);
+    test::expect_clean_sweep(*family_member(collective::reduce));
 }
 static void reduce_broadcast_allreduce_verifies_over_sweep(void**) {
-    expect_sweep(collective::allreduce);
+    test::expect_clean_sweep(*family_member(collective::allreduce));
 }
 
 static void binomial_pipelined_verifies_for_any_n_count_root(void**) {
@@ -120,9 +71,8 @@ static void binomial_p1_counts_equal_text_formulas(void**) {
         const auto* a = family_member(coll);
         for (int n = 1; n <= 70; ++n) {
             for (int root : {0, n / 3, n - 1}) {
-                auto c = make_call(coll, n, int64_t{n} * 12, root, 1);
-                schedule::schedule_stats st;
-                expect_counts(*a, c, &st);
+                auto c     = test::make_call(coll, n, int64_t{n} * 12, root, 1);
+                auto st    = expect_counts(*a, c);
                 int phases = coll == collective::allreduce ? 2 : 1;
                 int l      = algorithms::ceil_log2(n);
                 double m   = c.count * 4.0;
@@ -142,7 +92,7 @@ static void binomial_pipelined_counts_equal_stated_forms(void**) {
         for (int n : test::standard_ranks()) {
             for (int p : {2, 3, 4, 5, 7, 8, 16}) {
                 for (int root : {0, n / 2}) {
-                    expect_counts(*a, make_call(coll, n, divisible_count, root, p));
+                    expect_counts(*a, test::make_call(coll, n, divisible_count, root, p));
                 }
             }
         }
@@ -157,9 +107,8 @@ static void binomial_pipelined_counts_equal_stated_forms(void**) {
 static void binomial_n8_p8_pipelined_numbers(void**) {
     double m = divisible_count * 4.0;
     for (auto coll : {collective::broadcast, collective::reduce, collective::allreduce}) {
-        schedule::schedule_stats st;
-        auto c = make_call(coll, 8, divisible_count, 3, 8);
-        expect_counts(*family_member(coll), c, &st);
+        auto c  = test::make_call(coll, 8, divisible_count, 3, 8);
+        auto st = expect_counts(*family_member(coll), c);
         bool ar = coll == collective::allreduce;
         assert_int_equal(st.rounds, ar ? 13 : 10);
         assert_true(st.edge_bytes == (ar ? 13 : 10) * m / 8);
@@ -167,29 +116,33 @@ static void binomial_n8_p8_pipelined_numbers(void**) {
     }
 }
 
+// The transfers of a verified call are exactly `pairs` (from, to), each carrying `bytes`.
+static void expect_pair_bytes(const schedule::schedule_stats& st,
+                              const std::vector<std::pair<int, int>>& pairs, int64_t bytes) {
+    assert_int_equal(st.pair_bytes.size(), pairs.size());
+    for (auto [from, to] : pairs) {
+        auto it = st.pair_bytes.find(test::pair_key(from, to));
+        assert_true(it != st.pair_bytes.end());
+        assert_int_equal(it->second, bytes);
+    }
+}
+
 // f000 §3.2, N = 4 from R0: R0→R1, then R0→R2 and R1→R3; 2 rounds, 2·M. The pairs, rank 0's
 // send order (R1 before R2) and 2 rounds leave exactly the printed placement.
 static void binomial_broadcast_n4_is_f000_trace(void**) {
     const auto* a = family_member(collective::broadcast);
-    auto c        = make_call(collective::broadcast, 4, 1000, 0, 1);
-    auto s        = algorithms::generate(*a, c);
+    auto c        = test::make_call(collective::broadcast, 4, 1000);
+    auto st       = test::verify_pairs(*a, c);
+    double m      = 4000;
+    assert_int_equal(st.rounds, 2);
+    assert_true(st.edge_bytes == 2 * m);
+    expect_pair_bytes(st, {{0, 1}, {0, 2}, {1, 3}}, 4000);
+    auto s = algorithms::generate(*a, c);
     assert_true(s.is_ok());
-    schedule::verify_options opt;
-    opt.pair_bytes = true;
-    auto rep       = schedule::verify(*s, opt);
-    assert_true(rep.result.is_ok());
-    double m = 4000;
-    assert_int_equal(rep.stats.rounds, 2);
-    assert_true(rep.stats.edge_bytes == 2 * m);
-    auto pair = [](int from, int to) { return (static_cast<uint64_t>(from) << 32) | to; };
-    assert_int_equal(rep.stats.pair_bytes.size(), 3);
-    for (auto [from, to] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 3}}) {
-        assert_int_equal(rep.stats.pair_bytes[pair(from, to)], 4000);
-    }
     std::vector<int> rank0_sends;
-    for (const auto& st : s->ranks[0].steps) {
-        if (st.kind == schedule::step_kind::send) {
-            rank0_sends.push_back(st.peer);
+    for (const auto& step : s->ranks[0].steps) {
+        if (step.kind == schedule::step_kind::send) {
+            rank0_sends.push_back(step.peer);
         }
     }
     assert_true((rank0_sends == std::vector<int>{1, 2}));
@@ -199,24 +152,17 @@ static void binomial_broadcast_n4_is_f000_trace(void**) {
 // the broadcast: ERRATA A05); 2 rounds, 2·M.
 static void binomial_reduce_n4_is_f000_trace(void**) {
     const auto* a = family_member(collective::reduce);
-    auto c        = make_call(collective::reduce, 4, 1000, 0, 1);
-    auto s        = algorithms::generate(*a, c);
+    auto c        = test::make_call(collective::reduce, 4, 1000);
+    auto st       = test::verify_pairs(*a, c);
+    assert_int_equal(st.rounds, 2);
+    assert_true(st.edge_bytes == 2 * 4000.0);
+    expect_pair_bytes(st, {{1, 0}, {3, 2}, {2, 0}}, 4000);
+    auto s = algorithms::generate(*a, c);
     assert_true(s.is_ok());
-    schedule::verify_options opt;
-    opt.pair_bytes = true;
-    auto rep       = schedule::verify(*s, opt);
-    assert_true(rep.result.is_ok());
-    assert_int_equal(rep.stats.rounds, 2);
-    assert_true(rep.stats.edge_bytes == 2 * 4000.0);
-    auto pair = [](int from, int to) { return (static_cast<uint64_t>(from) << 32) | to; };
-    assert_int_equal(rep.stats.pair_bytes.size(), 3);
-    for (auto [from, to] : {std::pair{1, 0}, std::pair{3, 2}, std::pair{2, 0}}) {
-        assert_int_equal(rep.stats.pair_bytes[pair(from, to)], 4000);
-    }
     std::vector<int> rank0_receives;
-    for (const auto& st : s->ranks[0].steps) {
-        if (schedule::is_receive(st.kind)) {
-            rank0_receives.push_back(st.peer);
+    for (const auto& step : s->ranks[0].steps) {
+        if (schedule::is_receive(step.kind)) {
+            rank0_receives.push_back(step.peer);
         }
     }
     assert_true((rank0_receives == std::vector<int>{1, 2}));
@@ -226,17 +172,8 @@ static void binomial_reduce_n4_is_f000_trace(void**) {
 // by 2 (R2→R3, then R2→R0 and R3→R1).
 static void binomial_broadcast_relabels_the_root(void**) {
     const auto* a = family_member(collective::broadcast);
-    auto s        = algorithms::generate(*a, make_call(collective::broadcast, 4, 10, 2, 1));
-    assert_true(s.is_ok());
-    schedule::verify_options opt;
-    opt.pair_bytes = true;
-    auto rep       = schedule::verify(*s, opt);
-    assert_true(rep.result.is_ok());
-    auto pair = [](int from, int to) { return (static_cast<uint64_t>(from) << 32) | to; };
-    assert_int_equal(rep.stats.pair_bytes.size(), 3);
-    for (auto [from, to] : {std::pair{2, 3}, std::pair{2, 0}, std::pair{3, 1}}) {
-        assert_int_equal(rep.stats.pair_bytes[pair(from, to)], 40);
-    }
+    auto st       = test::verify_pairs(*a, test::make_call(collective::broadcast, 4, 10, 2));
+    expect_pair_bytes(st, {{2, 3}, {2, 0}, {3, 1}}, 40);
 }
 
 int main() {

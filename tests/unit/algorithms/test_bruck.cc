@@ -12,27 +12,15 @@ using namespace loom;
 using schedule::collective;
 
 static const algorithms::algorithm* bruck() {
-    const auto* a = algorithms::find(collective::alltoall, "bruck");
-    assert_non_null(a);
-    return a;
+    return &test::find_algorithm(collective::alltoall, "bruck");
 }
 
 static algorithms::call make_call(int n, int64_t count) {
-    algorithms::call c;
-    c.coll   = collective::alltoall;
-    c.nranks = n;
-    c.count  = count;
-    c.topo   = topology::shape::star(n);
-    return c;
+    return test::make_call(collective::alltoall, n, count);
 }
 
 static void bruck_alltoall_verifies_over_sweep(void**) {
-    auto res = test::sweep(*bruck(), test::standard_ranks(), 1000003, test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 300);
+    test::expect_clean_sweep(*bruck());
 }
 
 // Slots moved in round k, counted by brute force (independent of the generator's formula).
@@ -49,33 +37,13 @@ static int64_t moved_slots(int n) {
 // Counted rounds and bytes equal the closed form for N = 1..40 and larger N, per-edge and
 // single-port, and the closed form equals the brute-force slot count.
 static void bruck_counts_equal_closed_forms(void**) {
-    std::vector<int> ranks;
-    for (int n = 1; n <= 40; ++n) {
-        ranks.push_back(n);
-    }
-    for (int n : {48, 63, 64, 65, 100}) {
-        ranks.push_back(n);
-    }
-    for (int n : ranks) {
-        auto c = make_call(n, 6);
-        schedule::schedule_stats st;
-        auto err = test::verify_call(*bruck(), c, &st);
-        if (!err.empty()) {
-            LOOM_FAIL(err);
-        }
+    for (int n : test::ranks_up_to(40, {48, 63, 64, 65, 100})) {
+        auto c    = make_call(n, 6);
         double m  = n * c.count * 4.0;
+        auto st   = test::expect_counts_equal_stated(*bruck(), c, m);
         auto edge = bruck()->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
-        auto port =
-            bruck()->predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
         assert_true(edge.n_alpha == ceil(log2(n)));
         assert_true(std::abs(edge.n_beta - static_cast<double>(moved_slots(n)) / n) < 1e-12);
-        if (st.rounds != edge.n_alpha || std::abs(st.edge_bytes - edge.n_beta * m) > 1e-6 ||
-            std::abs(st.port_bytes - port.n_beta * m) > 1e-6 || port.n_alpha != st.rounds) {
-            LOOM_FAIL(test::describe_call(*bruck(), c) + ": counted " + std::to_string(st.rounds) +
-                      " rounds, " + std::to_string(st.edge_bytes) + " B per-edge, " +
-                      std::to_string(st.port_bytes) + " B single-port; stated " +
-                      std::to_string(edge.n_alpha) + ", " + std::to_string(edge.n_beta * m));
-        }
         for (const auto& rs : st.per_rank) {
             assert_true(rs.max_concurrent_peers <= 2);
         }

@@ -10,67 +10,27 @@ using namespace loom;
 using schedule::collective;
 
 static const algorithms::algorithm* pat(collective coll) {
-    const auto* a = algorithms::find(coll, "pat");
-    assert_non_null(a);
-    return a;
-}
-
-static void expect_sweep(collective coll) {
-    auto res = test::sweep(*pat(coll), test::standard_ranks(), 1000003, test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 300);
+    return &test::find_algorithm(coll, "pat");
 }
 
 static void pat_allgather_verifies_over_sweep(void**) {
-    expect_sweep(collective::allgather);
+    test::expect_clean_sweep(*pat(collective::allgather));
 }
 static void pat_reduce_scatter_verifies_over_sweep(void**) {
-    expect_sweep(collective::reduce_scatter);
-}
-
-static algorithms::call make_call(collective coll, int n, int64_t count) {
-    algorithms::call c;
-    c.coll   = coll;
-    c.nranks = n;
-    c.count  = count;
-    c.topo   = topology::shape::star(n);
-    return c;
+    test::expect_clean_sweep(*pat(collective::reduce_scatter));
 }
 
 // Counted rounds and bytes equal the closed form for N = 1..40 and a few larger N (count
 // divisible by N), per-edge and single-port.
 static void pat_counts_equal_closed_forms(void**) {
-    std::vector<int> ranks;
-    for (int n = 1; n <= 40; ++n) {
-        ranks.push_back(n);
-    }
-    for (int n : {48, 63, 64, 65, 96, 100}) {
-        ranks.push_back(n);
-    }
     for (auto coll : {collective::allgather, collective::reduce_scatter}) {
         const auto* a = pat(coll);
-        for (int n : ranks) {
-            auto c = make_call(coll, n, int64_t{n} * 24);
-            schedule::schedule_stats st;
-            auto err = test::verify_call(*a, c, &st);
-            if (!err.empty()) {
-                LOOM_FAIL(err);
-            }
+        for (int n : test::ranks_up_to(40, {48, 63, 64, 65, 96, 100})) {
+            auto c    = test::make_call(coll, n, int64_t{n} * 24);
             double m  = c.count * 4.0;
+            auto st   = test::expect_counts_equal_stated(*a, c, m);
             auto edge = a->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
-            auto port =
-                a->predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
             assert_true(edge.n_alpha == ceil(log2(n)));
-            if (st.rounds != edge.n_alpha || std::abs(st.edge_bytes - edge.n_beta * m) > 1e-6 ||
-                std::abs(st.port_bytes - port.n_beta * m) > 1e-6 || port.n_alpha != st.rounds) {
-                LOOM_FAIL(test::describe_call(*a, c) + ": counted " + std::to_string(st.rounds) +
-                          " rounds, " + std::to_string(st.edge_bytes) + " B per-edge, " +
-                          std::to_string(st.port_bytes) + " B single-port; stated " +
-                          std::to_string(edge.n_alpha) + ", " + std::to_string(edge.n_beta * m));
-            }
             // One partner in and one out per round.
             for (const auto& rs : st.per_rank) {
                 assert_true(rs.max_concurrent_peers <= 2);
@@ -92,7 +52,7 @@ static std::vector<int64_t> send_blocks(const schedule::rank_schedule& rs, int64
 
 static void expect_round_payloads(collective coll, int n, std::vector<int64_t> want) {
     int64_t block = 10;
-    auto s        = algorithms::generate(*pat(coll), make_call(coll, n, n * block));
+    auto s        = algorithms::generate(*pat(coll), test::make_call(coll, n, n * block));
     assert_true(s.is_ok());
     for (const auto& rs : s->ranks) {
         if (send_blocks(rs, block) != want) {
@@ -117,8 +77,8 @@ static void pat_n8_round_payload_grows_1_2_4_blocks(void**) {
 // f000's N = 8 trace: partner offsets farthest first, 4, 2, 1 (the tree of R0 is
 // R0→R4; R0→R2, R4→R6; R0→R1, R2→R3, R4→R5, R6→R7).
 static void pat_n8_partner_offsets_are_4_2_1(void**) {
-    auto s =
-        algorithms::generate(*pat(collective::allgather), make_call(collective::allgather, 8, 64));
+    auto s = algorithms::generate(*pat(collective::allgather),
+                                  test::make_call(collective::allgather, 8, 64));
     assert_true(s.is_ok());
     for (const auto& rs : s->ranks) {
         std::vector<int> to, from;

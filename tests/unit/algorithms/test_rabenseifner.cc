@@ -2,8 +2,6 @@
 // 2⌈log2N⌉α + 2(N-1)/N·M/BW for every N under both port models; f000 B.2's N = 4 numbers
 // (4α + 1.5·M/BW, payloads M/2, M/4 | M/4, M/2) with f004's partner order and rank r owning
 // block r after the reduce-scatter (ERRATA A17).
-#include <cmath>
-#include <string>
 #include <vector>
 
 #include "sweep.hh"
@@ -13,71 +11,23 @@ using namespace loom;
 using schedule::collective;
 
 static const algorithms::algorithm& algo() {
-    const auto* a = algorithms::find(collective::allreduce, "rabenseifner");
-    assert_non_null(a);
-    return *a;
-}
-
-static algorithms::call make_call(int n, int64_t count) {
-    algorithms::call c;
-    c.coll   = collective::allreduce;
-    c.nranks = n;
-    c.count  = count;
-    c.topo   = topology::shape::star(n);
-    return c;
+    return test::find_algorithm(collective::allreduce, "rabenseifner");
 }
 
 static void rabenseifner_allreduce_verifies_over_sweep(void**) {
-    auto res = test::sweep(algo(), test::standard_ranks(), 1000003, test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 300);
+    test::expect_clean_sweep(algo());
 }
 
 // Counted rounds == n_alpha; edge bytes (per-edge) and port bytes (single-port) == n_beta·M.
 static void rabenseifner_counts_equal_closed_forms(void**) {
-    std::vector<int> ns;
-    for (int n = 1; n <= 40; ++n) {
-        ns.push_back(n);
-    }
-    for (int n : {48, 63, 64, 96, 100, 128}) {
-        ns.push_back(n);
-    }
-    for (int n : ns) {
-        auto c = make_call(n, int64_t{n} * 64);  // N divides the count
-        schedule::schedule_stats st;
-        auto err = test::verify_call(algo(), c, &st);
-        if (!err.empty()) {
-            LOOM_FAIL(err);
-        }
-        double m = c.count * 4.0;
-        for (auto ports : {algorithms::port_model::per_edge, algorithms::port_model::single_port}) {
-            auto cost = algo().predict(algorithms::query_for(c, m, ports));
-            double counted =
-                ports == algorithms::port_model::per_edge ? st.edge_bytes : st.port_bytes;
-            if (st.rounds != cost.n_alpha || std::fabs(counted - cost.n_beta * m) > 1e-9 * m) {
-                LOOM_FAIL(test::describe_call(algo(), c) + " " +
-                          std::string(algorithms::port_model_name(ports)) + ": counted " +
-                          std::to_string(st.rounds) + " rounds, " + std::to_string(counted) +
-                          " B; stated " + std::to_string(cost.n_alpha) + ", " +
-                          std::to_string(cost.n_beta * m));
-            }
-        }
+    for (int n : test::ranks_up_to(40, {48, 63, 64, 96, 100, 128})) {
+        auto c = test::make_call(collective::allreduce, n, int64_t{n} * 64);  // N divides it
+        test::expect_counts_equal_stated(algo(), c, c.count * 4.0);
     }
 }
 
 static void expect_cost(int n, double n_alpha, double n_beta) {
-    algorithms::cost_query q;
-    q.nranks  = n;
-    q.bytes   = 1e6;
-    auto cost = algo().predict(q);
-    if (cost.n_alpha != n_alpha || std::fabs(cost.n_beta - n_beta) > 1e-12) {
-        LOOM_FAIL("N=" + std::to_string(n) + ": stated " + std::to_string(cost.n_alpha) + "α + " +
-                  std::to_string(cost.n_beta) + "·M/BW, expected " + std::to_string(n_alpha) +
-                  "α + " + std::to_string(n_beta) + "·M/BW");
-    }
+    test::expect_stated_cost(algo(), n, n_alpha, n_beta);
 }
 
 // f000 B.2: 4α + 1.5·M/BW at N = 4; the same form, 2⌈log2N⌉ rounds, for other N.
@@ -94,7 +44,7 @@ static void rabenseifner_closed_form_values(void**) {
 // f004's order) then r^1, r^2 (all-gather) with payloads M/2, M/4, M/4, M/2; the reduce-scatter
 // leaves block r on rank r (its second reduction writes block r of the output).
 static void rabenseifner_n4_trace(void**) {
-    auto c   = make_call(4, 4 * 1000);
+    auto c   = test::make_call(collective::allreduce, 4, 4 * 1000);
     auto blk = int64_t{1000};
     schedule::schedule_stats st;
     auto err = test::verify_call(algo(), c, &st);
@@ -129,20 +79,7 @@ static void rabenseifner_n4_trace(void**) {
 
 // Channels run the algorithm on slices with stacked scratch (registry.cc): still exact.
 static void rabenseifner_allreduce_verifies_with_channels(void**) {
-    for (int n : {2, 3, 4, 6, 8, 12}) {
-        for (int channels : {2, 3}) {
-            algorithms::call c;
-            c.coll     = collective::allreduce;
-            c.nranks   = n;
-            c.count    = 1001;
-            c.channels = channels;
-            c.topo     = topology::shape::star(n);
-            auto err   = test::verify_call(algo(), c);
-            if (!err.empty()) {
-                LOOM_FAIL(err + " channels=" + std::to_string(channels));
-            }
-        }
-    }
+    test::expect_verifies_with_channels(algo());
 }
 
 int main() {

@@ -2,7 +2,6 @@
 // the stated closed forms for powers of two and for the fold / dissemination forms of other
 // N, under both port models; the partners follow the documented patterns; f000 B.1 / B.4 at
 // N = 4 (2α + 2·M/BW; 2α + 0.75·M/BW).
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -13,70 +12,25 @@ using namespace loom;
 using schedule::collective;
 
 static const algorithms::algorithm& algo(collective coll) {
-    const auto* a = algorithms::find(
+    return test::find_algorithm(
         coll, coll == collective::reduce_scatter ? "recursive-halving" : "recursive-doubling");
-    assert_non_null(a);
-    return *a;
-}
-
-static algorithms::call make_call(collective coll, int n, int64_t count) {
-    algorithms::call c;
-    c.coll   = coll;
-    c.nranks = n;
-    c.count  = count;
-    c.topo   = topology::shape::star(n);
-    return c;
-}
-
-static void expect_sweep(collective coll) {
-    auto res = test::sweep(algo(coll), test::standard_ranks(), 1000003, test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 300);
 }
 
 static void recursive_doubling_allreduce_verifies_over_sweep(void**) {
-    expect_sweep(collective::allreduce);
+    test::expect_clean_sweep(algo(collective::allreduce));
 }
 static void recursive_doubling_allgather_verifies_over_sweep(void**) {
-    expect_sweep(collective::allgather);
+    test::expect_clean_sweep(algo(collective::allgather));
 }
 static void recursive_halving_reduce_scatter_verifies_over_sweep(void**) {
-    expect_sweep(collective::reduce_scatter);
+    test::expect_clean_sweep(algo(collective::reduce_scatter));
 }
 
 // Counted rounds == n_alpha; edge bytes (per-edge) and port bytes (single-port) == n_beta·M.
 static void expect_counts_equal_closed_forms(collective coll) {
-    const auto& a = algo(coll);
-    std::vector<int> ns;
-    for (int n = 1; n <= 40; ++n) {
-        ns.push_back(n);
-    }
-    for (int n : {48, 63, 64, 96, 100, 128}) {
-        ns.push_back(n);
-    }
-    for (int n : ns) {
-        auto c = make_call(coll, n, int64_t{n} * 64);  // N divides the count
-        schedule::schedule_stats st;
-        auto err = test::verify_call(a, c, &st);
-        if (!err.empty()) {
-            LOOM_FAIL(err);
-        }
-        double m = c.count * 4.0;
-        for (auto ports : {algorithms::port_model::per_edge, algorithms::port_model::single_port}) {
-            auto cost = a.predict(algorithms::query_for(c, m, ports));
-            double counted =
-                ports == algorithms::port_model::per_edge ? st.edge_bytes : st.port_bytes;
-            if (st.rounds != cost.n_alpha || std::fabs(counted - cost.n_beta * m) > 1e-9 * m) {
-                LOOM_FAIL(test::describe_call(a, c) + " " +
-                          std::string(algorithms::port_model_name(ports)) + ": counted " +
-                          std::to_string(st.rounds) + " rounds, " + std::to_string(counted) +
-                          " B; stated " + std::to_string(cost.n_alpha) + ", " +
-                          std::to_string(cost.n_beta * m));
-            }
-        }
+    for (int n : test::ranks_up_to(40, {48, 63, 64, 96, 100, 128})) {
+        auto c = test::make_call(coll, n, int64_t{n} * 64);  // N divides the count
+        test::expect_counts_equal_stated(algo(coll), c, c.count * 4.0);
     }
 }
 
@@ -91,16 +45,7 @@ static void recursive_halving_reduce_scatter_counts_equal_closed_forms(void**) {
 }
 
 static void expect_cost(collective coll, int n, double n_alpha, double n_beta) {
-    algorithms::cost_query q;
-    q.coll    = coll;
-    q.nranks  = n;
-    q.bytes   = 1e6;
-    auto cost = algo(coll).predict(q);
-    if (cost.n_alpha != n_alpha || std::fabs(cost.n_beta - n_beta) > 1e-12) {
-        LOOM_FAIL("N=" + std::to_string(n) + ": stated " + std::to_string(cost.n_alpha) + "α + " +
-                  std::to_string(cost.n_beta) + "·M/BW, expected " + std::to_string(n_alpha) +
-                  "α + " + std::to_string(n_beta) + "·M/BW");
-    }
+    test::expect_stated_cost(algo(coll), n, n_alpha, n_beta);
 }
 
 // f000 B.1 (N=4: 2α + 2·M/BW) and the fold's (⌊log2N⌋+2)(α + M/BW) for other N.
@@ -127,7 +72,7 @@ static void recursive_doubling_allgather_reduce_scatter_closed_form_values(void*
 
 // The peers of rank r's sends, in schedule order.
 static std::vector<int> send_peers(collective coll, int n, int r) {
-    auto s = algorithms::generate(algo(coll), make_call(coll, n, int64_t{n} * 8));
+    auto s = algorithms::generate(algo(coll), test::make_call(coll, n, int64_t{n} * 8));
     assert_true(s.is_ok());
     std::vector<int> peers;
     for (const auto& st : s->ranks[r].steps) {
@@ -183,7 +128,7 @@ static void recursive_doubling_allreduce_folds_other_n(void**) {
     for (int n : {3, 6, 7, 12, 24}) {
         schedule::schedule_stats st;
         auto err = test::verify_call(algo(collective::allreduce),
-                                     make_call(collective::allreduce, n, n * 16), &st);
+                                     test::make_call(collective::allreduce, n, n * 16), &st);
         if (!err.empty()) {
             LOOM_FAIL(err);
         }
@@ -195,20 +140,7 @@ static void recursive_doubling_allreduce_folds_other_n(void**) {
 
 // Channels run the algorithm on slices with stacked scratch (registry.cc): still exact.
 static void recursive_doubling_allreduce_verifies_with_channels(void**) {
-    for (int n : {2, 3, 4, 6, 8, 12}) {
-        for (int channels : {2, 3}) {
-            algorithms::call c;
-            c.coll     = collective::allreduce;
-            c.nranks   = n;
-            c.count    = 1001;
-            c.channels = channels;
-            c.topo     = topology::shape::star(n);
-            auto err   = test::verify_call(algo(collective::allreduce), c);
-            if (!err.empty()) {
-                LOOM_FAIL(err + " channels=" + std::to_string(channels));
-            }
-        }
-    }
+    test::expect_verifies_with_channels(algo(collective::allreduce));
 }
 
 int main() {

@@ -4,61 +4,49 @@
 #include "test_main.hh"
 
 using namespace loom;
+using schedule::collective;
 
-static void expect_sweep(schedule::collective coll) {
-    const auto* a = algorithms::find(coll, "ring");
-    assert_non_null(a);
-    auto res = test::sweep(*a, test::standard_ranks(), 1000003, test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 300);
+static const algorithms::algorithm& ring(collective coll) {
+    return test::find_algorithm(coll, "ring");
 }
 
 static void ring_allreduce_verifies_over_sweep(void**) {
-    expect_sweep(schedule::collective::allreduce);
+    test::expect_clean_sweep(ring(collective::allreduce));
 }
 static void ring_reduce_scatter_verifies_over_sweep(void**) {
-    expect_sweep(schedule::collective::reduce_scatter);
+    test::expect_clean_sweep(ring(collective::reduce_scatter));
 }
 static void ring_allgather_verifies_over_sweep(void**) {
-    expect_sweep(schedule::collective::allgather);
+    test::expect_clean_sweep(ring(collective::allgather));
 }
 static void ring_broadcast_verifies_over_sweep(void**) {
-    expect_sweep(schedule::collective::broadcast);
+    test::expect_clean_sweep(ring(collective::broadcast));
 }
 static void ring_reduce_verifies_over_sweep(void**) {
-    expect_sweep(schedule::collective::reduce);
+    test::expect_clean_sweep(ring(collective::reduce));
 }
 
 // Counted rounds and bytes equal the closed form, for every N up to 64 (count divisible).
 static void ring_counts_equal_closed_forms(void**) {
-    for (auto coll : {schedule::collective::allreduce, schedule::collective::reduce_scatter,
-                      schedule::collective::allgather, schedule::collective::broadcast,
-                      schedule::collective::reduce}) {
-        const auto* a = algorithms::find(coll, "ring");
+    for (auto coll : {collective::allreduce, collective::reduce_scatter, collective::allgather,
+                      collective::broadcast, collective::reduce}) {
+        const auto& a = ring(coll);
         for (int n : test::standard_ranks()) {
             for (int p : {1, 4}) {
-                algorithms::call c;
-                c.coll     = coll;
-                c.nranks   = n;
-                c.count    = int64_t{n} * 64 * 4;
-                c.segments = p;
-                c.topo     = topology::shape::star(n);
+                auto c = test::make_call(coll, n, int64_t{n} * 64 * 4, 0, p);
                 schedule::schedule_stats st;
-                auto err = test::verify_call(*a, c, &st);
+                auto err = test::verify_call(a, c, &st);
                 if (!err.empty()) {
                     LOOM_FAIL(err);
                 }
                 double m = c.count * 4.0;
                 auto cost =
-                    a->predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
+                    a.predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
                 if (st.rounds != cost.n_alpha || st.edge_bytes != cost.n_beta * m) {
-                    LOOM_FAIL(
-                        test::describe_call(*a, c) + ": counted " + std::to_string(st.rounds) +
-                        " rounds, " + std::to_string(st.edge_bytes) + " B; stated " +
-                        std::to_string(cost.n_alpha) + ", " + std::to_string(cost.n_beta * m));
+                    LOOM_FAIL(test::describe_call(a, c) + ": counted " + std::to_string(st.rounds) +
+                              " rounds, " + std::to_string(st.edge_bytes) + " B; stated " +
+                              std::to_string(cost.n_alpha) + ", " +
+                              std::to_string(cost.n_beta * m));
                 }
                 // One link in, one out per step: the single-port count is the same.
                 assert_true(st.port_bytes == st.edge_bytes);
@@ -68,11 +56,11 @@ static void ring_counts_equal_closed_forms(void**) {
 }
 
 static void ring_allreduce_n4_is_6_alpha_1_5_beta(void**) {
-    const auto* a = algorithms::find(schedule::collective::allreduce, "ring");
+    const auto& a = ring(collective::allreduce);
     algorithms::cost_query q;
     q.nranks  = 4;
     q.bytes   = 1e6;
-    auto cost = a->predict(q);
+    auto cost = a.predict(q);
     assert_true(cost.n_alpha == 6);
     assert_true(cost.n_beta == 1.5);
 }

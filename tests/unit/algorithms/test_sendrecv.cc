@@ -9,30 +9,19 @@ using schedule::collective;
 namespace {
 
 const algorithms::algorithm* direct() {
-    return algorithms::find(collective::sendrecv, "direct");
+    return &test::find_algorithm(collective::sendrecv, "direct");
 }
 
 algorithms::call make_call(int n, int64_t count, int root, int peer) {
-    algorithms::call c;
-    c.coll   = collective::sendrecv;
-    c.nranks = n;
-    c.count  = count;
-    c.root   = root;
-    c.peer   = peer;
-    c.topo   = topology::shape::star(n);
+    auto c = test::make_call(collective::sendrecv, n, count, root);
+    c.peer = peer;
     return c;
 }
 
 }  // namespace
 
 static void sendrecv_direct_verifies_over_sweep(void**) {
-    assert_non_null(direct());
-    auto res = test::sweep(*direct(), test::standard_ranks(), 1000003, test::standard_lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    assert_int_equal(res.not_applicable, 0);
-    assert_true(res.verified > 300);
+    test::expect_clean_sweep(*direct());
 }
 
 // Every ordered pair, root == peer included, for N up to 9, and a sample up to 64: the

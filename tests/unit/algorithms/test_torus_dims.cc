@@ -5,7 +5,6 @@
 // §3.2/§3.3: 3x3 broadcast/reduce 2α; §3.4's 2x2x2 trace), and every transfer crosses one
 // physical link, each all-reduce phase on its own dim.
 #include <algorithm>
-#include <cmath>
 #include <tuple>
 
 #include "sweep.hh"
@@ -39,23 +38,12 @@ const char* const count_shapes[] = {
 };
 
 const algorithms::algorithm& dims_for(collective coll) {
-    const auto* a = algorithms::find(coll, "dims");
-    if (!a) {
-        LOOM_FAIL(std::string(schedule::collective_name(coll)) + " dims is not registered");
-    }
-    return *a;
+    return test::find_algorithm(coll, "dims");
 }
 
 algorithms::call call_on(collective coll, const std::string& shape, int64_t count, int root = 0,
                          int segments = 1) {
-    algorithms::call c;
-    c.coll     = coll;
-    c.topo     = *topology::shape::parse(shape);
-    c.nranks   = c.topo.size();
-    c.count    = count;
-    c.root     = root;
-    c.segments = segments;
-    return c;
+    return test::make_call(coll, *topology::shape::parse(shape), count, root, segments);
 }
 
 schedule::schedule generate_ok(const algorithms::algorithm& a, const algorithms::call& c) {
@@ -78,7 +66,7 @@ void expect_counts(const algorithms::algorithm& a, const algorithms::call& c) {
     auto edge = a.predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
     auto port = a.predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
     // Sums of fractions: equal up to floating-point rounding, not one byte apart.
-    if (st.rounds != edge.n_alpha || std::abs(st.edge_bytes - edge.n_beta * m) > 1e-9 * m) {
+    if (st.rounds != edge.n_alpha || !test::same_bytes(st.edge_bytes, edge.n_beta * m)) {
         LOOM_FAIL(test::describe_call(a, c) + ": counted " + std::to_string(st.rounds) +
                   " rounds, " + std::to_string(st.edge_bytes) + " B; stated " +
                   std::to_string(edge.n_alpha) + ", " + std::to_string(edge.n_beta * m));
@@ -105,14 +93,9 @@ int dim_of_link(const topology::shape& t, int a, int b) {
 
 }  // namespace
 
+// Not applicable exactly on the star calls; every lattice call verifies.
 static void expect_sweep(collective coll) {
-    auto res = test::sweep(dims_for(coll), test::standard_ranks(), 1000003, lattices());
-    if (!res.first_failure.empty()) {
-        LOOM_FAIL(res.first_failure);
-    }
-    // Not applicable exactly on the star calls: 20 rank counts x 5 counts x 3 roots.
-    assert_int_equal(res.not_applicable, 20 * 5 * 3);
-    assert_int_equal(res.verified, static_cast<int>(lattices().size()) * 5 * 3);
+    test::expect_clean_sweep(dims_for(coll), lattices(), test::applies::lattices_only);
 }
 
 static void dims_broadcast_verifies_over_sweep(void**) {

@@ -39,6 +39,24 @@ sched exchange_allreduce(int64_t count) {
     return s;
 }
 
+// Three-rank in-network all-reduce on slot 7 (3 contributors declared): ranks below
+// `pushers` push their input, every rank pulls the result.
+sched inc_allreduce(int pushers) {
+    sched s;
+    s.info.coll   = collective::allreduce;
+    s.info.nranks = 3;
+    s.info.count  = 4;
+    for (int r = 0; r < 3; ++r) {
+        rank_schedule rs;
+        rs.rank = r;
+        builder b(rs);
+        step_id p = r < pushers ? b.inc_push(in(0, 4), 7, 3) : no_step;
+        b.inc_pull(out(0, 4), 7, 3, {p});
+        s.ranks.push_back(rs);
+    }
+    return s;
+}
+
 void expect_rejected(const sched& s, const std::string& must_contain) {
     auto report = verify(s);
     if (report.result.is_ok()) {
@@ -168,35 +186,13 @@ static void peer_out_of_range_is_rejected(void**) {
 }
 
 static void inc_slot_without_all_contributors_deadlocks(void**) {
-    sched s;
-    s.info.coll   = collective::allreduce;
-    s.info.nranks = 3;
-    s.info.count  = 4;
-    for (int r = 0; r < 3; ++r) {
-        rank_schedule rs;
-        rs.rank = r;
-        builder b(rs);
-        step_id p = r < 2 ? b.inc_push(in(0, 4), 7, 3) : no_step;
-        b.inc_pull(out(0, 4), 7, 3, {p});
-        s.ranks.push_back(rs);
-    }
     // Two pushes exist but every rank says the slot has 3 contributors.
-    expect_rejected(s, "expects 3 contributors but the schedule pushes 2 into slot 7");
+    expect_rejected(inc_allreduce(2),
+                    "expects 3 contributors but the schedule pushes 2 into slot 7");
 }
 
 static void inc_allreduce_is_accepted(void**) {
-    sched s;
-    s.info.coll   = collective::allreduce;
-    s.info.nranks = 3;
-    s.info.count  = 4;
-    for (int r = 0; r < 3; ++r) {
-        rank_schedule rs;
-        rs.rank = r;
-        builder b(rs);
-        step_id p = b.inc_push(in(0, 4), 7, 3);
-        b.inc_pull(out(0, 4), 7, 3, {p});
-        s.ranks.push_back(rs);
-    }
+    sched s     = inc_allreduce(3);
     auto report = verify(s);
     if (!report.result) {
         LOOM_FAIL(report.result.to_string());
