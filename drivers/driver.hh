@@ -1,0 +1,91 @@
+// The driver interface (STYLE.md G4): a control part that may block and allocate (open,
+// connect, close) and a fast path that never does (post_send, post_recv, poll).
+//
+// Semantics every driver provides:
+//  - reliable, exactly-once delivery between connected ranks; a message is identified by
+//    (source rank, 64-bit tag) and lands in the receive posted for that (peer, tag), whether
+//    the receive was posted before or after the message arrived (the driver keeps early
+//    arrivals: eager copies for small messages, a rendezvous for large ones);
+//  - a tag is in flight at most once per (source, destination) at a time (the engine makes
+//    tags unique per communicator, collective and message);
+//  - a receive posted for `len` bytes accepts a message of at most `len` bytes; a longer
+//    one completes the receive with LOOM_ERR_MISMATCH and delivers nothing;
+//  - completions carry the poster's cookie; a failed peer completes every operation
+//    toward it with LOOM_ERR_PEER_FAILURE.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/kv_store.hh"
+#include "base/status.hh"
+
+namespace loom::drivers {
+
+struct caps {
+    const char* name        = "";
+    bool single_copy        = false;  // large messages land without an intermediate copy
+    size_t eager_limit      = 0;      // bytes sent eagerly (copied through slots/buffers)
+    size_t max_message      = 0;      // largest message in bytes
+    bool detects_peer_death = false;  // a dead peer completes operations with PEER_FAILURE
+};
+
+struct completion {
+    uint64_t cookie;       // as posted
+    loom_status_t status;  // LOOM_SUCCESS, LOOM_ERR_PEER_FAILURE, LOOM_ERR_MISMATCH
+    int peer;
+    size_t bytes;  // received length (receives), sent length (sends)
+};
+
+/// The fast path, resolved once at connect time and kept in one table (two cache lines).
+/// None of these allocates, locks or makes a system call that can block; shm makes none
+/// at all, tcp makes non-blocking socket calls only.
+struct fast_path {
+    void* ctx;
+    /// Queues a send of `len` bytes from `buf` (which must stay valid until its completion)
+    /// to `peer` with `tag`. LOOM_ERR_NO_RESOURCE: the queue is full, poll and retry.
+    loom_status_t (*post_send)(void* ctx, int peer, uint64_t tag, const void* buf, size_t len,
+                               uint64_t cookie);
+    /// Queues a receive of at most `len` bytes into `buf` for (peer, tag).
+    loom_status_t (*post_recv)(void* ctx, int peer, uint64_t tag, void* buf, size_t len,
+                               uint64_t cookie);
+    /// Makes progress and returns up to `max` completions (0 when nothing finished).
+    int (*poll)(void* ctx, completion* out, int max);
+    /// True while an operation is posted and not yet completed.
+    bool (*pending)(void* ctx);
+};
+static_assert(sizeof(fast_path) <= 128, "the fast path fits two cache lines (G4)");
+
+struct endpoint_config {
+    int rank = 0;
+    int size = 1;
+    std::string job;             // names shared resources (shm segments) per job
+    kv_store* store  = nullptr;  // address exchange; may be null when size == 1
+    double timeout_s = 30;       // connect deadline
+    std::vector<int> peers;      // ranks to connect to; empty: all other ranks
+};
+
+/// One rank's endpoint of a driver: the control part. Not thread-safe; the engine owns it.
+class endpoint {
+  public:
+    virtual ~endpoint()               = default;
+    virtual caps capabilities() const = 0;
+    /// Connects to the configured peers (publishing and reading addresses in the store).
+    virtual status connect() = 0;
+    /// The fast path; valid after connect() until close().
+    virtual const fast_path& fast() const = 0;
+    /// Releases every resource; pending operations complete with LOOM_ERR_PEER_FAILURE.
+    virtual void close() = 0;
+};
+
+/// Opens a driver by name ("self", "shm", "tcp"; "fault:<inner>" wraps another). The only
+/// place that knows driver names (drivers/registry.cc).
+result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_config& config);
+/// The driver names this build has.
+std::vector<std::string> available();
+
+}  // namespace loom::drivers

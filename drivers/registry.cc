@@ -1,0 +1,31 @@
+// Driver names -> factories: the only place that knows which drivers exist (STYLE.md G5).
+#include "drivers/registry_internal.hh"
+
+namespace loom::drivers {
+
+result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_config& config) {
+    if (name == "self") {
+        return open_self(config);
+    }
+    if (name == "shm") {
+        return open_shm(config);
+    }
+    if (name == "tcp") {
+        return open_tcp(config);
+    }
+    if (name.substr(0, 6) == "fault:") {
+        auto inner = open(name.substr(6), config);
+        if (!inner) {
+            return inner.error();
+        }
+        return open_fault(std::move(inner).value(), config);
+    }
+    return invalid_argument("unknown driver '" + std::string(name) +
+                            "' (available: self, shm, tcp, fault:<driver>)");
+}
+
+std::vector<std::string> available() {
+    return {"self", "shm", "tcp", "fault"};
+}
+
+}  // namespace loom::drivers

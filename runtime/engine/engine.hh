@@ -1,0 +1,83 @@
+// The poll-mode engine (DESIGN.md "Poll mode, done right"): runs a rank's schedule against a
+// driver's fast path.
+//
+// A schedule is compiled once into a plan (steps with resolved byte offsets, dependency
+// counts, dependents in CSR form, wire tags, staging needs). Starting a plan on buffers takes
+// a request from a pool sized at engine creation; progress() polls the driver, reduces what
+// arrived, and posts the steps whose dependencies are done. No allocation, lock or system
+// call per step: everything a step needs was sized when the plan was compiled.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.hh"
+#include "drivers/driver.hh"
+#include "engine/reduce.hh"
+#include "schedule/schedule.hh"
+
+namespace loom::engine {
+
+/// What a call needs besides its schedule.
+struct call_buffers {
+    const void* input  = nullptr;
+    void* output       = nullptr;
+    loom_dtype_t dtype = LOOM_FLOAT32;
+    loom_op_t op       = LOOM_SUM;
+};
+
+class plan;  // compiled schedule (engine/plan.hh)
+
+/// Compiles one rank's steps. Fails (invalid argument) when a tag or message count does
+/// not fit the wire format.
+result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
+                                            const schedule::rank_schedule& steps);
+
+enum class progress_mode { caller, thread };
+
+struct engine_config {
+    int rank               = 0;
+    int size               = 1;
+    uint16_t comm_id       = 0;   // goes into every wire tag
+    double timeout_s       = 30;  // default deadline of a call
+    int max_requests       = 16;  // collectives in flight at once
+    progress_mode progress = progress_mode::caller;
+};
+
+/// Why a request failed: the rank, peer, collective, sequence number and step.
+struct failure {
+    loom_status_t code = LOOM_SUCCESS;
+    int rank = -1, peer = -1;
+    uint32_t seq = 0;
+    int step     = -1;
+    std::string collective;
+    std::string message;  // one line naming all of the above
+};
+
+class request;
+
+class engine {
+  public:
+    static result<std::unique_ptr<engine>> create(const engine_config& config,
+                                                  drivers::endpoint& endpoint);
+    virtual ~engine() = default;
+
+    /// Starts a plan on buffers; the returned request is owned by the engine until released.
+    /// `timeout_s` < 0 uses the configured default.
+    virtual result<request*> start(std::shared_ptr<const plan> p, const call_buffers& buffers,
+                                   double timeout_s) = 0;
+    /// One pass of progress (caller mode); returns true if anything happened.
+    virtual bool progress() = 0;
+    /// LOOM_IN_PROGRESS, LOOM_SUCCESS, or the failure's code.
+    virtual loom_status_t test(request* r) = 0;
+    /// Progresses until r completes or `timeout_s` passes (then r fails with a diagnostic).
+    virtual loom_status_t wait(request* r, double timeout_s)  = 0;
+    virtual const failure& failure_of(const request* r) const = 0;
+    /// Returns the request to the pool (after completion).
+    virtual void release(request* r) = 0;
+    /// Fails every request in flight with `code` (abort, or a peer known dead); returns promptly.
+    virtual void abort(loom_status_t code, const std::string& why) = 0;
+};
+
+}  // namespace loom::engine
