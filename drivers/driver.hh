@@ -8,8 +8,15 @@
 //    arrivals: eager copies for small messages, a rendezvous for large ones);
 //  - a tag is in flight at most once per (source, destination) at a time (the engine makes
 //    tags unique per communicator, collective and message);
-//  - a receive posted for `len` bytes accepts a message of at most `len` bytes; a longer
-//    one completes the receive with LOOM_ERR_MISMATCH and delivers nothing;
+//  - every message carries a 64-bit immediate `imm` beside its tag (the engine puts the call's
+//    signature there: primitive, count, dtype, op, root, algorithm). A receive states the
+//    imm it expects; a message whose imm or length differs completes the receive with
+//    LOOM_ERR_MISMATCH (completion.imm = the imm that arrived) and delivers NOTHING into the
+//    receive buffer — the driver decides from the header, before the payload is copied;
+//  - control messages: a tag with bit 63 set (control_tag_bit) is never matched against
+//    receives: it is delivered as an unsolicited completion (cookie = control_cookie, with
+//    peer, tag and imm; no payload beyond the imm). The engine uses them to tell peers that a
+//    call failed (mismatch, abort), so every rank returns instead of waiting;
 //  - completions carry the poster's cookie; a failed peer completes every operation
 //    toward it with LOOM_ERR_PEER_FAILURE.
 #pragma once
@@ -47,12 +54,13 @@ struct completion {
 struct fast_path {
     void* ctx;
     /// Queues a send of `len` bytes from `buf` (which must stay valid until its completion)
-    /// to `peer` with `tag`. LOOM_ERR_NO_RESOURCE: the queue is full, poll and retry.
-    loom_status_t (*post_send)(void* ctx, int peer, uint64_t tag, const void* buf, size_t len,
-                               uint64_t cookie);
-    /// Queues a receive of at most `len` bytes into `buf` for (peer, tag).
-    loom_status_t (*post_recv)(void* ctx, int peer, uint64_t tag, void* buf, size_t len,
-                               uint64_t cookie);
+    /// to `peer` with `tag` and immediate `imm`. A control tag sends only the imm (buf and
+    /// len are ignored). LOOM_ERR_NO_RESOURCE: the queue is full, poll and retry.
+    loom_status_t (*post_send)(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
+                               size_t len, uint64_t cookie);
+    /// Queues a receive of exactly `len` bytes into `buf` for (peer, tag), expecting `imm`.
+    loom_status_t (*post_recv)(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf,
+                               size_t len, uint64_t cookie);
     /// Makes progress and returns up to `max` completions (0 when nothing finished).
     int (*poll)(void* ctx, completion* out, int max);
     /// True while an operation is posted and not yet completed.
