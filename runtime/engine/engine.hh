@@ -29,10 +29,13 @@ struct call_buffers {
 
 class plan;  // compiled schedule (engine/plan.hh)
 
-/// Compiles one rank's steps. Fails (invalid argument) when a tag or message count does
-/// not fit the wire format.
+/// Compiles one rank's steps for elements of `dtype`. `signature` identifies the call (the
+/// comm layer hashes primitive, count, dtype, op, root, algorithm); it travels with every
+/// message so mismatched calls across ranks are detected before any data lands. Fails
+/// (invalid argument) when a tag or message count does not fit the wire format.
 result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
-                                            const schedule::rank_schedule& steps);
+                                            const schedule::rank_schedule& steps,
+                                            loom_dtype_t dtype, uint64_t signature);
 
 enum class progress_mode { caller, thread };
 
@@ -64,9 +67,12 @@ class engine {
     virtual ~engine() = default;
 
     /// Starts a plan on buffers; the returned request is owned by the engine until released.
-    /// `timeout_s` < 0 uses the configured default.
+    /// `seq` numbers the call on its communicator (collectives: the same on every rank, so
+    /// several calls in flight match by it; point-to-point: the comm layer's per-pair count
+    /// with p2p = true). `timeout_s` < 0 uses the configured default. The input may alias
+    /// the output (in-place); the engine then copies the input aside first.
     virtual result<request*> start(std::shared_ptr<const plan> p, const call_buffers& buffers,
-                                   double timeout_s) = 0;
+                                   uint32_t seq, bool p2p, double timeout_s) = 0;
     /// One pass of progress (caller mode); returns true if anything happened.
     virtual bool progress() = 0;
     /// LOOM_IN_PROGRESS, LOOM_SUCCESS, or the failure's code.
