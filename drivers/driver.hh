@@ -41,11 +41,16 @@ struct caps {
     bool detects_peer_death = false;  // a dead peer completes operations with PEER_FAILURE
 };
 
+constexpr uint64_t control_tag_bit = uint64_t{1} << 63;
+constexpr uint64_t control_cookie  = ~uint64_t{0};
+
 struct completion {
-    uint64_t cookie;       // as posted
+    uint64_t cookie;       // as posted; control_cookie for an unsolicited control message
     loom_status_t status;  // LOOM_SUCCESS, LOOM_ERR_PEER_FAILURE, LOOM_ERR_MISMATCH
     int peer;
     size_t bytes;  // received length (receives), sent length (sends)
+    uint64_t tag;  // the message's tag (receives and control messages)
+    uint64_t imm;  // the message's immediate (receives and control messages)
 };
 
 /// The fast path, resolved once at connect time and kept in one table (two cache lines).
