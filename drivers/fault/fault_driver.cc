@@ -1,10 +1,368 @@
-// (driver under construction)
+// The fault wrapper (fault.hh): an endpoint whose fast path sits in front of another's.
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <vector>
+
+#include "base/check.hh"
+#include "base/clock.hh"
+#include "base/log.hh"
+#include "base/params.hh"
+#include "drivers/fault/fault.hh"
 #include "drivers/registry_internal.hh"
 
 namespace loom::drivers {
+namespace fault {
+namespace {
 
-result<std::unique_ptr<endpoint>> open_fault(std::unique_ptr<endpoint>, const endpoint_config&) {
-    return not_supported("the fault driver is not built yet");
+// A message held back by reorder waits at most this long for a next send to overtake it.
+constexpr double min_hold_s = 0.001;
+
+/// One user operation; its index is the cookie the inner driver sees.
+struct op {
+    uint64_t cookie;
+    uint32_t inner_pending;  // inner completions still to come (2 for a duplicate)
+    loom_status_t status;    // the first non-success among them
+    size_t bytes;
+};
+
+/// A send on its way to the inner driver.
+struct message {
+    int peer;
+    uint64_t tag, imm;
+    const void* buf;
+    size_t len;
+    uint32_t op;
+    uint32_t copies;  // still to post: 1, or 2 for a duplicate
+    double due_s;     // not before (delay)
+};
+
+class fault_endpoint final : public endpoint {
+  public:
+    fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank, int size);
+    caps capabilities() const override;
+    status connect() override { return inner_->connect(); }
+    const fast_path& fast() const override { return fast_; }
+    void close() override { inner_->close(); }
+
+    const fault_stats& stats() const { return stats_; }
+    endpoint& inner() { return *inner_; }
+
+    loom_status_t post_send(int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len,
+                            uint64_t cookie);
+    loom_status_t post_recv(int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
+                            uint64_t cookie);
+    int poll(completion* out, int max);
+    bool pending() const;
+
+  private:
+    double uniform();
+    uint32_t take_op(uint64_t cookie, uint32_t inner_pending);
+    void enqueue(const message& m);
+    loom_status_t post_inner(message& m);
+    void drain(double now);
+    void release_held(double now, bool all);
+
+    std::unique_ptr<endpoint> inner_;
+    fault_config config_;
+    std::string name_;
+    fast_path fast_{};
+    uint64_t rng_;
+    size_t dup_limit_ = 0;
+    fault_stats stats_;
+    std::vector<op> ops_;
+    std::vector<uint32_t> free_ops_;
+    std::vector<message> outbox_;  // FIFO ring, in posting order (after reordering)
+    uint64_t out_head_ = 0, out_tail_ = 0, out_mask_ = 0;
+    std::vector<message> held_;  // by peer: a message waiting to be overtaken
+    std::vector<bool> has_held_;
+    int held_count_ = 0;
+    std::vector<completion> local_;  // drops (cookie = op index): done without the inner driver
+    uint64_t local_head_ = 0, local_tail_ = 0;
+};
+
+loom_status_t fp_post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
+                           size_t len, uint64_t cookie) {
+    return static_cast<fault_endpoint*>(ctx)->post_send(peer, tag, imm, buf, len, cookie);
+}
+loom_status_t fp_post_recv(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
+                           uint64_t cookie) {
+    return static_cast<fault_endpoint*>(ctx)->post_recv(peer, tag, imm, buf, len, cookie);
+}
+int fp_poll(void* ctx, completion* out, int max) {
+    return static_cast<fault_endpoint*>(ctx)->poll(out, max);
+}
+bool fp_pending(void* ctx) {
+    return static_cast<fault_endpoint*>(ctx)->pending();
+}
+
+fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank,
+                               int size)
+    : inner_(std::move(inner)), config_(c) {
+    name_ = std::string("fault:") + inner_->capabilities().name;
+    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending};
+    // Ranks draw different streams from one seed.
+    rng_       = c.seed ^ (uint64_t(uint32_t(rank)) + 1) * 0x9e3779b97f4a7c15ull;
+    dup_limit_ = inner_->capabilities().eager_limit;
+    ops_.resize(c.max_ops);
+    free_ops_.resize(c.max_ops);
+    for (uint32_t i = 0; i < c.max_ops; ++i) {
+        free_ops_[i] = c.max_ops - 1 - i;
+    }
+    uint64_t ring = std::bit_ceil(uint64_t{c.max_ops});
+    outbox_.resize(ring);
+    out_mask_ = ring - 1;
+    local_.resize(ring);
+    held_.resize(size_t(size));
+    has_held_.assign(size_t(size), false);
+}
+
+caps fault_endpoint::capabilities() const {
+    caps c = inner_->capabilities();
+    c.name = name_.c_str();
+    return c;
+}
+
+double fault_endpoint::uniform() {
+    // splitmix64: one multiply-xorshift chain per draw, 53 bits into [0, 1).
+    uint64_t z = (rng_ += 0x9e3779b97f4a7c15ull);
+    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return double((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+uint32_t fault_endpoint::take_op(uint64_t cookie, uint32_t inner_pending) {
+    uint32_t i = free_ops_.back();
+    free_ops_.pop_back();
+    ops_[i] = op{cookie, inner_pending, LOOM_SUCCESS, 0};
+    return i;
+}
+
+void fault_endpoint::enqueue(const message& m) {
+    outbox_[out_tail_ & out_mask_] = m;
+    ++out_tail_;
+}
+
+loom_status_t fault_endpoint::post_inner(message& m) {
+    const fast_path& f = inner_->fast();
+    while (m.copies > 0) {
+        loom_status_t st = f.post_send(f.ctx, m.peer, m.tag, m.imm, m.buf, m.len, m.op);
+        if (st != LOOM_SUCCESS) {
+            return st;
+        }
+        --m.copies;
+    }
+    return LOOM_SUCCESS;
+}
+
+void fault_endpoint::drain(double now) {
+    while (out_head_ != out_tail_) {
+        message& m = outbox_[out_head_ & out_mask_];
+        if (m.due_s > now) {
+            return;  // FIFO with one delay: later ones are due later
+        }
+        loom_status_t st = post_inner(m);
+        if (st == LOOM_ERR_NO_RESOURCE) {
+            return;  // the inner queue is full: retry on the next poll
+        }
+        if (st != LOOM_SUCCESS) {
+            // Accepted by us earlier, refused by the inner driver now: complete it with that.
+            local_[local_tail_++ & out_mask_] = completion{m.op, st, m.peer, 0, m.tag, m.imm};
+        }
+        ++out_head_;
+    }
+}
+
+void fault_endpoint::release_held(double now, bool all) {
+    double hold_s = std::max(min_hold_s, double(config_.delay_us) * 1e-6);
+    for (size_t p = 0; p < held_.size() && held_count_ > 0; ++p) {
+        if (has_held_[p] && (all || now - held_[p].due_s >= hold_s)) {
+            held_[p].due_s = now + double(config_.delay_us) * 1e-6;
+            enqueue(held_[p]);
+            has_held_[p] = false;
+            --held_count_;
+        }
+    }
+}
+
+loom_status_t fault_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, const void* buf,
+                                        size_t len, uint64_t cookie) {
+    const fast_path& f = inner_->fast();
+    if ((tag & control_tag_bit) != 0) {
+        return f.post_send(f.ctx, peer, tag, imm, buf, len, cookie);  // notices pass through
+    }
+    if (peer < 0 || size_t(peer) >= held_.size() || (buf == nullptr && len > 0)) {
+        return LOOM_ERR_INVALID_ARGUMENT;
+    }
+    if (free_ops_.empty()) {
+        return LOOM_ERR_NO_RESOURCE;
+    }
+    ++stats_.sends;
+    double now = now_s();
+    if (uniform() < config_.drop) {
+        ++stats_.dropped;
+        // Holds an op until poll() hands the completion out, so local_ cannot overflow.
+        local_[local_tail_++ & out_mask_] =
+            completion{take_op(cookie, 0), LOOM_SUCCESS, peer, len, tag, imm};
+        return LOOM_SUCCESS;
+    }
+    uint32_t copies = 1;
+    if (uniform() < config_.dup && len <= dup_limit_) {
+        ++stats_.duplicated;
+        copies = 2;
+    }
+    message m{peer,   tag,
+              imm,    buf,
+              len,    take_op(cookie, copies),
+              copies, now + double(config_.delay_us) * 1e-6};
+    stats_.delayed += config_.delay_us > 0 ? 1 : 0;
+    if (uniform() < config_.reorder && !has_held_[size_t(peer)]) {
+        ++stats_.reordered;
+        m.due_s                 = now;  // the hold starts now; release_held re-stamps it
+        held_[size_t(peer)]     = m;
+        has_held_[size_t(peer)] = true;
+        ++held_count_;
+        return LOOM_SUCCESS;
+    }
+    enqueue(m);
+    if (has_held_[size_t(peer)]) {  // this one overtook the held one: now it follows
+        held_[size_t(peer)].due_s = m.due_s;
+        enqueue(held_[size_t(peer)]);
+        has_held_[size_t(peer)] = false;
+        --held_count_;
+    }
+    drain(now);
+    return LOOM_SUCCESS;
+}
+
+loom_status_t fault_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
+                                        uint64_t cookie) {
+    if (free_ops_.empty()) {
+        return LOOM_ERR_NO_RESOURCE;
+    }
+    uint32_t i         = take_op(cookie, 1);
+    const fast_path& f = inner_->fast();
+    loom_status_t st   = f.post_recv(f.ctx, peer, tag, imm, buf, len, i);
+    if (st != LOOM_SUCCESS) {
+        free_ops_.push_back(i);
+    }
+    return st;
+}
+
+int fault_endpoint::poll(completion* out, int max) {
+    double now = now_s();
+    if (held_count_ > 0) {
+        release_held(now, false);
+    }
+    drain(now);
+    int got = 0;
+    for (; got < max && local_head_ != local_tail_; ++got) {
+        completion c = local_[local_head_++ & out_mask_];
+        auto i       = uint32_t(c.cookie);
+        c.cookie     = ops_[i].cookie;
+        free_ops_.push_back(i);
+        out[got] = c;
+    }
+    if (got == max) {
+        return got;
+    }
+    // The inner completions land in `out` and are translated in place.
+    const fast_path& f = inner_->fast();
+    int base           = got;  // reads run ahead of writes: translation compacts in place
+    int n              = f.poll(f.ctx, out + base, max - base);
+    for (int i = 0; i < n; ++i) {
+        completion c = out[base + i];
+        if (c.cookie == control_cookie) {
+            out[got++] = c;
+            continue;
+        }
+        op& o = ops_[c.cookie];
+        if (o.status == LOOM_SUCCESS) {
+            o.status = c.status;
+        }
+        o.bytes = std::max(o.bytes, c.bytes);
+        if (--o.inner_pending > 0) {
+            continue;  // the other copy of a duplicate is still out
+        }
+        c.cookie = o.cookie;
+        c.status = o.status;
+        c.bytes  = o.bytes;
+        free_ops_.push_back(uint32_t(&o - ops_.data()));
+        out[got++] = c;
+    }
+    return got;
+}
+
+bool fault_endpoint::pending() const {
+    const fast_path& f = inner_->fast();
+    return held_count_ > 0 || out_head_ != out_tail_ || local_head_ != local_tail_ ||
+           f.pending(f.ctx);
+}
+
+result<double> probability(const char* name) {
+    double p = params::registry::global().get_real(name);
+    if (!(p >= 0 && p <= 1)) {
+        return invalid_argument(std::string(name) + "=" + std::to_string(p) +
+                                " is not a probability in [0, 1]");
+    }
+    return p;
+}
+
+}  // namespace
+
+result<fault_config> config_from_params() {
+    auto& reg = params::registry::global();
+    fault_config c;
+    LOOM_ASSIGN(c.drop, probability("LOOM_FAULT_DROP"));
+    LOOM_ASSIGN(c.dup, probability("LOOM_FAULT_DUP"));
+    LOOM_ASSIGN(c.reorder, probability("LOOM_FAULT_REORDER"));
+    int64_t delay = reg.get_int("LOOM_FAULT_DELAY_US");
+    int64_t ops   = reg.get_int("LOOM_FAULT_MAX_OPS");
+    if (delay < 0 || delay > int64_t{60} * 1000 * 1000) {
+        return invalid_argument("LOOM_FAULT_DELAY_US=" + std::to_string(delay) +
+                                " is out of range 0..60000000");
+    }
+    if (ops < 1 || ops > (int64_t{1} << 24)) {
+        return invalid_argument("LOOM_FAULT_MAX_OPS=" + std::to_string(ops) +
+                                " is out of range 1..16777216");
+    }
+    c.delay_us = uint64_t(delay);
+    c.seed     = uint64_t(reg.get_int("LOOM_FAULT_SEED"));
+    c.max_ops  = uint32_t(ops);
+    return c;
+}
+
+result<std::unique_ptr<endpoint>> wrap(std::unique_ptr<endpoint> inner, const fault_config& c,
+                                       int rank, int size) {
+    if (!(c.drop >= 0 && c.drop <= 1 && c.dup >= 0 && c.dup <= 1 && c.reorder >= 0 &&
+          c.reorder <= 1) ||
+        c.max_ops == 0 || size < 1) {
+        return invalid_argument("fault: rank " + std::to_string(rank) +
+                                ": probabilities must lie in [0, 1] and max_ops be positive");
+    }
+    LOOM_LOG_INFO(log::subsystem::net,
+                  "fault: rank %d: drop %.3f dup %.3f reorder %.3f delay %llu us seed %llu", rank,
+                  c.drop, c.dup, c.reorder, (unsigned long long)c.delay_us,
+                  (unsigned long long)c.seed);
+    return std::unique_ptr<endpoint>(new fault_endpoint(std::move(inner), c, rank, size));
+}
+
+const fault_stats* stats_of(const endpoint& ep) {
+    const auto* f = dynamic_cast<const fault_endpoint*>(&ep);
+    return f != nullptr ? &f->stats() : nullptr;
+}
+
+endpoint* inner_of(endpoint& ep) {
+    auto* f = dynamic_cast<fault_endpoint*>(&ep);
+    return f != nullptr ? &f->inner() : nullptr;
+}
+
+}  // namespace fault
+
+result<std::unique_ptr<endpoint>> open_fault(std::unique_ptr<endpoint> inner,
+                                             const endpoint_config& config) {
+    LOOM_ASSIGN(auto c, fault::config_from_params());
+    return fault::wrap(std::move(inner), c, config.rank, config.size);
 }
 
 }  // namespace loom::drivers

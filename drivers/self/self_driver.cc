@@ -1,10 +1,69 @@
-// (driver under construction)
+// The self endpoint: a single-rank communicator (or a rank connected only to itself) over
+// the loopback matcher. Nothing to connect, no store needed.
+#include <memory>
+#include <string>
+
 #include "drivers/registry_internal.hh"
+#include "drivers/self/self.hh"
 
 namespace loom::drivers {
+namespace {
 
-result<std::unique_ptr<endpoint>> open_self(const endpoint_config&) {
-    return not_supported("the self driver is not built yet");
+class self_endpoint final : public endpoint {
+  public:
+    self_endpoint(int rank, size_t max_ops) : rank_(rank), loop_(rank, max_ops) {
+        fast_ = fast_path{this, &post_send, &post_recv, &poll, &pending};
+    }
+    ~self_endpoint() override { close(); }
+
+    caps capabilities() const override {
+        caps c;
+        c.name               = "self";
+        c.single_copy        = true;  // send buffer -> receive buffer, nothing in between
+        c.eager_limit        = 0;     // nothing is copied ahead of its receive
+        c.max_message        = SIZE_MAX;
+        c.detects_peer_death = false;  // there is no other process
+        return c;
+    }
+    status connect() override { return status::ok(); }
+    const fast_path& fast() const override { return fast_; }
+    void close() override { loop_.fail_all(LOOM_ERR_PEER_FAILURE); }
+
+  private:
+    static self_endpoint* self(void* ctx) { return static_cast<self_endpoint*>(ctx); }
+    static loom_status_t post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
+                                   size_t len, uint64_t cookie) {
+        if (peer != self(ctx)->rank_) {
+            return LOOM_ERR_INVALID_ARGUMENT;  // self only reaches its own rank
+        }
+        return self(ctx)->loop_.post_send(tag, imm, buf, len, cookie);
+    }
+    static loom_status_t post_recv(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf,
+                                   size_t len, uint64_t cookie) {
+        if (peer != self(ctx)->rank_) {
+            return LOOM_ERR_INVALID_ARGUMENT;
+        }
+        return self(ctx)->loop_.post_recv(tag, imm, buf, len, cookie);
+    }
+    static int poll(void* ctx, completion* out, int max) { return self(ctx)->loop_.poll(out, max); }
+    static bool pending(void* ctx) { return self(ctx)->loop_.pending(); }
+
+    int rank_;
+    self::loopback loop_;
+    fast_path fast_{};
+};
+
+}  // namespace
+
+result<std::unique_ptr<endpoint>> open_self(const endpoint_config& config) {
+    bool only_self = config.peers.size() == 1 && config.peers[0] == config.rank;
+    if (config.rank < 0 || (config.size != 1 && !only_self)) {
+        return invalid_argument("self driver: rank " + std::to_string(config.rank) + " of " +
+                                std::to_string(config.size) +
+                                ": self connects a rank only to itself (size 1, or peers = "
+                                "{rank}); use shm or tcp for other ranks");
+    }
+    return std::unique_ptr<endpoint>(new self_endpoint(config.rank, self::max_ops_param()));
 }
 
 }  // namespace loom::drivers

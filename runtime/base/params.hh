@@ -15,7 +15,7 @@ namespace loom::params {
 enum class type { integer, real, string, boolean, choice };
 
 struct param {
-    std::string name;  // LOOM_*: the env variable and the config key
+    std::string name;  // LOOM_*: the env variable and the config key (foreign: its own name)
     type kind;
     std::string default_value;
     std::string unit;     // "s", "bytes", "" ...
@@ -29,7 +29,15 @@ class registry {
     static registry& global();
 
     const std::vector<param>& all() const { return params_; }
+    /// Variables other launchers set (Open MPI, MPICH/Hydra, Slurm, PMIx) that loom reads to
+    /// learn its rank, size and job: declared and read here like parameters (this is still
+    /// the only getenv), but they are not loom's settings, so all() does not list them and
+    /// an invalid value is checked by the code that reads it (bootstrap), not at load.
+    const std::vector<param>& foreign() const { return foreign_; }
+    /// Finds a LOOM_* parameter or a foreign variable by name.
     const param* find(std::string_view name) const;
+    /// True when `name` has a value from the environment or set(), not just its default.
+    bool is_set(std::string_view name) const;
 
     /// Validates and sets a value (from a tool flag or a config file).
     status set(std::string_view name, std::string_view value);
@@ -41,13 +49,20 @@ class registry {
     double get_real(std::string_view name) const;
     bool get_bool(std::string_view name) const;
 
-    /// One line per parameter: name, value, default, unit, description.
+    /// One line per parameter: name, value, default, unit, description; then the foreign
+    /// variables that are set.
     std::string describe() const;
 
   private:
     registry();
+    // Index into values_/set_ (parameters first, then foreign variables); -1 if unknown.
+    long index_of(std::string_view name) const;
+    const param& declaration(size_t index) const;
+
     std::vector<param> params_;
+    std::vector<param> foreign_;
     std::vector<std::string> values_;
+    std::vector<bool> set_;
     status load_status_;
 };
 

@@ -1,14 +1,169 @@
-// (bootstrap under construction)
+// connect_store(): address → store, plus what the stores share (address parsing, backoff,
+// the in-process store of a one-rank job).
 #include "bootstrap/bootstrap.hh"
 
-namespace loom::bootstrap {
+#include <time.h>
 
-result<identity> discover() {
-    return not_supported("bootstrap is not built yet");
+#include <algorithm>
+#include <charconv>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "base/clock.hh"
+#include "bootstrap/store_internal.hh"
+
+namespace loom::bootstrap {
+namespace detail {
+
+result<host_port> parse_host_port(std::string_view text) {
+    auto bad = [&](const char* why) {
+        return invalid_argument("bootstrap address '" + std::string(text) + "' " + why +
+                                " (expected host:port or file:DIR)");
+    };
+    size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+        return bad("has no ':port'");
+    }
+    std::string_view host = text.substr(0, colon);
+    std::string_view port = text.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    } else if (host.find(':') != std::string_view::npos) {
+        return bad("has an IPv6 host without [brackets]");
+    }
+    if (host.empty()) {
+        return bad("has an empty host");
+    }
+    unsigned value = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535) {
+        return bad("has a port that is not in 1..65535");
+    }
+    return host_port{std::string(host), static_cast<uint16_t>(value)};
 }
 
-result<std::unique_ptr<kv_store>> connect_store(const std::string&, const identity&, double) {
-    return not_supported("bootstrap is not built yet");
+status validate_address(std::string_view address) {
+    if (address.starts_with("file:")) {
+        if (address.size() == 5) {
+            return invalid_argument("bootstrap address 'file:' names no directory");
+        }
+        return status::ok();
+    }
+    auto hp = parse_host_port(address);
+    return hp ? status::ok() : hp.error();
+}
+
+std::string seconds_text(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", seconds);
+    return text;
+}
+
+void backoff::pause(double remaining_s) {
+    double s = std::max(0.0, std::min(next_s_, remaining_s));
+    timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<time_t>(s)) * 1e9)};
+    nanosleep(&ts, nullptr);
+    next_s_ = std::min(next_s_ * 2, max_s_);
+}
+
+namespace {
+
+// A job of one rank still runs code that publishes and reads keys (drivers do), so it gets
+// a real store; another thread of the process may set what this one waits for.
+class memory_store final : public kv_store {
+  public:
+    status set(std::string_view key, std::string_view value) override {
+        std::lock_guard lock(mu_);
+        if (!kv_.emplace(std::string(key), std::string(value)).second) {
+            return invalid_argument("bootstrap: key '" + std::string(key) + "' is already set");
+        }
+        cv_.notify_all();
+        return status::ok();
+    }
+
+    result<std::string> get(std::string_view key, double timeout_s) override {
+        std::unique_lock lock(mu_);
+        std::string k(key);
+        if (!wait_until(lock, k, until(timeout_s))) {
+            return timeout_error("bootstrap: timed out after " + seconds_text(timeout_s) +
+                                 " waiting for key '" + k + "' (in-process store, 1 rank)");
+        }
+        return kv_.at(k);
+    }
+
+    status wait(const std::vector<std::string>& keys, double timeout_s) override {
+        std::unique_lock lock(mu_);
+        auto end = until(timeout_s);  // one deadline for all the keys
+        for (const auto& k : keys) {
+            if (!wait_until(lock, k, end)) {
+                return timeout_error("bootstrap: timed out after " + seconds_text(timeout_s) +
+                                     " waiting for key '" + k + "' (in-process store, 1 rank)");
+            }
+        }
+        return status::ok();
+    }
+
+  private:
+    using time_point = std::chrono::steady_clock::time_point;
+
+    static time_point until(double timeout_s) {
+        return std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(std::max(0.0, timeout_s)));
+    }
+
+    bool wait_until(std::unique_lock<std::mutex>& lock, const std::string& key, time_point end) {
+        return cv_.wait_until(lock, end, [&] { return kv_.count(key) != 0; });
+    }
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::map<std::string, std::string, std::less<>> kv_;
+};
+
+}  // namespace
+
+std::unique_ptr<kv_store> open_memory_store() {
+    return std::make_unique<memory_store>();
+}
+
+}  // namespace detail
+
+result<std::unique_ptr<kv_store>> connect_store(const std::string& address, const identity& me,
+                                                double timeout_s) {
+    if (me.size < 1 || me.rank < 0 || me.rank >= me.size) {
+        return invalid_argument("bootstrap: rank " + std::to_string(me.rank) +
+                                " is not in a job of " + std::to_string(me.size) + " ranks");
+    }
+    if (!(timeout_s > 0)) {
+        return invalid_argument("bootstrap: the timeout must be positive, not " +
+                                std::to_string(timeout_s) + " s");
+    }
+    if (address.empty()) {
+        if (me.size != 1) {
+            return invalid_argument("bootstrap: rank " + std::to_string(me.rank) + " of " +
+                                    std::to_string(me.size) +
+                                    " has no rendezvous address (set LOOM_BOOTSTRAP)");
+        }
+        return detail::open_memory_store();
+    }
+    if (address.starts_with("file:")) {
+        if (status st = detail::validate_address(address); !st) {
+            return st;
+        }
+        return detail::open_file_store(address.substr(5), me, timeout_s);
+    }
+    auto where = detail::parse_host_port(address);
+    if (!where) {
+        return where.error();
+    }
+    return detail::open_tcp_store(*where, me, timeout_s);
+}
+
+result<std::unique_ptr<kv_store>> connect_store(const identity& me) {
+    return connect_store(me.bootstrap, me, me.timeout_s);
 }
 
 }  // namespace loom::bootstrap

@@ -6,6 +6,18 @@
 // loom-specific setup. Where is the rendezvous: LOOM_BOOTSTRAP=host:port (rank 0 serves a
 // small TCP key/value store there) or LOOM_BOOTSTRAP=file:DIR (a file store, for tests).
 // All variables are read through the parameter registry (runtime/base/params.cc).
+//
+// The rendezvous rule when LOOM_BOOTSTRAP is unset and there are several ranks (so that
+// `mpirun -n 4 ./app` needs nothing loom-specific): a file store in
+// $TMPDIR/loom-bootstrap-<uid>-<job> (TMPDIR defaults to /tmp), where <job> is the job id
+// below. All ranks of one job on one host compute the same directory; when the launcher says
+// the ranks span several hosts, discover() refuses and asks for LOOM_BOOTSTRAP=host:port.
+//
+// The job id: LOOM_JOB; else Open MPI's OMPI_MCA_ess_base_jobid, Slurm's
+// SLURM_JOB_ID.SLURM_STEP_ID, PMIX_NAMESPACE; else (MPICH's Hydra exports none, nor does a
+// shell that sets LOOM_RANK by hand) "h<hash of LOOM_BOOTSTRAP>" when that is set, else
+// "p<parent pid>.<parent start time>": the local launcher daemon (mpirun, hydra_pmi_proxy,
+// orted, the shell) is the one parent every local rank shares and is unique while it lives.
 #pragma once
 
 #include <memory>
@@ -21,6 +33,10 @@ struct identity {
     int size = 1;
     std::string source;  // "loomrun", "openmpi", "mpich", "slurm", "pmix", "config", "single"
     std::string job;     // a job id shared by all ranks (names shm segments)
+    // The rendezvous address for connect_store(): LOOM_BOOTSTRAP or the file rule above;
+    // empty for a single rank (connect_store then gives an in-process store).
+    std::string bootstrap;
+    double timeout_s = 30;  // LOOM_BOOTSTRAP_TIMEOUT
 };
 
 /// Reads the identity from the environment (through the registry); an inconsistent or
@@ -29,8 +45,14 @@ result<identity> discover();
 
 /// Connects to (rank 0: serves) the key/value store named by `address` ("host:port" or
 /// "file:DIR"). Unreachable rendezvous, wrong size or a duplicate rank are clear errors
-/// within `timeout_s`.
+/// within `timeout_s`. An empty address is an in-process store, valid for one rank only.
+/// Rank 0's store serves the others for as long as it lives (TCP: its server thread; file:
+/// it removes the job's key files when destroyed), so rank 0 keeps it until every rank is
+/// done with the exchange.
 result<std::unique_ptr<kv_store>> connect_store(const std::string& address, const identity& me,
                                                 double timeout_s);
+
+/// connect_store(me.bootstrap, me, me.timeout_s).
+result<std::unique_ptr<kv_store>> connect_store(const identity& me);
 
 }  // namespace loom::bootstrap

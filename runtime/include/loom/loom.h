@@ -79,6 +79,246 @@ const char* loom_version(void);
 /** The build's optional back ends and whether each is enabled, one "name: state;" each. */
 const char* loom_build_features(void);
 
+/* ---------------------------------------------------------------------------------------
+ * Communicators, collectives and requests.
+ *
+ * Conventions shared by every function below:
+ *  - Counts are in elements (schedule/collective.hh): broadcast, reduce and allreduce take
+ *    the vector length; reduce_scatter and allgather take the FULL vector length, cut into
+ *    `size` blocks, the first (count % size) blocks one element longer; alltoall takes the
+ *    elements sent to EACH rank.
+ *  - In place: pass sendbuf == recvbuf (allgather: sendbuf == recvbuf + the byte offset of
+ *    this rank's block). Any other overlap also works (the input is copied aside first).
+ *  - Blocking or not: with req == NULL a call returns when it has completed on this rank;
+ *    with a request pointer it returns once started, and *req is completed through
+ *    loom_test / loom_wait / loom_wait_timeout and then released with loom_request_free.
+ *  - Collective calls must be made in the same order on every rank of the communicator, with
+ *    the same count, dtype, op, root and algorithm; a disagreement completes the call with
+ *    LOOM_ERR_MISMATCH on every rank, with nothing delivered into the receive buffers.
+ *  - Invalid arguments (NULL buffer with count > 0, unknown dtype or op, root or peer out of
+ *    range, count × element size overflowing size_t or the region limit of 2^55 - 1
+ *    elements, a bad attribute) return LOOM_ERR_INVALID_ARGUMENT before anything is sent or
+ *    written, and consume no sequence number.
+ *  - Thread safety: one communicator (and its requests) is used by one thread at a time;
+ *    different communicators may be used concurrently from different threads. The
+ *    progress thread of LOOM_PROGRESS=thread is internal and needs no care from callers.
+ *  - Every failing call records its detail for loom_last_error() on the calling thread.
+ * ------------------------------------------------------------------------------------- */
+
+/** A communicator: a group of ranks that run collectives together. Opaque. */
+typedef struct loom_comm_s* loom_comm_t;
+/** A non-blocking call in flight or completed, until loom_request_free(). Opaque. */
+typedef struct loom_request_s* loom_request_t;
+
+/** Who advances non-blocking calls. */
+typedef enum loom_progress_mode {
+    LOOM_PROGRESS_DEFAULT = 0, /**< LOOM_PROGRESS (caller unless set) */
+    LOOM_PROGRESS_CALLER  = 1, /**< inside loom_test / loom_wait / loom_progress */
+    LOOM_PROGRESS_THREAD  = 2, /**< a progress thread per communicator */
+} loom_progress_mode_t;
+
+/** Color for loom_comm_split(): this rank joins no new communicator (MPI_UNDEFINED). */
+#define LOOM_UNDEFINED (-1)
+
+/** How to create a communicator. Initialise with loom_config_init(), then set fields.
+ *  ABI versioning: struct_size is sizeof(loom_config_t) of the caller's header; fields
+ *  beyond it take their defaults, so older callers keep working when fields are added. */
+typedef struct loom_config {
+    size_t struct_size;    /**< sizeof(loom_config_t), set by loom_config_init */
+    int rank;              /**< this rank; -1: from the environment (LOOM_RANK, mpirun…) */
+    int size;              /**< the number of ranks; -1: from the environment */
+    const char* bootstrap; /**< "host:port" or "file:DIR"; NULL: LOOM_BOOTSTRAP */
+    const char* transport; /**< "shm", "tcp", "self", "fault:<t>"; NULL: LOOM_TRANSPORT,
+                                else "self" for one rank and "shm" otherwise */
+    const char* job;       /**< job id shared by all ranks; NULL: LOOM_JOB / launcher */
+    const char* topology;  /**< "star:N", "torus:2x4" …; NULL: LOOM_TOPOLOGY, else star */
+    double timeout_s;      /**< default deadline of every call; <= 0: LOOM_TIMEOUT */
+    loom_progress_mode_t progress; /**< LOOM_PROGRESS_DEFAULT: LOOM_PROGRESS */
+    int max_inflight;              /**< non-blocking calls in flight at once; <= 0:
+                                        LOOM_MAX_INFLIGHT */
+} loom_config_t;
+
+/// Fills *config with the defaults: everything from the environment (rank = size = -1,
+/// strings NULL, timeout_s = 0, progress default, max_inflight = 0) and struct_size set.
+/// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT when config is NULL.
+/// Thread-safe; never blocks.
+loom_status_t loom_config_init(loom_config_t* config);
+
+/// Creates this rank's communicator over all ranks of the job: discovers rank and size
+/// (config, else LOOM_RANK/LOOM_SIZE or the launcher's variables), meets the other ranks at
+/// the bootstrap rendezvous, opens and connects the transport, and starts the engine.
+/// @param config NULL: everything from the environment (as loom_config_init's defaults).
+/// @param out    receives the communicator; set to NULL on failure.
+/// @return LOOM_SUCCESS; LOOM_ERR_INVALID_ARGUMENT (bad field or LOOM_* value, unknown
+///         transport, malformed LOOM_ALGO with the allowed names in the message);
+///         LOOM_ERR_TIMEOUT / LOOM_ERR_PEER_FAILURE / LOOM_ERR_SYSTEM when the rendezvous or
+///         a peer cannot be reached within the timeout.
+/// Collective over the job; blocks until connected or the timeout passes. Thread-safe
+/// with respect to other communicators.
+loom_status_t loom_comm_create(const loom_config_t* config, loom_comm_t* out);
+
+/// Destroys a communicator: stops its progress thread, closes its transport and frees it.
+/// Calls still in flight are failed first (as loom_comm_abort); their requests are freed
+/// with it and must not be used afterwards. Local: waits for no other rank, but the job's
+/// rendezvous store (kept by rank 0) lingers until every rank has destroyed its
+/// communicators or the bootstrap timeout passes.
+/// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for a NULL comm.
+loom_status_t loom_comm_destroy(loom_comm_t comm);
+
+/// Fails every call in flight on this rank's communicator with LOOM_ERR_PEER_FAILURE (the
+/// message says it was aborted and why) and marks the communicator unusable: later calls
+/// return LOOM_ERR_PEER_FAILURE at once. Returns promptly, even with collectives in flight;
+/// other ranks learn of it through their own deadlines, or sooner when the transport sees
+/// this process go. Destroy the communicator afterwards: until then, messages that were
+/// already posted to the transport may still land in the aborted calls' receive buffers.
+/// @param reason a line for the diagnostics (NULL: "loom_comm_abort").
+/// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for a NULL comm.
+/// May be called from any thread, also while another thread waits on the communicator.
+loom_status_t loom_comm_abort(loom_comm_t comm, const char* reason);
+
+/// Splits a communicator as MPI_Comm_split does: ranks passing the same color form a new
+/// communicator, ranked by (key, parent rank). color == LOOM_UNDEFINED joins none (*out =
+/// NULL). The child has its own transport endpoint and engine (same transport kind, a job
+/// id derived from the parent's, addresses exchanged through the parent's rendezvous
+/// store), its topology is star:<child size>, and it inherits timeout, progress mode,
+/// in-flight limit and LOOM_ALGO.
+/// @return LOOM_SUCCESS; LOOM_ERR_INVALID_ARGUMENT (NULL comm or out, color < -1); any
+///         status of the (color, key) exchange or of connecting the child.
+/// Collective over the parent (one allgather on it, then the child's connect); blocking.
+loom_status_t loom_comm_split(loom_comm_t comm, int color, int key, loom_comm_t* out);
+
+/// This rank in the communicator (0 .. size-1), or -1 for a NULL comm. Thread-safe.
+int loom_comm_rank(loom_comm_t comm);
+/// The number of ranks in the communicator, or -1 for a NULL comm. Thread-safe.
+int loom_comm_size(loom_comm_t comm);
+
+/** Per-call options. Initialise with loom_coll_attr_init(); struct_size versions the ABI
+ *  as in loom_config_t. Pass NULL to a collective for all defaults. */
+typedef struct loom_coll_attr {
+    size_t struct_size;    /**< sizeof(loom_coll_attr_t), set by loom_coll_attr_init */
+    const char* algorithm; /**< e.g. "ring" (loom-sim algorithms lists them); NULL: LOOM_ALGO,
+                                else the default rule */
+    double timeout_s;      /**< deadline of this call; <= 0: the communicator's */
+    int segments;          /**< pipeline segments (>= 1); 0: 1 */
+    int channels;          /**< independent channels (>= 1; broadcast, reduce, allreduce,
+                                send/recv only); 0: 1 */
+} loom_coll_attr_t;
+
+/// Fills *attr with the defaults (algorithm NULL, timeout_s 0, segments 0, channels 0).
+/// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for NULL. Thread-safe.
+loom_status_t loom_coll_attr_init(loom_coll_attr_t* attr);
+
+/* Algorithm choice, in order: attr->algorithm; else the entry for the primitive in
+ * LOOM_ALGO ("prim=name(;prim=name)*", e.g. "allreduce=rabenseifner;alltoall=pairwise";
+ * primitives: broadcast, reduce, allreduce, reduce_scatter, allgather, alltoall, sendrecv);
+ * else the default rule: broadcast and reduce binomial; allreduce recursive-doubling below
+ * 64 KiB of payload, ring from 64 KiB; reduce_scatter and allgather ring; alltoall
+ * pairwise; send/recv direct; barrier is a 1-byte recursive-doubling allreduce. An unknown
+ * name, or one whose constraints exclude the call, is an error (LOOM_ERR_INVALID_ARGUMENT
+ * or LOOM_ERR_NOT_APPLICABLE) whose message lists the allowed names; there is no silent
+ * fallback. */
+
+/// Broadcast: `count` elements of sendbuf on `root` land in recvbuf on every rank.
+/// sendbuf is read on root only (may be NULL elsewhere); recvbuf is written everywhere
+/// (root too; in place when sendbuf == recvbuf).
+/// @return LOOM_SUCCESS (blocking: completed; non-blocking: started), or an error status.
+loom_status_t loom_broadcast(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                             loom_dtype_t dtype, int root, const loom_coll_attr_t* attr,
+                             loom_request_t* req);
+
+/// Reduce: recvbuf on `root` = op over every rank's sendbuf (`count` elements). recvbuf is
+/// written on root only (may be NULL elsewhere). LOOM_AVG divides the sum by size.
+loom_status_t loom_reduce(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                          loom_dtype_t dtype, loom_op_t op, int root, const loom_coll_attr_t* attr,
+                          loom_request_t* req);
+
+/// All-reduce: recvbuf on every rank = op over every rank's sendbuf (`count` elements).
+loom_status_t loom_allreduce(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                             loom_dtype_t dtype, loom_op_t op, const loom_coll_attr_t* attr,
+                             loom_request_t* req);
+
+/// Reduce-scatter: every sendbuf holds the full vector of `count` elements; recvbuf of rank
+/// r receives block r of the reduction (count / size elements, one more on the first
+/// count % size ranks; a rank whose block is empty may pass recvbuf NULL).
+loom_status_t loom_reduce_scatter(loom_comm_t comm, const void* sendbuf, void* recvbuf,
+                                  size_t count, loom_dtype_t dtype, loom_op_t op,
+                                  const loom_coll_attr_t* attr, loom_request_t* req);
+
+/// All-gather: sendbuf of rank r holds block r of a vector of `count` elements; recvbuf
+/// of every rank receives the whole vector (a rank whose block is empty may pass sendbuf
+/// NULL). In place: sendbuf = recvbuf + block r's offset.
+loom_status_t loom_allgather(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                             loom_dtype_t dtype, const loom_coll_attr_t* attr, loom_request_t* req);
+
+/// All-to-all: sendbuf holds size × count elements, the j-th `count` going to rank j;
+/// recvbuf receives size × count, the j-th `count` from rank j.
+loom_status_t loom_alltoall(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
+                            loom_dtype_t dtype, const loom_coll_attr_t* attr, loom_request_t* req);
+
+/// Point-to-point send of `count` elements to `peer` (not this rank). Messages between one
+/// pair of ranks match in order: the k-th send from a to b meets b's k-th receive from a,
+/// which must have the same count and dtype (else LOOM_ERR_MISMATCH on both).
+loom_status_t loom_send(loom_comm_t comm, const void* buf, size_t count, loom_dtype_t dtype,
+                        int peer, const loom_coll_attr_t* attr, loom_request_t* req);
+
+/// Point-to-point receive of `count` elements from `peer` (not this rank) into buf.
+loom_status_t loom_recv(loom_comm_t comm, void* buf, size_t count, loom_dtype_t dtype, int peer,
+                        const loom_coll_attr_t* attr, loom_request_t* req);
+
+/// Barrier: completes on a rank once every rank has entered it.
+loom_status_t loom_barrier(loom_comm_t comm, const loom_coll_attr_t* attr, loom_request_t* req);
+
+/// Polls a request without blocking (progresses the communicator in caller mode).
+/// @param done set to 1 when the request has completed (successfully or not), else 0.
+/// @return LOOM_SUCCESS while in flight (*done = 0) or when completed successfully; the
+///         call's failure status when it failed (*done = 1); LOOM_ERR_INVALID_ARGUMENT for
+///         NULL arguments.
+loom_status_t loom_test(loom_request_t req, int* done);
+
+/// Blocks until the request completes or its deadline (the call's timeout) passes, then
+/// returns its status (LOOM_ERR_TIMEOUT with a diagnostic when the deadline passed). The
+/// request stays valid until loom_request_free.
+loom_status_t loom_wait(loom_request_t req);
+
+/// As loom_wait, with the deadline brought forward to at most `timeout_s` seconds from now.
+/// When that passes first, the CALL fails with LOOM_ERR_TIMEOUT (peers are told, as for any
+/// timeout) — use loom_test to poll without giving up.
+loom_status_t loom_wait_timeout(loom_request_t req, double timeout_s);
+
+/// One pass of progress over the communicator's calls in flight (caller mode; harmless in
+/// thread mode). Never blocks.
+/// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for a NULL comm.
+loom_status_t loom_progress(loom_comm_t comm);
+
+/// Releases a completed request (NULL is allowed and does nothing). A freed request must
+/// not be used again (a use that is detected returns LOOM_ERR_INVALID_ARGUMENT; the handle
+/// may already belong to a newer call).
+/// @return LOOM_SUCCESS; LOOM_IN_PROGRESS when it has not completed (nothing freed: wait
+///         for it first).
+loom_status_t loom_request_free(loom_request_t req);
+
+/** The detail of the calling thread's last error. */
+typedef struct loom_error_info {
+    size_t struct_size;     /**< sizeof(loom_error_info_t), set by the caller */
+    loom_status_t status;   /**< LOOM_SUCCESS when no call on this thread has failed */
+    int rank;               /**< the rank that reports it, -1 if none */
+    int peer;               /**< the peer it concerns (waited for, failed), -1 if none */
+    const char* collective; /**< "allreduce", "send", "barrier" …; "" if none */
+    uint32_t seq;           /**< the call's sequence number on its communicator */
+    int step;               /**< the schedule step, -1 if none */
+    const char* message;    /**< one line naming all of the above */
+} loom_error_info_t;
+
+/// The calling thread's last error (set by every loom call that fails, including a request
+/// completing with a failure; not cleared by successful calls). Strings stay valid until
+/// the next failing loom call on this thread.
+/// @param out filled when non-NULL (its struct_size first, as for loom_config_t).
+/// @return the last error's status, LOOM_SUCCESS if there was none. Thread-safe.
+loom_status_t loom_last_error(loom_error_info_t* out);
+
+/// The calling thread's last error message ("" if none); valid as loom_last_error's.
+const char* loom_last_error_message(void);
+
 #ifdef __cplusplus
 }
 #endif

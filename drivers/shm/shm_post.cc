@@ -1,0 +1,238 @@
+// shm fast path, posting side: post_send / post_recv, matching by (peer, tag), and the
+// per-peer pool of early arrivals. No allocation, lock or system call here: ops and early
+// buffers come from pools sized at connect.
+#include <cstring>
+
+#include "drivers/shm/shm.hh"
+
+namespace loom::drivers::shm {
+
+op* shm_endpoint::take_op(op_kind kind, int peer, uint64_t tag, uint64_t imm, const void* buf,
+                          size_t len, uint64_t cookie) {
+    op* o = free_ops_;
+    if (o == nullptr) {
+        return nullptr;
+    }
+    free_ops_      = o->next;
+    o->next        = nullptr;
+    o->prev        = nullptr;
+    o->tag         = tag;
+    o->imm         = imm;
+    o->cookie      = cookie;
+    o->buf         = static_cast<char*>(const_cast<void*>(buf));
+    o->len         = len;
+    o->bytes       = 0;
+    o->done        = 0;
+    o->remote_addr = 0;
+    o->remote_op   = 0;
+    o->peer        = peer;
+    o->kind        = kind;
+    o->status      = LOOM_SUCCESS;
+    ++in_use_;
+    return o;
+}
+
+// The caller has taken `o` out of whatever list held it.
+void shm_endpoint::complete(op* o, loom_status_t code, size_t bytes) {
+    o->status = code;
+    o->bytes  = bytes;
+    o->state  = op_state::done;
+    done_.push_back(o);
+}
+
+// Writes `o` into the reserved ring `slot` and publishes it: eager messages complete at
+// once (the bytes are in the peer's ring), rendezvous sends wait for the receiver's ack.
+void shm_endpoint::write_send(peer_state& ps, op* o, char* slot) {
+    slot_header h{};
+    h.tag = o->tag;
+    h.imm = o->imm;
+    h.seq = ps.send_seq++;
+    h.len = o->len;
+    if (o->len <= ps.eager_limit) {
+        h.kind = uint16_t(msg_kind::eager);
+        std::memcpy(slot, &h, sizeof(h));
+        if (o->len > 0) {
+            std::memcpy(slot + sizeof(h), o->buf, o->len);
+        }
+        ps.out.publish();  // R1 (shm_ring.hh): header and payload before the index
+        complete(o, LOOM_SUCCESS, o->len);
+        return;
+    }
+    h.kind = uint16_t(msg_kind::rts);
+    h.addr = reinterpret_cast<uintptr_t>(o->buf);
+    h.op   = o->index;
+    std::memcpy(slot, &h, sizeof(h));
+    // Relaxed is enough: R1 below orders this reset before the RTS becomes visible, so the
+    // receiver's ack (R6) comes later in this word's modification order.
+    own_.acks()[o->index].store(0, std::memory_order_relaxed);
+    o->state = op_state::await_ack;
+    ps.await_ack.push_back(o);
+    ps.out.publish();  // R1
+}
+
+// A control notice takes one slot and no op: it produces no send completion (its cookie
+// would read as an incoming notice), and a full ring refuses it (best effort, driver.hh).
+loom_status_t shm_endpoint::send_control(peer_state& ps, uint64_t tag, uint64_t imm) {
+    if (ps.failed) {
+        return LOOM_ERR_PEER_FAILURE;
+    }
+    char* slot = ps.out.try_reserve();
+    if (slot == nullptr) {
+        return LOOM_ERR_NO_RESOURCE;
+    }
+    slot_header h{};
+    h.tag  = tag;
+    h.imm  = imm;
+    h.seq  = ps.send_seq++;
+    h.kind = uint16_t(msg_kind::control);
+    std::memcpy(slot, &h, sizeof(h));
+    ps.out.publish();  // R1
+    return LOOM_SUCCESS;
+}
+
+loom_status_t shm_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, const void* buf,
+                                      size_t len, uint64_t cookie) {
+    bool control = (tag & control_tag_bit) != 0;
+    if (!connected_ || closed_ || (buf == nullptr && len > 0 && !control)) {
+        return LOOM_ERR_INVALID_ARGUMENT;
+    }
+    if (peer == config_.rank) {
+        return loop_.post_send(tag, imm, buf, len, cookie);
+    }
+    if (peer < 0 || peer >= config_.size || !peers_[peer].connected) {
+        return LOOM_ERR_INVALID_ARGUMENT;
+    }
+    peer_state& ps = peers_[peer];
+    if (control) {
+        return send_control(ps, tag, imm);
+    }
+    op* o = take_op(op_kind::send, peer, tag, imm, buf, len, cookie);
+    if (o == nullptr) {
+        return LOOM_ERR_NO_RESOURCE;
+    }
+    if (ps.failed) {
+        complete(o, LOOM_ERR_PEER_FAILURE, 0);
+        return LOOM_SUCCESS;
+    }
+    // Sends to one peer enter its ring in posting order: once one waits, later ones queue.
+    if (ps.queued.empty()) {
+        if (char* slot = ps.out.try_reserve(); slot != nullptr) {
+            write_send(ps, o, slot);
+            return LOOM_SUCCESS;
+        }
+    }
+    o->state = op_state::queued;
+    ps.queued.push_back(o);
+    return LOOM_SUCCESS;
+}
+
+loom_status_t shm_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
+                                      uint64_t cookie) {
+    if (!connected_ || closed_ || (buf == nullptr && len > 0) || (tag & control_tag_bit) != 0) {
+        return LOOM_ERR_INVALID_ARGUMENT;  // control tags are never matched
+    }
+    if (peer == config_.rank) {
+        return loop_.post_recv(tag, imm, buf, len, cookie);
+    }
+    if (peer < 0 || peer >= config_.size || !peers_[peer].connected) {
+        return LOOM_ERR_INVALID_ARGUMENT;
+    }
+    peer_state& ps = peers_[peer];
+    op* o          = take_op(op_kind::recv, peer, tag, imm, buf, len, cookie);
+    if (o == nullptr) {
+        return LOOM_ERR_NO_RESOURCE;
+    }
+    if (early_msg* m = ps.early.find_tag(tag); m != nullptr) {
+        ps.early.remove(m);
+        deliver(ps, o, *m);
+        m->next       = ps.early_free;  // may let a back-pressured ring move again
+        ps.early_free = m;
+        return LOOM_SUCCESS;
+    }
+    if (early_msg* m = ps.early.find_mismatch(tag, imm, same_call_other_imm); m != nullptr) {
+        o->imm = m->imm;  // the message stays: nothing of the other call is delivered
+        complete(o, LOOM_ERR_MISMATCH, 0);
+        return LOOM_SUCCESS;
+    }
+    if (ps.failed) {
+        complete(o, LOOM_ERR_PEER_FAILURE, 0);
+        return LOOM_SUCCESS;
+    }
+    o->state = op_state::posted;
+    ps.posted.push_back(o);
+    return LOOM_SUCCESS;
+}
+
+// Receive `o` (out of every list) meets its message `m`, from the ring or the early pool.
+// The header decides first: another length or immediate is a mismatch, and nothing is
+// copied (driver.hh).
+void shm_endpoint::deliver(peer_state& ps, op* o, const early_msg& m) {
+    bool same = m.len == o->len && m.imm == o->imm;
+    o->imm    = m.imm;  // the completion reports the immediate that came
+    if (m.kind == msg_kind::rts) {
+        if (!same) {
+            ack(ps, m.remote_op, LOOM_ERR_MISMATCH);  // the sender's buffer is free again
+            complete(o, LOOM_ERR_MISMATCH, 0);
+            return;
+        }
+        start_pull(ps, o, m);
+        return;
+    }
+    if (!same) {
+        complete(o, LOOM_ERR_MISMATCH, 0);
+        return;
+    }
+    if (m.len > 0) {
+        std::memcpy(o->buf, m.data, m.len);
+    }
+    complete(o, LOOM_SUCCESS, m.len);
+}
+
+// A message at the head of the peer's ring: hand it to its receive, or keep it as an early
+// arrival. False when the pool it needs is empty: the slot stays in the ring
+// (back-pressure) and the sender's later messages wait behind it.
+bool shm_endpoint::accept_message(peer_state& ps, const slot_header& h, const char* payload) {
+    if (h.kind == uint16_t(msg_kind::control)) {
+        // Unsolicited: it needs an op to sit in the completion list until poll hands it out.
+        op* o = take_op(op_kind::recv, ps.rank, h.tag, h.imm, nullptr, 0, control_cookie);
+        if (o == nullptr) {
+            return false;
+        }
+        complete(o, LOOM_SUCCESS, 0);
+        return true;
+    }
+    early_msg in_ring;
+    in_ring.tag         = h.tag;
+    in_ring.imm         = h.imm;
+    in_ring.len         = h.len;
+    in_ring.remote_addr = h.addr;
+    in_ring.remote_op   = h.op;
+    in_ring.kind        = h.kind == uint16_t(msg_kind::eager) ? msg_kind::eager : msg_kind::rts;
+    in_ring.data        = const_cast<char*>(payload);
+    if (op* o = ps.posted.find_tag(h.tag); o != nullptr) {
+        ps.posted.remove(o);
+        deliver(ps, o, in_ring);
+        return true;
+    }
+    // A message of the same call with another signature: the calls differ across ranks.
+    if (op* o = ps.posted.find_mismatch(h.tag, h.imm, same_call_other_imm); o != nullptr) {
+        ps.posted.remove(o);
+        o->imm = h.imm;
+        complete(o, LOOM_ERR_MISMATCH, 0);
+    }
+    early_msg* m = ps.early_free;
+    if (m == nullptr) {
+        return false;
+    }
+    ps.early_free = m->next;
+    char* keep    = m->data;
+    *m            = in_ring;
+    m->data       = keep;
+    if (m->kind == msg_kind::eager && m->len > 0) {
+        std::memcpy(m->data, payload, m->len);
+    }
+    ps.early.push_back(m);
+    return true;
+}
+
+}  // namespace loom::drivers::shm

@@ -1,0 +1,319 @@
+// The tcp driver: one non-blocking TCP connection per peer pair, many messages in flight on
+// each, large messages streamed from and into the user's buffers.
+//
+// Files (STYLE.md G6): tcp_device.cc (settings, bind address, listen socket, socket options
+// and per-peer rings), tcp_conn.cc (address publish, connect/accept handshake naming ranks),
+// tcp_progress.cc (the non-blocking send and receive state machines), tcp_match.cc (the
+// (peer, tag) table and the pool of early-arrival buffers), tcp_endpoint.cc (open, the
+// fast-path entry points, failure, close).
+//
+// Connections. Rank i connects to every peer j > i; j accepts. The listen address is the
+// one LOOM_TCP_ADDR names, else the IPv4 address of LOOM_TCP_IFACE, else the host's first
+// non-loopback IPv4 address that is up, else 127.0.0.1; it is published in the kv_store as
+// "tcp/<rank>" = "ip:port" (ephemeral port). A connect retries until the deadline (the peer
+// may not listen yet); the handshake carries both ranks, the job size, a job hash and the
+// protocol parameters, and a wrong, duplicate or inconsistent rank fails connect().
+//
+// Wire. Every frame is a 24-byte header {tag, imm, type|len} (little-endian) and, for eager
+// and data frames, the payload. A message of at most LOOM_TCP_EAGER_LIMIT bytes goes as one
+// eager frame; the receiver reads its payload into the posted receive (straight from the
+// socket when 8 KiB or more remain, else through a 64 KiB staging buffer, so one recv() serves
+// many small frames), or, when no receive is posted yet, into a buffer from the pool of early
+// arrivals (size classes, grown only past the high-water mark, capped by
+// LOOM_TCP_UNEXPECTED_BYTES; at the cap, or when LOOM_TCP_MAX_MESSAGES receives and early
+// arrivals are held, reading that connection pauses until a receive takes one). A larger message is
+// a rendezvous: the sender sends RTS {tag, len}; once the receive is posted the receiver answers
+// CTS, and the sender writes a data frame from the user's buffer (writev/sendmsg), which the
+// receiver reads into the user's buffer: no intermediate copy on either side, no memory held for
+// large early arrivals, and a large message never blocks the messages behind it on the connection
+// (the engine may post receives in any order). Matching follows drivers/self/self.hh: a message
+// whose length or immediate differs from what its receive expects completes the receive with
+// LOOM_ERR_MISMATCH and delivers nothing (an eager payload is read and dropped; a rendezvous
+// answers NACK) while the send completes with LOOM_SUCCESS. A control tag (bit 63) goes as
+// one header and arrives as an unsolicited completion. Sends to the own rank go through the
+// self driver's loopback.
+//
+// Progress. poll() writes every peer's queued frames (sendmsg over up to 64 iovecs, so
+// thousands of small messages cost few system calls), then takes the readable sockets from one
+// epoll_wait(0) and reads each up to 4 MiB. Nothing blocks; wait_fd() lets an idle caller
+// sleep until there is work.
+//
+// Failure. EOF, ECONNRESET, EPIPE or a malformed frame fails the peer: every operation toward
+// it completes with LOOM_ERR_PEER_FAILURE, later posts complete the same way, and an error
+// line names the rank and the peer (peer_status() returns it). Early arrivals that were
+// complete before the failure are still delivered.
+#pragma once
+
+#include <endian.h>
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "drivers/driver.hh"
+#include "drivers/self/self.hh"
+#include "drivers/tcp/tcp_match.hh"
+
+namespace loom::drivers::tcp {
+
+// ---- wire format ----
+
+enum class frame_type : uint8_t {
+    eager   = 1,  // header + payload
+    rts     = 2,  // request to send a large message (no payload)
+    cts     = 3,  // clear to send: the receive is posted (no payload)
+    nack    = 4,  // the receive expects another length or immediate: drop the message
+    data    = 5,  // header + payload of a message that got its CTS
+    bye     = 6,  // the sender closed its endpoint
+    control = 7,  // an unsolicited control notice (tag with control_tag_bit, imm only)
+};
+
+constexpr size_t header_bytes    = 24;
+constexpr uint64_t max_frame_len = (uint64_t{1} << 56) - 1;  // the type takes the top byte
+constexpr uint32_t hello_magic   = 0x4c4f4f4d;               // "LOOM"
+constexpr uint16_t hello_version = 2;
+
+inline void encode_header(uint8_t* out, frame_type type, uint64_t tag, uint64_t imm, uint64_t len) {
+    uint64_t words[3] = {htole64(tag), htole64(imm),
+                         htole64((uint64_t{uint8_t(type)} << 56) | len)};
+    __builtin_memcpy(out, words, header_bytes);
+}
+
+struct header {
+    uint64_t tag;
+    uint64_t imm;
+    uint64_t len;
+    frame_type type;
+};
+
+inline header decode_header(const uint8_t* in) {
+    uint64_t words[3];
+    __builtin_memcpy(words, in, header_bytes);
+    uint64_t last = le64toh(words[2]);
+    return {le64toh(words[0]), le64toh(words[1]), last & max_frame_len, frame_type(last >> 56)};
+}
+
+// Control notices are rare (a call failed): a few may wait per peer for the socket, and a
+// few may wait per endpoint for poll() to hand them out; beyond, sending answers
+// NO_RESOURCE and receiving pauses that connection.
+constexpr uint32_t control_frames_per_peer  = 64;
+constexpr uint32_t control_completions_held = 256;
+
+enum class hello_kind : uint16_t { hello = 0, accept = 1, reject = 2 };
+
+/// Why an acceptor rejected a handshake (sent back so the connector can say it too).
+enum class reject_reason : uint32_t {
+    none = 0,
+    wrong_job,
+    wrong_size,
+    wrong_rank,
+    duplicate_rank,
+    wrong_params,
+};
+const char* to_string(reject_reason r);
+
+/// The handshake, both directions (fields little-endian on the wire, see to_wire()).
+struct hello {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t kind;  // hello_kind
+    int32_t from_rank;
+    int32_t to_rank;
+    int32_t size;
+    uint32_t eager_limit;
+    uint32_t send_queue;
+    uint32_t reason;  // reject_reason
+    uint64_t job_hash;
+};
+static_assert(sizeof(hello) == 40, "the handshake is 40 bytes on the wire");
+hello to_wire(hello h);
+hello from_wire(hello h);
+/// FNV-1a of the job name: a connection from another job is told apart from ours.
+uint64_t job_hash(const std::string& job);
+
+// ---- settings (tcp_device.cc) ----
+
+struct settings {
+    std::string bind_address;  // IPv4 dotted quad
+    uint64_t eager_limit      = 0;
+    uint32_t send_queue       = 0;  // per peer
+    uint32_t max_messages     = 0;  // per endpoint: posted receives + early arrivals
+    uint64_t unexpected_bytes = 0;  // pool cap for early arrivals
+    int sockbuf_bytes         = 0;  // 0: kernel autotuning
+};
+/// Reads the LOOM_TCP_* parameters and resolves the bind address.
+result<settings> settings_from_params(int rank);
+/// A listening socket on `address`:0 and the "ip:port" it can be reached at.
+result<int> listen_on(const std::string& address, int backlog, std::string* published, int rank);
+/// Parses "ip:port" (as published) into a socket address.
+bool parse_address(const std::string& text, sockaddr_in* out);
+
+// ---- per-peer state (tcp_progress.cc) ----
+
+/// One frame waiting to be written: its header, and the payload taken from the user's buffer.
+struct frame {
+    uint8_t hdr[header_bytes];
+    const uint8_t* payload;
+    uint64_t payload_len;
+    uint64_t written;  // bytes of header + payload already accepted by the kernel
+    int32_t desc;      // send descriptor that completes when this frame is out, or -1
+    frame_type type;
+};
+
+struct send_desc {
+    uint64_t tag;
+    uint64_t imm;
+    const void* buf;
+    uint64_t len;
+    uint64_t cookie;
+};
+
+/// Where the payload being read goes.
+enum class sink : uint8_t { none, user, slot, discard };
+
+struct rx_state {
+    sink kind          = sink::none;
+    uint8_t* base      = nullptr;  // where the payload starts (identifies an early slot)
+    uint8_t* dst       = nullptr;  // where the next byte goes
+    uint64_t remaining = 0;
+    uint64_t total     = 0;
+    uint64_t tag       = 0;
+    uint64_t imm       = 0;  // as it came
+    uint64_t cookie    = 0;
+};
+
+struct peer {
+    int rank       = -1;
+    int fd         = -1;
+    bool connected = false;  // part of this endpoint's peer set and handshaken
+    bool failed    = false;
+    // The last receive posted for this peer and the last early message from it: a message
+    // of the same call (driver.hh call_tag_mask) with another immediate is a mismatch even
+    // when the full tags differ (the two ranks run different schedules).
+    uint64_t last_posted_tag = 0, last_posted_imm = 0;
+    uint64_t last_early_tag = 0, last_early_imm = 0;
+    bool has_last_posted = false, has_last_early = false;
+    bool stalled   = false;  // a header waits for table or pool space
+    bool watch_out = false;  // EPOLLOUT is armed: frames wait for socket space
+    status error;            // why it failed, naming the peer
+    // transmit: a ring of frames, capacity 2 x send_queue + control_frames_per_peer + 1:
+    // each send descriptor has at most one frame queued, each CTS/NACK answers one of the
+    // peer's sends, control notices are capped, and one goodbye
+    std::vector<frame> wire;
+    uint32_t wire_head = 0, wire_tail = 0, wire_mask = 0;
+    std::vector<send_desc> descs;
+    std::vector<uint32_t> free_descs;
+    uint32_t sends_outstanding = 0;  // posted and not yet handed back by poll()
+    uint32_t control_queued    = 0;  // control notices in the ring
+    // receive: a staging buffer for headers and small payloads, then the current payload
+    std::vector<uint8_t> staging;
+    size_t rpos = 0, wpos = 0;
+    rx_state rx;
+
+    bool wire_empty() const { return wire_head == wire_tail; }
+    bool wire_full() const { return wire_tail - wire_head > wire_mask; }
+};
+
+// ---- the endpoint (tcp_endpoint.cc) ----
+
+class tcp_endpoint final : public endpoint {
+  public:
+    static result<std::unique_ptr<tcp_endpoint>> create(const endpoint_config& config);
+    ~tcp_endpoint() override;
+
+    caps capabilities() const override;
+    status connect() override;
+    const fast_path& fast() const override { return fast_; }
+    void close() override;
+
+    /// Why `peer` failed: ok while it has not; otherwise PEER_FAILURE with a message that
+    /// names this rank and the peer.
+    const status& peer_status(int peer) const;
+    /// "ip:port" this rank listened on (after connect()).
+    const std::string& listen_address() const { return published_; }
+    /// An epoll descriptor that turns readable when poll() has work: a connection has data,
+    /// or frames waiting for socket space can go. A caller that found nothing to do for a
+    /// while may sleep in poll(2)/epoll_wait on it instead of napping (after connect(); -1
+    /// when there are no peers). The own-rank loopback never needs it: its work is done
+    /// inside post_send/post_recv.
+    int wait_fd() const { return epoll_fd_; }
+
+    // Fast path (static trampolines in tcp_endpoint.cc call these).
+    loom_status_t post_send(int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len,
+                            uint64_t cookie);
+    loom_status_t post_recv(int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
+                            uint64_t cookie);
+    int poll(completion* out, int max);
+    bool pending() const { return active_ > 0 || cq_head_ != cq_tail_ || loop_->pending(); }
+
+  private:
+    tcp_endpoint(const endpoint_config& config, settings s);
+
+    // tcp_conn.cc, tcp_device.cc
+    result<std::vector<int>> peer_set() const;
+    status setup_connections();
+    // tcp_progress.cc
+    void flush(peer& p);
+    void watch_writable(peer& p);
+    void read_peer(peer& p);
+    bool handle_header(peer& p, const header& h);
+    bool handle_eager(peer& p, const header& h);
+    /// A message of (tag, imm) arrived with no receive for its tag: if a receive of the same
+    /// call with another immediate is posted, complete it with LOOM_ERR_MISMATCH.
+    void fail_call_mismatch(peer& p, uint64_t tag, uint64_t imm);
+    bool handle_rts(peer& p, const header& h);
+    bool handle_cts(peer& p, const header& h, bool nack);
+    bool handle_data(peer& p, const header& h);
+    void begin_payload(peer& p, sink kind, uint8_t* dst, uint64_t len, uint64_t tag, uint64_t imm,
+                       uint64_t cookie);
+    void consume_payload(peer& p, const uint8_t* src, uint64_t n);
+    void finish_payload(peer& p);
+    bool read_some(peer& p, uint64_t* budget, bool* drained);
+    void stall(peer& p);
+    bool enqueue(peer& p, frame_type type, uint64_t tag, uint64_t imm, uint64_t len,
+                 const void* payload, int32_t desc);
+    bool handle_control(peer& p, const header& h);
+    loom_status_t send_control(peer& p, uint64_t tag, uint64_t imm);
+    bool answer_rts(peer& p, entry& e, uint64_t msg_len, uint64_t msg_imm);
+    void advance_wire(peer& p, uint64_t sent);
+    bool protocol_error(peer& p, const std::string& what);
+    // tcp_endpoint.cc
+    enum class cq_kind : uint8_t { send, recv, control };
+    void complete(const completion& c, cq_kind kind);
+    void complete_recv(int peer, uint64_t cookie, loom_status_t st, uint64_t bytes, uint64_t tag,
+                       uint64_t imm);
+    void complete_send(peer& p, uint32_t desc, loom_status_t st);
+    void deliver_early(entry& e);
+    void fail_peer(peer& p, const std::string& why, bool graceful = false);
+    int fail_peer_entries(peer& p);
+    void say_goodbye(peer& p);
+
+    struct cq_entry {
+        completion c;
+        cq_kind kind;
+    };
+
+    endpoint_config config_;
+    settings settings_;
+    fast_path fast_{};
+    std::vector<peer> peers_;      // indexed by rank; connected ones are the peer set
+    std::vector<int> peer_ranks_;  // the connected ranks, for loops
+    match_table table_;            // receive side: posted receives and early arrivals
+    match_table cts_table_;        // send side: rendezvous sends waiting for clear-to-send
+    slot_pool pool_;
+    std::vector<cq_entry> cq_;
+    uint64_t cq_head_ = 0, cq_tail_ = 0, cq_mask_ = 0;
+    uint64_t active_            = 0;        // operations posted and not yet completed
+    uint32_t recvs_outstanding_ = 0;        // posted and not yet handed back by poll()
+    uint32_t controls_held_     = 0;        // unsolicited completions not yet handed out
+    std::unique_ptr<self::loopback> loop_;  // peer == own rank (the self driver's matcher)
+    int epoll_fd_      = -1;
+    int stalled_count_ = 0;
+    std::string published_;
+    bool closed_ = false;
+    status ok_;
+};
+
+}  // namespace loom::drivers::tcp

@@ -1,0 +1,421 @@
+// The tcp endpoint: open, the fast-path entry points (post send, post receive, poll),
+// completions, peer failure and close.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/check.hh"
+#include "base/log.hh"
+#include "drivers/registry_internal.hh"
+#include "drivers/tcp/tcp.hh"
+
+namespace loom::drivers {
+namespace tcp {
+namespace {
+
+// The fast-path table's trampolines: one indirect call into the endpoint.
+loom_status_t fp_post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
+                           size_t len, uint64_t cookie) {
+    return static_cast<tcp_endpoint*>(ctx)->post_send(peer, tag, imm, buf, len, cookie);
+}
+loom_status_t fp_post_recv(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
+                           uint64_t cookie) {
+    return static_cast<tcp_endpoint*>(ctx)->post_recv(peer, tag, imm, buf, len, cookie);
+}
+int fp_poll(void* ctx, completion* out, int max) {
+    return static_cast<tcp_endpoint*>(ctx)->poll(out, max);
+}
+bool fp_pending(void* ctx) {
+    return static_cast<tcp_endpoint*>(ctx)->pending();
+}
+
+// Events taken from epoll per poll(): a batch covers every peer of an 8-rank job at once.
+constexpr int max_events = 16;
+
+}  // namespace
+
+tcp_endpoint::tcp_endpoint(const endpoint_config& config, settings s)
+    : config_(config),
+      settings_(std::move(s)),
+      peers_(size_t(config.size)),
+      loop_(std::make_unique<self::loopback>(config.rank, self::max_ops_param())) {
+    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending};
+}
+
+tcp_endpoint::~tcp_endpoint() {
+    close();
+}
+
+result<std::unique_ptr<tcp_endpoint>> tcp_endpoint::create(const endpoint_config& config) {
+    if (config.size < 1 || config.rank < 0 || config.rank >= config.size) {
+        return invalid_argument("tcp: rank " + std::to_string(config.rank) +
+                                " is not a rank of a job of size " + std::to_string(config.size));
+    }
+    if (!(config.timeout_s > 0)) {
+        return invalid_argument("tcp: rank " + std::to_string(config.rank) +
+                                ": the connect timeout must be positive");
+    }
+    LOOM_ASSIGN(settings s, settings_from_params(config.rank));
+    return std::unique_ptr<tcp_endpoint>(new tcp_endpoint(config, std::move(s)));
+}
+
+caps tcp_endpoint::capabilities() const {
+    caps c;
+    c.name               = "tcp";
+    c.single_copy        = true;  // rendezvous payloads go user buffer -> socket -> user buffer
+    c.eager_limit        = settings_.eager_limit;
+    c.max_message        = max_frame_len;
+    c.detects_peer_death = true;
+    return c;
+}
+
+const status& tcp_endpoint::peer_status(int peer) const {
+    if (peer < 0 || peer >= config_.size || !peers_[size_t(peer)].failed) {
+        return ok_;
+    }
+    return peers_[size_t(peer)].error;
+}
+
+// ---- fast path ----
+
+void tcp_endpoint::complete(const completion& c, cq_kind kind) {
+    // Never overflows: the ring holds every send and receive that may be outstanding, plus
+    // control_completions_held unsolicited ones.
+    cq_[cq_tail_ & cq_mask_] = cq_entry{c, kind};
+    ++cq_tail_;
+    if (kind == cq_kind::control) {
+        ++controls_held_;
+    } else {
+        --active_;
+    }
+}
+
+void tcp_endpoint::complete_recv(int peer, uint64_t cookie, loom_status_t st, uint64_t bytes,
+                                 uint64_t tag, uint64_t imm) {
+    complete(completion{cookie, st, peer, bytes, tag, imm}, cq_kind::recv);
+}
+
+void tcp_endpoint::complete_send(peer& p, uint32_t desc, loom_status_t st) {
+    const send_desc& s = p.descs[desc];
+    complete(completion{s.cookie, st, p.rank, st == LOOM_SUCCESS ? s.len : 0, s.tag, s.imm},
+             cq_kind::send);
+    p.free_descs.push_back(desc);  // capacity reserved at connect: no allocation
+}
+
+void tcp_endpoint::deliver_early(entry& e) {
+    if (e.mismatch) {
+        complete_recv(e.peer, e.cookie, LOOM_ERR_MISMATCH, 0, e.tag, e.imm);
+    } else {
+        if (e.msg_len > 0) {
+            std::memcpy(e.buf, e.slot, e.msg_len);
+        }
+        complete_recv(e.peer, e.cookie, LOOM_SUCCESS, e.msg_len, e.tag, e.imm);
+    }
+    pool_.put(e.slot, e.msg_len);
+    table_.erase(&e);
+}
+
+// A control notice is one header and no send descriptor: it produces no send completion
+// (its cookie would read as an incoming notice), as in drivers/self.
+loom_status_t tcp_endpoint::send_control(peer& p, uint64_t tag, uint64_t imm) {
+    if (p.failed) {
+        return LOOM_ERR_PEER_FAILURE;
+    }
+    if (p.control_queued >= control_frames_per_peer) {
+        return LOOM_ERR_NO_RESOURCE;
+    }
+    bool was_empty = p.wire_empty();
+    enqueue(p, frame_type::control, tag, imm, 0, nullptr, -1);
+    ++p.control_queued;
+    if (was_empty) {
+        flush(p);
+    }
+    return LOOM_SUCCESS;
+}
+
+loom_status_t tcp_endpoint::post_send(int peer_rank, uint64_t tag, uint64_t imm, const void* buf,
+                                      size_t len, uint64_t cookie) {
+    bool control = (tag & control_tag_bit) != 0;
+    if (closed_ || (buf == nullptr && len > 0 && !control) || len > max_frame_len) {
+        return LOOM_ERR_INVALID_ARGUMENT;
+    }
+    if (peer_rank == config_.rank) {
+        return loop_->post_send(tag, imm, buf, len, cookie);
+    }
+    if (peer_rank < 0 || peer_rank >= config_.size || !peers_[size_t(peer_rank)].connected) {
+        return LOOM_ERR_INVALID_ARGUMENT;
+    }
+    peer& p = peers_[size_t(peer_rank)];
+    if (control) {
+        return send_control(p, tag, imm);
+    }
+    if (p.sends_outstanding >= settings_.send_queue) {
+        return LOOM_ERR_NO_RESOURCE;
+    }
+    ++p.sends_outstanding;
+    ++active_;
+    if (p.failed) {
+        complete(completion{cookie, LOOM_ERR_PEER_FAILURE, peer_rank, 0, tag, imm}, cq_kind::send);
+        return LOOM_SUCCESS;
+    }
+    uint32_t d = p.free_descs.back();
+    p.free_descs.pop_back();
+    p.descs[d]     = send_desc{tag, imm, buf, len, cookie};
+    bool was_empty = p.wire_empty();
+    if (len <= settings_.eager_limit) {
+        enqueue(p, frame_type::eager, tag, imm, len, buf, int32_t(d));
+    } else {
+        // cts_table_ holds send_queue entries per peer, one per descriptor: always room.
+        entry* e   = cts_table_.insert(peer_rank, dir::send, tag, entry_state::awaiting_cts);
+        e->msg_len = d;
+        enqueue(p, frame_type::rts, tag, imm, len, nullptr, int32_t(d));
+    }
+    if (was_empty) {
+        flush(p);  // latency: the first frame goes out now, later ones batch in poll()
+    }
+    return LOOM_SUCCESS;
+}
+
+loom_status_t tcp_endpoint::post_recv(int peer_rank, uint64_t tag, uint64_t imm, void* buf,
+                                      size_t len, uint64_t cookie) {
+    if (closed_ || (buf == nullptr && len > 0) || (tag & control_tag_bit) != 0) {
+        return LOOM_ERR_INVALID_ARGUMENT;  // control tags are never matched
+    }
+    if (peer_rank == config_.rank) {
+        return loop_->post_recv(tag, imm, buf, len, cookie);
+    }
+    if (peer_rank < 0 || peer_rank >= config_.size || !peers_[size_t(peer_rank)].connected) {
+        return LOOM_ERR_INVALID_ARGUMENT;
+    }
+    if (recvs_outstanding_ >= settings_.max_messages) {
+        return LOOM_ERR_NO_RESOURCE;
+    }
+    peer& p  = peers_[size_t(peer_rank)];
+    auto* ub = static_cast<uint8_t*>(buf);
+    entry* e = table_.find_unclaimed(peer_rank, tag);
+    if (e == nullptr && !p.failed && p.has_last_early &&
+        same_call_other_imm(tag, imm, p.last_early_tag, p.last_early_imm)) {
+        // A message of this call with another immediate came first: mismatched calls.
+        ++recvs_outstanding_;
+        ++active_;
+        complete_recv(peer_rank, cookie, LOOM_ERR_MISMATCH, 0, p.last_early_tag, p.last_early_imm);
+        return LOOM_SUCCESS;
+    }
+    if (e == nullptr && !p.failed) {
+        p.last_posted_tag = tag, p.last_posted_imm = imm, p.has_last_posted = true;
+        e = table_.insert(peer_rank, dir::recv, tag, entry_state::posted);
+        if (e == nullptr) {
+            return LOOM_ERR_NO_RESOURCE;
+        }
+        e->buf    = ub;
+        e->cap    = len;
+        e->imm    = imm;
+        e->cookie = cookie;
+        ++recvs_outstanding_;
+        ++active_;
+        return LOOM_SUCCESS;
+    }
+    ++recvs_outstanding_;
+    ++active_;
+    if (e == nullptr) {  // the peer failed and left nothing for this tag
+        complete_recv(peer_rank, cookie, LOOM_ERR_PEER_FAILURE, 0, tag, imm);
+        return LOOM_SUCCESS;
+    }
+    if (e->state == entry_state::early_eager) {
+        // The header is in: the match is decided now, even if the payload is still coming.
+        e->claimed  = true;
+        e->mismatch = e->msg_len != len || e->imm != imm;
+        e->buf      = ub;
+        e->cap      = len;
+        e->cookie   = cookie;
+        if (e->complete) {
+            deliver_early(*e);
+        }
+        return LOOM_SUCCESS;
+    }
+    // An early rendezvous request (the peer is alive: a failure erases these).
+    uint64_t msg_len = e->msg_len, msg_imm = e->imm;
+    e->buf    = ub;
+    e->cap    = len;
+    e->imm    = imm;
+    e->cookie = cookie;
+    answer_rts(p, *e, msg_len, msg_imm);
+    return LOOM_SUCCESS;
+}
+
+int tcp_endpoint::poll(completion* out, int max) {
+    if (epoll_fd_ >= 0 && cq_tail_ - cq_head_ < uint64_t(max)) {
+        for (int r : peer_ranks_) {
+            peer& p = peers_[size_t(r)];
+            if (p.stalled) {  // table or pool space may have come back
+                p.stalled = false;
+                --stalled_count_;
+                read_peer(p);
+            }
+            if (!p.failed && !p.wire_empty()) {
+                flush(p);
+            }
+        }
+        epoll_event ev[max_events];
+        int n = ::epoll_wait(epoll_fd_, ev, max_events, 0);
+        for (int i = 0; i < n; ++i) {
+            peer& p = peers_[ev[i].data.u32];
+            if (!p.failed && !p.stalled) {
+                read_peer(p);
+            }
+        }
+    }
+    int got = 0;
+    for (; got < max && cq_head_ != cq_tail_; ++got, ++cq_head_) {
+        const cq_entry& c = cq_[cq_head_ & cq_mask_];
+        out[got]          = c.c;
+        if (c.kind == cq_kind::send) {
+            --peers_[size_t(c.c.peer)].sends_outstanding;
+        } else if (c.kind == cq_kind::recv) {
+            --recvs_outstanding_;
+        } else {
+            --controls_held_;
+        }
+    }
+    if (got < max && loop_->pending()) {
+        got += loop_->poll(out + got, max - got);
+    }
+    return got;
+}
+
+// ---- failure and close ----
+
+int tcp_endpoint::fail_peer_entries(peer& p) {
+    int failed = 0;
+    for (uint32_t i = p.wire_head; i != p.wire_tail; ++i) {
+        const frame& f = p.wire[i & p.wire_mask];
+        if (f.desc >= 0 && (f.type == frame_type::eager || f.type == frame_type::data)) {
+            complete_send(p, uint32_t(f.desc), LOOM_ERR_PEER_FAILURE);
+            ++failed;
+        }
+    }
+    p.wire_head = p.wire_tail = 0;
+    p.control_queued          = 0;
+    // Erasing shifts later entries back into slot i, so i advances only past keepers.
+    for (uint64_t i = 0; i < cts_table_.capacity();) {
+        entry& e = cts_table_.at(i);
+        if (e.state == entry_state::empty || e.peer != p.rank) {
+            ++i;
+            continue;
+        }
+        auto d = uint32_t(e.msg_len);
+        cts_table_.erase(&e);
+        complete_send(p, d, LOOM_ERR_PEER_FAILURE);
+        ++failed;
+    }
+    for (uint64_t i = 0; i < table_.capacity();) {
+        entry& e = table_.at(i);
+        // A complete early arrival still belongs to its receive: keep it deliverable.
+        if (e.state == entry_state::empty || e.peer != p.rank ||
+            (e.state == entry_state::early_eager && e.complete)) {
+            ++i;
+            continue;
+        }
+        if (e.state == entry_state::posted || e.state == entry_state::awaiting_data ||
+            (e.state == entry_state::early_eager && e.claimed)) {
+            complete_recv(p.rank, e.cookie, LOOM_ERR_PEER_FAILURE, 0, e.tag, e.imm);
+            ++failed;
+        }
+        if (e.state == entry_state::early_eager) {
+            pool_.put(e.slot, e.msg_len);
+        }
+        table_.erase(&e);
+    }
+    if (p.rx.kind == sink::user) {
+        complete_recv(p.rank, p.rx.cookie, LOOM_ERR_PEER_FAILURE, 0, p.rx.tag, p.rx.imm);
+        ++failed;
+    }
+    p.rx   = rx_state{};
+    p.rpos = p.wpos = 0;
+    if (p.stalled) {
+        p.stalled = false;
+        --stalled_count_;
+    }
+    return failed;
+}
+
+void tcp_endpoint::fail_peer(peer& p, const std::string& why, bool graceful) {
+    if (p.failed) {
+        return;
+    }
+    p.failed = true;
+    p.error  = status(LOOM_ERR_PEER_FAILURE, "tcp: rank " + std::to_string(config_.rank) +
+                                                 ": peer " + std::to_string(p.rank) + " " + why);
+    if (p.fd >= 0) {
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p.fd, nullptr);
+        ::close(p.fd);
+        p.fd = -1;
+    }
+    int failed = fail_peer_entries(p);
+    if (closed_) {
+        return;  // a goodbye that found the peer gone: we are leaving anyway
+    }
+    if (!graceful) {
+        LOOM_LOG_ERROR(log::subsystem::net, "%s", p.error.message().c_str());
+    } else if (failed > 0) {
+        LOOM_LOG_WARN(log::subsystem::net, "%s with %d operations toward it pending",
+                      p.error.message().c_str(), failed);
+    } else {
+        LOOM_LOG_DEBUG(log::subsystem::net, "%s", p.error.message().c_str());
+    }
+}
+
+void tcp_endpoint::say_goodbye(peer& p) {
+    // Best effort, never blocking: a goodbye lets the peer tell a clean close from a crash.
+    flush(p);
+    if (!p.failed && enqueue(p, frame_type::bye, 0, 0, 0, nullptr, -1)) {
+        flush(p);
+    }
+    if (p.failed) {
+        return;
+    }
+    ::shutdown(p.fd, SHUT_WR);
+    // Drain what already arrived: closing a socket with unread data sends a reset, which
+    // could destroy data the peer has not read yet.
+    uint8_t sink_buf[4096];
+    while (::recv(p.fd, sink_buf, sizeof sink_buf, MSG_DONTWAIT) > 0) {
+    }
+}
+
+void tcp_endpoint::close() {
+    if (closed_) {
+        return;
+    }
+    closed_ = true;
+    for (int r : peer_ranks_) {
+        peer& p = peers_[size_t(r)];
+        if (!p.failed && p.fd >= 0) {
+            say_goodbye(p);
+        }
+        // Pending operations complete with PEER_FAILURE (driver.hh); quietly: we are closing.
+        p.failed = true;
+        p.error  = status(LOOM_ERR_PEER_FAILURE,
+                          "tcp: rank " + std::to_string(config_.rank) + ": endpoint closed");
+        if (p.fd >= 0) {
+            ::close(p.fd);
+            p.fd = -1;
+        }
+        fail_peer_entries(p);
+    }
+    loop_->fail_all(LOOM_ERR_PEER_FAILURE);
+    if (epoll_fd_ >= 0) {
+        ::close(epoll_fd_);
+        epoll_fd_ = -1;
+    }
+}
+
+}  // namespace tcp
+
+result<std::unique_ptr<endpoint>> open_tcp(const endpoint_config& config) {
+    LOOM_ASSIGN(auto ep, tcp::tcp_endpoint::create(config));
+    return std::unique_ptr<endpoint>(std::move(ep));
+}
+
+}  // namespace loom::drivers

@@ -1,0 +1,101 @@
+// The tcp driver's matching state: one open-addressing table keyed by (peer, direction, tag)
+// for posted receives, early arrivals and sends waiting for clear-to-send, and a pool of
+// buffers for early (unexpected) small messages. Both are sized at connect time; nothing
+// here allocates per message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace loom::drivers::tcp {
+
+enum class dir : uint8_t { recv = 0, send = 1 };
+
+enum class entry_state : uint8_t {
+    empty = 0,
+    posted,         // a receive is posted, nothing arrived yet: buf, cap, cookie
+    early_eager,    // an eager message arrived first: slot, msg_len, complete, claimed
+    early_rts,      // a rendezvous request arrived first: msg_len
+    awaiting_data,  // CTS sent, the data frame will land in buf: buf, cap, cookie, msg_len
+    awaiting_cts,   // (send side) RTS sent: desc
+};
+
+struct entry {
+    uint64_t tag;
+    int32_t peer;
+    dir direction;
+    entry_state state;
+    bool complete;  // early_eager: the whole payload is in the slot
+    bool claimed;   // early_eager: a receive was posted while the payload was still arriving
+    bool mismatch;  // early_eager, claimed: that receive expects another length or imm
+    uint8_t* buf;
+    uint64_t cap;  // the receive's length (it must match exactly)
+    uint64_t imm;  // posted: the one expected; early: the one that came
+    uint64_t cookie;
+    uint8_t* slot;
+    uint64_t msg_len;  // awaiting_cts: the send descriptor index
+};
+
+/// Linear probing with backward-shift deletion (no tombstones, so lookups stay short
+/// however many messages came and went). Capacity is a power of two at least twice the
+/// most entries allowed, so probes stay short. A key may appear twice (a duplicating fault
+/// wrapper posts the same tag twice); find() then returns the oldest.
+class match_table {
+  public:
+    void init(uint32_t max_entries);
+    bool full() const { return count_ >= max_entries_; }
+    uint32_t size() const { return count_; }
+    uint64_t capacity() const { return slots_.size(); }
+
+    /// The first entry for the key whose state is `want` (empty: any state), or null.
+    entry* find(int peer, dir d, uint64_t tag, entry_state want = entry_state::empty);
+    /// The early_eager entry for the key that is not claimed yet, or null.
+    entry* find_unclaimed(int peer, uint64_t tag);
+    /// The early_eager entry filling `slot`.
+    entry* find_slot(int peer, uint64_t tag, const uint8_t* slot);
+    /// A new entry for the key, or null when the table is full.
+    entry* insert(int peer, dir d, uint64_t tag, entry_state state);
+    void erase(entry* e);
+    /// Slot i, for the failure sweep (which erases as it goes and so revisits i).
+    entry& at(uint64_t i) { return slots_[i]; }
+
+  private:
+    uint64_t home(int peer, dir d, uint64_t tag) const;
+    template <class Pred>
+    entry* probe(int peer, dir d, uint64_t tag, Pred pred);
+
+    std::vector<entry> slots_;
+    uint64_t mask_        = 0;
+    uint32_t count_       = 0;
+    uint32_t max_entries_ = 0;
+};
+
+/// Buffers for early eager messages, in size classes 256 B x 4^k up to the eager limit.
+/// A class grows by one chunk when its free list is empty (the backlog passed its
+/// high-water mark), up to a byte cap; after that get() answers null and the caller stops
+/// reading the connection until a buffer comes back.
+class slot_pool {
+  public:
+    void init(uint64_t eager_limit, uint64_t cap_bytes);
+    uint8_t* get(uint64_t len);
+    void put(uint8_t* slot, uint64_t len);
+    uint64_t bytes_held() const { return bytes_; }
+
+  private:
+    static constexpr int max_classes = 8;
+    int class_of(uint64_t len) const;
+    bool grow(int cls);
+
+    struct free_node {
+        free_node* next;
+    };
+    free_node* free_[max_classes]      = {};
+    uint64_t class_bytes_[max_classes] = {};
+    int classes_                       = 0;
+    uint64_t bytes_ = 0, cap_ = 0;
+    std::vector<std::unique_ptr<uint8_t[]>> chunks_;
+};
+
+}  // namespace loom::drivers::tcp

@@ -1,0 +1,251 @@
+// discover(): rank, size, job and rendezvous from the environment, through the parameter
+// registry (the only getenv). The rules are in bootstrap.hh; this file applies them in order:
+//   1. LOOM_RANK + LOOM_SIZE (loomrun, or set by hand: always both);
+//   2. the first launcher whose rank variable is set: Open MPI, MPICH (Hydra), Slurm (inside
+//      an srun step only), PMIx;
+//   3. otherwise one rank.
+// A partial or inconsistent setting is an invalid-argument error naming the variables.
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "base/check.hh"
+#include "base/log.hh"
+#include "base/params.hh"
+#include "bootstrap/bootstrap.hh"
+#include "bootstrap/store_internal.hh"
+
+namespace loom::bootstrap {
+namespace {
+
+struct launcher {
+    const char* source;
+    const char* rank_var;
+    const char* size_var;        // nullptr: PMIx exports no size (taken from the others)
+    const char* local_size_var;  // ranks on this host, to refuse the file rule across hosts
+};
+
+// In precedence order: under mpirun Open MPI also exports PMIX_RANK, and srun with PMIx
+// exports both SLURM_* and PMIX_*; the more specific launcher wins.
+constexpr launcher launchers[] = {
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", nullptr},
+    {"pmix", "PMIX_RANK", nullptr, "PMIX_LOCAL_SIZE"},
+};
+
+const params::registry& reg() {
+    return params::registry::global();
+}
+
+// The integer value of a variable, nullopt when unset, an error when malformed.
+result<std::optional<int64_t>> read_int(const char* name) {
+    if (!reg().is_set(name)) {
+        return std::optional<int64_t>();
+    }
+    std::string value = reg().get_string(name);
+    if (status st = params::validate(*reg().find(name), value); !st) {
+        return invalid_argument("bootstrap: " + st.message());
+    }
+    return std::optional<int64_t>(reg().get_int(name));
+}
+
+std::string var_text(const char* name) {
+    return std::string(name) + "=" + reg().get_string(name);
+}
+
+// Slurm's variables describe this process only inside an srun step: a batch script sees
+// SLURM_PROCID=0 and SLURM_NTASKS of the whole allocation, and is not rank 0 of anything.
+bool applies(const launcher& l) {
+    if (std::string(l.source) == "slurm" && !reg().is_set("SLURM_STEP_ID")) {
+        return false;
+    }
+    return reg().is_set(l.rank_var);
+}
+
+status read_rank_size(identity* me, const launcher** from) {
+    const char* rank_var = "LOOM_RANK";
+    const char* size_var = "LOOM_SIZE";
+    me->source           = "loomrun";
+    *from                = nullptr;
+    if (!reg().is_set(rank_var) && !reg().is_set(size_var)) {
+        for (const launcher& l : launchers) {
+            if (applies(l)) {
+                *from      = &l;
+                me->source = l.source;
+                rank_var   = l.rank_var;
+                // PMIx exports the rank only; the size comes from a launcher that says it.
+                size_var = l.size_var                             ? l.size_var
+                           : reg().is_set("OMPI_COMM_WORLD_SIZE") ? "OMPI_COMM_WORLD_SIZE"
+                                                                  : "SLURM_NTASKS";
+                break;
+            }
+        }
+        if (*from == nullptr) {
+            me->source = "single";
+            return status::ok();
+        }
+    }
+    LOOM_ASSIGN(auto rank, read_int(rank_var));
+    LOOM_ASSIGN(auto size, read_int(size_var));
+    if (rank && !size && *from != nullptr && (*from)->size_var == nullptr) {
+        return invalid_argument("bootstrap: " + var_text(rank_var) +
+                                " is set but no launcher variable gives the job size "
+                                "(OMPI_COMM_WORLD_SIZE, SLURM_NTASKS): set LOOM_RANK and "
+                                "LOOM_SIZE instead");
+    }
+    if (!rank || !size) {
+        const char* set   = rank ? rank_var : size_var;
+        const char* unset = rank ? size_var : rank_var;
+        return invalid_argument("bootstrap: " + var_text(set) + " is set but " + unset +
+                                " is not (set both, as loomrun does)");
+    }
+    if (*size < 1 || *rank < 0 || *rank >= *size) {
+        return invalid_argument("bootstrap: " + var_text(rank_var) + " is not a rank of a job of " +
+                                var_text(size_var) + " (needs 0 <= rank < size)");
+    }
+    me->rank = static_cast<int>(*rank);
+    me->size = static_cast<int>(*size);
+    return status::ok();
+}
+
+bool valid_job_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+}
+
+std::string hex_hash(std::string_view text) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a: stable across hosts and builds
+    for (unsigned char c : text) {
+        h = (h ^ c) * 1099511628211ull;
+    }
+    std::ostringstream out;
+    out << std::hex << h;
+    return out.str();
+}
+
+// A launcher's job id made safe for file and segment names, short enough for both.
+std::string sanitize_job(const std::string& prefix, std::string id) {
+    for (char& c : id) {
+        c = valid_job_char(c) ? c : '_';
+    }
+    std::string job = prefix + id;
+    return job.size() <= 64 ? job : prefix + "x" + hex_hash(id);
+}
+
+// "p<ppid>.<start time>": every local rank of one launch shares its parent (mpirun,
+// hydra_pmi_proxy, orted, a shell), whose pid and start time name it uniquely.
+std::string parent_job() {
+    pid_t parent = getppid();
+    std::ifstream stat("/proc/" + std::to_string(parent) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    std::string start = "0";
+    size_t close      = line.rfind(')');
+    if (close != std::string::npos) {
+        std::istringstream fields(line.substr(close + 2));
+        std::string field;
+        // Field 3 (state) is the first after the name; start time is field 22.
+        for (int i = 3; i <= 22 && fields >> field; ++i) {
+            start = field;
+        }
+    }
+    return "p" + std::to_string(parent) + "." + start;
+}
+
+result<std::string> read_job(const identity& me) {
+    if (reg().is_set("LOOM_JOB")) {
+        std::string job = reg().get_string("LOOM_JOB");
+        bool ok         = !job.empty() && job.size() <= 64;
+        for (char c : job) {
+            ok = ok && valid_job_char(c);
+        }
+        if (!ok) {
+            return invalid_argument("bootstrap: LOOM_JOB='" + job +
+                                    "' must be 1..64 characters of [A-Za-z0-9._-]");
+        }
+        return job;
+    }
+    auto var = [](const char* name) { return reg().get_string(name); };
+    if (me.source == "openmpi" && !var("OMPI_MCA_ess_base_jobid").empty()) {
+        return sanitize_job("ompi-", var("OMPI_MCA_ess_base_jobid"));
+    }
+    if (me.source == "slurm" && !var("SLURM_JOB_ID").empty()) {
+        return sanitize_job("slurm-", var("SLURM_JOB_ID") + "." + var("SLURM_STEP_ID"));
+    }
+    if ((me.source == "openmpi" || me.source == "pmix") && !var("PMIX_NAMESPACE").empty()) {
+        return sanitize_job("pmix-", var("PMIX_NAMESPACE"));
+    }
+    if (me.source == "single") {
+        return "s" + std::to_string(getpid());
+    }
+    if (reg().is_set("LOOM_BOOTSTRAP")) {  // every rank was given the same rendezvous
+        return "h" + hex_hash(reg().get_string("LOOM_BOOTSTRAP"));
+    }
+    return parent_job();
+}
+
+// The file rule needs one host; refuse it when the launcher says the ranks span several.
+status check_one_host(const identity& me, const launcher* from) {
+    const char* var = nullptr;
+    bool spans      = false;
+    if (from != nullptr && from->local_size_var != nullptr) {
+        LOOM_ASSIGN(auto local, read_int(from->local_size_var));
+        var   = from->local_size_var;
+        spans = local && *local < me.size;
+    } else if (from != nullptr) {  // Slurm: the step's host count
+        LOOM_ASSIGN(auto hosts, read_int("SLURM_STEP_NUM_NODES"));
+        var   = "SLURM_STEP_NUM_NODES";
+        spans = hosts && *hosts > 1;
+    }
+    if (spans) {
+        return invalid_argument("bootstrap: the " + std::to_string(me.size) + " ranks of job '" +
+                                me.job + "' span several hosts (" + var_text(var) +
+                                "), so the default file rendezvous cannot work: set "
+                                "LOOM_BOOTSTRAP=host:port (a port on rank 0's host)");
+    }
+    return status::ok();
+}
+
+result<std::string> read_rendezvous(const identity& me, const launcher* from) {
+    if (reg().is_set("LOOM_BOOTSTRAP")) {
+        std::string address = reg().get_string("LOOM_BOOTSTRAP");
+        if (status st = detail::validate_address(address); !st) {
+            return invalid_argument("LOOM_BOOTSTRAP: " + st.message());
+        }
+        return address;
+    }
+    if (me.size == 1) {
+        return std::string();
+    }
+    LOOM_CHECK(check_one_host(me, from));
+    std::string tmp = reg().get_string("TMPDIR");
+    tmp             = tmp.empty() ? "/tmp" : tmp;
+    return "file:" + tmp + "/loom-bootstrap-" + std::to_string(getuid()) + "-" + me.job;
+}
+
+}  // namespace
+
+result<identity> discover() {
+    if (!reg().load_status()) {
+        return reg().load_status();  // an invalid LOOM_* value is never silently ignored
+    }
+    identity me;
+    const launcher* from = nullptr;
+    LOOM_CHECK(read_rank_size(&me, &from));
+    LOOM_ASSIGN(me.job, read_job(me));
+    LOOM_ASSIGN(me.bootstrap, read_rendezvous(me, from));
+    me.timeout_s = reg().get_real("LOOM_BOOTSTRAP_TIMEOUT");
+    if (!(me.timeout_s > 0)) {
+        return invalid_argument("bootstrap: LOOM_BOOTSTRAP_TIMEOUT=" +
+                                reg().get_string("LOOM_BOOTSTRAP_TIMEOUT") + " must be positive");
+    }
+    LOOM_LOG_INFO(log::subsystem::init, "rank %d of %d (from %s), job %s, rendezvous '%s'", me.rank,
+                  me.size, me.source.c_str(), me.job.c_str(), me.bootstrap.c_str());
+    return me;
+}
+
+}  // namespace loom::bootstrap

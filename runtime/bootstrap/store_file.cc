@@ -1,0 +1,234 @@
+// The file store: a directory that all ranks share (one host, or a shared file system), one
+// file per key. A value is written to a temporary file and published by an exclusive atomic
+// rename (renameat2 RENAME_NOREPLACE), so a reader sees a whole value or nothing and a key
+// is set at most once. Files carry the job id, so jobs can share a directory:
+//   <job>.rank.<r>   rank r registered (holds the job size: a wrong size is caught)
+//   <job>.key.<k>    a value (the key escaped as %XX outside [A-Za-z0-9._-])
+//   <job>.done.<r>   rank r has closed its store
+// Rank 0 removes the job's files when its store is destroyed, after every rank that
+// registered has closed its store (or the timeout passed), as the TCP store's rank 0 does.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+
+#include "base/clock.hh"
+#include "bootstrap/store_internal.hh"
+
+namespace loom::bootstrap::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string escape_key(std::string_view key) {
+    static const char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char ch : key) {
+        if (std::isalnum(ch) || ch == '.' || ch == '_' || ch == '-') {
+            out.push_back(static_cast<char>(ch));
+        } else {
+            out += {'%', hex[ch >> 4], hex[ch & 15]};
+        }
+    }
+    return out;
+}
+
+// 0 with `out` filled, or the errno of the failure (ENOENT: not there yet).
+int read_file(const std::string& path, std::string* out) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno;
+    }
+    out->clear();
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        out->append(buf, static_cast<size_t>(n));
+    }
+    int err = n < 0 ? errno : 0;
+    close(fd);
+    return err;
+}
+
+class file_store final : public kv_store {
+  public:
+    file_store(std::string dir, const identity& me, double timeout_s)
+        : dir_(std::move(dir)), job_(escape_key(me.job)), me_(me), timeout_s_(timeout_s) {}
+    ~file_store() override;
+
+    status attach();  // checks sizes and registers this rank
+
+    status set(std::string_view key, std::string_view value) override {
+        if (key.empty()) {
+            return invalid_argument("bootstrap: rank " + std::to_string(me_.rank) +
+                                    " sets an empty key");
+        }
+        return publish(key_path(key), value, "key '" + std::string(key) + "'");
+    }
+
+    result<std::string> get(std::string_view key, double timeout_s) override {
+        deadline until(timeout_s);
+        backoff wait;
+        std::string value, path = key_path(key);
+        for (;;) {
+            int err = read_file(path, &value);
+            if (err == 0) {
+                return value;
+            }
+            if (err != ENOENT) {
+                return system_error(who() + " cannot read " + path + ": " + std::strerror(err));
+            }
+            if (until.expired()) {
+                return timeout_error(who() + " timed out after " + seconds_text(timeout_s) +
+                                     " waiting for key '" + std::string(key) +
+                                     "' in the file store " + dir_ + " (job '" + me_.job +
+                                     "'; never registered: " + never_registered() + ")");
+            }
+            wait.pause(until.remaining_s());
+        }
+    }
+
+    status wait(const std::vector<std::string>& keys, double timeout_s) override {
+        deadline until(timeout_s);
+        for (const auto& k : keys) {
+            auto value = get(k, std::max(0.0, until.remaining_s()));
+            if (!value) {
+                // Name the whole wait's timeout, not the remainder this key was given.
+                if (value.error().code() == LOOM_ERR_TIMEOUT) {
+                    return timeout_error(who() + " timed out after " + seconds_text(timeout_s) +
+                                         " waiting for key '" + k + "' in the file store " + dir_ +
+                                         " (job '" + me_.job +
+                                         "'; never registered: " + never_registered() + ")");
+                }
+                return value.error();
+            }
+        }
+        return status::ok();
+    }
+
+  private:
+    std::string who() const { return "bootstrap: rank " + std::to_string(me_.rank); }
+    std::string path(const std::string& kind, const std::string& name) const {
+        return dir_ + "/" + job_ + "." + kind + "." + name;
+    }
+    std::string key_path(std::string_view key) const { return path("key", escape_key(key)); }
+    std::string rank_path(int r) const { return path("rank", std::to_string(r)); }
+    std::string done_path(int r) const { return path("done", std::to_string(r)); }
+
+    status publish(const std::string& final_path, std::string_view value, const std::string& what);
+    std::string never_registered() const {
+        return missing_ranks(0, me_.size,
+                             [&](int r) { return access(rank_path(r).c_str(), F_OK) == 0; });
+    }
+    void linger_and_remove();
+
+    std::string dir_;
+    std::string job_;  // the job id as it appears in file names
+    identity me_;
+    double timeout_s_;
+    bool attached_ = false;
+};
+
+status file_store::publish(const std::string& final_path, std::string_view value,
+                           const std::string& what) {
+    static std::atomic<unsigned> serial{0};
+    std::string tmp = dir_ + "/." + job_ + ".tmp." + std::to_string(me_.rank) + "." +
+                      std::to_string(getpid()) + "." + std::to_string(serial++);
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return system_error(who() + " cannot create " + tmp + ": " + std::strerror(errno));
+    }
+    bool written = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+    int err      = written ? 0 : errno;
+    close(fd);
+    if (written &&
+        renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_path.c_str(), RENAME_NOREPLACE) == 0) {
+        return status::ok();
+    }
+    err = written ? errno : err;
+    unlink(tmp.c_str());
+    if (err == EEXIST) {
+        return invalid_argument(who() + " sets " + what + ", which is already set in " + dir_);
+    }
+    return system_error(who() + " cannot publish " + what + " in " + dir_ + ": " +
+                        std::strerror(err));
+}
+
+status file_store::attach() {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec || !fs::is_directory(dir_)) {
+        return system_error(who() + " cannot create the file store directory " + dir_ + ": " +
+                            (ec ? ec.message() : "not a directory"));
+    }
+    // The ranks already registered say how many ranks the job has; a later rank with another
+    // size finds out here (an earlier one, when that later rank attaches).
+    for (int r = 0; r < me_.size; ++r) {
+        std::string size;
+        if (r != me_.rank && read_file(rank_path(r), &size) == 0 &&
+            size != std::to_string(me_.size)) {
+            return invalid_argument(who() + " says the job has " + std::to_string(me_.size) +
+                                    " ranks but rank " + std::to_string(r) + " in " + dir_ +
+                                    " says " + size);
+        }
+    }
+    status st = publish(rank_path(me_.rank), std::to_string(me_.size), "its registration");
+    if (st.code() == LOOM_ERR_INVALID_ARGUMENT) {
+        return invalid_argument(who() + " registered twice in the file store " + dir_ +
+                                " (two processes of job '" + me_.job + "' claim rank " +
+                                std::to_string(me_.rank) + ")");
+    }
+    attached_ = st.is_ok();
+    return st;
+}
+
+file_store::~file_store() {
+    if (!attached_) {
+        return;
+    }
+    if (me_.rank != 0) {
+        (void)publish(done_path(me_.rank), "", "its done marker");
+        return;
+    }
+    linger_and_remove();
+}
+
+void file_store::linger_and_remove() {
+    deadline until(timeout_s_);
+    backoff wait(0.05);
+    for (int r = 1; r < me_.size && !until.expired();) {
+        bool registered = access(rank_path(r).c_str(), F_OK) == 0;
+        if (!registered || access(done_path(r).c_str(), F_OK) == 0) {
+            ++r;
+        } else {
+            wait.pause(until.remaining_s());
+        }
+    }
+    std::string prefix = job_ + ".";
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+        if (entry.path().filename().string().starts_with(prefix)) {
+            fs::remove(entry.path(), ec);
+        }
+    }
+    rmdir(dir_.c_str());  // fails, as it should, while other jobs' files are there
+}
+
+}  // namespace
+
+result<std::unique_ptr<kv_store>> open_file_store(const std::string& dir, const identity& me,
+                                                  double timeout_s) {
+    auto store = std::make_unique<file_store>(dir, me, timeout_s);
+    if (status st = store->attach(); !st) {
+        return st;
+    }
+    return std::unique_ptr<kv_store>(std::move(store));
+}
+
+}  // namespace loom::bootstrap::detail

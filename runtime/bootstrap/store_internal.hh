@@ -1,0 +1,71 @@
+// Internal to runtime/bootstrap: what the stores and discover() share. Not installed.
+//
+// Every store answers get/wait within the caller's deadline and names the key it waited for
+// in the timeout message; rank and job come from the identity the store was opened with.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/kv_store.hh"
+#include "base/status.hh"
+#include "bootstrap/bootstrap.hh"
+
+namespace loom::bootstrap::detail {
+
+struct host_port {
+    std::string host;
+    uint16_t port = 0;
+};
+
+/// "host:port" or "[v6addr]:port"; the message names the text and what is expected.
+result<host_port> parse_host_port(std::string_view text);
+
+/// Checks an address as connect_store() accepts it ("host:port" or "file:DIR").
+status validate_address(std::string_view address);
+
+/// Rank 0 listens on `where` and serves; the others connect until `timeout_s` passes.
+result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const identity& me,
+                                                 double timeout_s);
+/// A directory of files, one per key, published by an exclusive atomic rename.
+result<std::unique_ptr<kv_store>> open_file_store(const std::string& dir, const identity& me,
+                                                  double timeout_s);
+/// An in-process map, for a job of one rank.
+std::unique_ptr<kv_store> open_memory_store();
+
+/// A LOOM_ERR_TIMEOUT status.
+inline status timeout_error(std::string message) {
+    return {LOOM_ERR_TIMEOUT, std::move(message)};
+}
+
+/// "2.5 s": how timeouts read in messages.
+std::string seconds_text(double seconds);
+
+/// The ranks in [first, size) for which `registered(rank)` is false, as "2,5,7" ("none" if
+/// all registered).
+template <class Pred>
+std::string missing_ranks(int first, int size, Pred registered) {
+    std::string out;
+    for (int r = first; r < size; ++r) {
+        if (!registered(r)) {
+            out += (out.empty() ? "" : ",") + std::to_string(r);
+        }
+    }
+    return out.empty() ? "none" : out;
+}
+
+/// Sleeps a little longer each time (from 100 µs up to `max_s`): how stores and connect
+/// loops wait when there is no event to sleep on, so 8 ranks on 2 cores stay cheap.
+class backoff {
+  public:
+    explicit backoff(double max_s = 0.005) : max_s_(max_s) {}
+    void pause(double remaining_s);
+
+  private:
+    double next_s_ = 100e-6;
+    double max_s_;
+};
+
+}  // namespace loom::bootstrap::detail

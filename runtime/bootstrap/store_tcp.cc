@@ -1,0 +1,365 @@
+// The TCP key/value store, client side: rank 0 serves (store_tcp_server.cc), the others
+// connect, retrying until the deadline, register (rank, size, job) and send requests. Every
+// request has a deadline; the messages name the rank, the rendezvous and the key.
+#include <endian.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "bootstrap/store_tcp.hh"
+
+namespace loom::bootstrap::detail {
+
+// ---- frames --------------------------------------------------------------------------------
+
+frame_writer& frame_writer::u8(uint8_t v) {
+    buf_.push_back(static_cast<char>(v));
+    return *this;
+}
+
+frame_writer& frame_writer::u32(uint32_t v) {
+    uint32_t le = htole32(v);
+    buf_.append(reinterpret_cast<const char*>(&le), 4);
+    return *this;
+}
+
+frame_writer& frame_writer::str(std::string_view s) {
+    u32(static_cast<uint32_t>(s.size()));
+    buf_.append(s);
+    return *this;
+}
+
+std::string frame_writer::finish() {
+    uint32_t le = htole32(static_cast<uint32_t>(buf_.size() - 4));
+    std::memcpy(buf_.data(), &le, 4);
+    return std::move(buf_);
+}
+
+bool frame_reader::u8(uint8_t* v) {
+    if (rest_.empty()) {
+        return false;
+    }
+    *v = static_cast<uint8_t>(rest_.front());
+    rest_.remove_prefix(1);
+    return true;
+}
+
+bool frame_reader::u32(uint32_t* v) {
+    if (rest_.size() < 4) {
+        return false;
+    }
+    std::memcpy(v, rest_.data(), 4);
+    *v = le32toh(*v);
+    rest_.remove_prefix(4);
+    return true;
+}
+
+bool frame_reader::str(std::string* s) {
+    uint32_t n = 0;
+    if (!u32(&n) || rest_.size() < n) {
+        return false;
+    }
+    s->assign(rest_.substr(0, n));
+    rest_.remove_prefix(n);
+    return true;
+}
+
+// ---- socket I/O with a deadline ------------------------------------------------------------
+
+namespace {
+
+// Waits for `events` on `fd` until the deadline: 0, -ETIMEDOUT or -errno.
+int wait_fd(int fd, short events, const deadline& until) {
+    for (;;) {
+        double left = until.remaining_s();
+        if (left <= 0) {
+            return -ETIMEDOUT;
+        }
+        pollfd p{fd, events, 0};
+        int n = poll(&p, 1, static_cast<int>(std::ceil(std::min(left, 3600.0) * 1e3)));
+        if (n > 0) {
+            return 0;
+        }
+        if (n < 0 && errno != EINTR) {
+            return -errno;
+        }
+    }
+}
+
+}  // namespace
+
+int send_all(int fd, std::string_view data, const deadline& until) {
+    while (!data.empty()) {
+        ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n > 0) {
+            data.remove_prefix(static_cast<size_t>(n));
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (int rc = wait_fd(fd, POLLOUT, until); rc != 0) {
+                return rc;
+            }
+        } else {
+            return errno == EPIPE ? -ECONNRESET : -errno;
+        }
+    }
+    return 0;
+}
+
+namespace {
+
+int recv_exact(int fd, char* out, size_t len, const deadline& until) {
+    while (len > 0) {
+        ssize_t n = recv(fd, out, len, 0);
+        if (n > 0) {
+            out += n;
+            len -= static_cast<size_t>(n);
+        } else if (n == 0) {
+            return -ECONNRESET;
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (int rc = wait_fd(fd, POLLIN, until); rc != 0) {
+                return rc;
+            }
+        } else {
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+int recv_frame(int fd, std::string* body, const deadline& until) {
+    uint32_t len = 0;
+    if (int rc = recv_exact(fd, reinterpret_cast<char*>(&len), 4, until); rc != 0) {
+        return rc;
+    }
+    len = le32toh(len);
+    if (len > max_frame_bytes) {
+        return -EPROTO;
+    }
+    body->resize(len);
+    return recv_exact(fd, body->data(), len, until);
+}
+
+std::string address_text(const host_port& where) {
+    bool v6 = where.host.find(':') != std::string::npos;
+    return (v6 ? "[" + where.host + "]" : where.host) + ":" + std::to_string(where.port);
+}
+
+namespace {
+
+// One connection attempt to any address of `where`, bounded by `until` (and by one second,
+// so a host that drops SYNs does not eat the whole budget in one try): fd or -errno.
+int try_connect(const host_port& where, const deadline& until, std::string* why) {
+    addrinfo hints{};
+    hints.ai_family   = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags    = AI_NUMERICSERV;
+    addrinfo* list    = nullptr;
+    std::string port  = std::to_string(where.port);
+    if (int rc = getaddrinfo(where.host.c_str(), port.c_str(), &hints, &list); rc != 0) {
+        *why = std::string("cannot resolve host: ") + gai_strerror(rc);
+        return -1;
+    }
+    int fd = -1;
+    for (addrinfo* ai = list; ai != nullptr && fd < 0; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            *why = std::strerror(errno);
+            continue;
+        }
+        int err = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
+        if (err == EINPROGRESS) {
+            deadline attempt(std::min(1.0, until.remaining_s()));
+            err            = -wait_fd(fd, POLLOUT, attempt);
+            socklen_t size = sizeof err;
+            if (err == 0) {
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &size);
+            }
+        }
+        if (err != 0) {
+            *why = std::strerror(err);
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(list);
+    if (fd >= 0) {
+        int one = 1;  // requests are small and answered one at a time
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    return fd;
+}
+
+std::string io_error_text(int rc) {
+    if (rc == -ECONNRESET) {
+        return "the connection closed (rank 0's store is gone)";
+    }
+    if (rc == -EPROTO) {
+        return "a malformed answer (not a loom rendezvous?)";
+    }
+    return std::strerror(-rc);
+}
+
+// Rank 0: the server, plus lingering until the connected ranks are done with it.
+class root_store final : public kv_store {
+  public:
+    root_store(std::unique_ptr<tcp_server> server, double linger_s)
+        : server_(std::move(server)), linger_s_(linger_s) {}
+    ~root_store() override { server_->linger(linger_s_); }
+
+    status set(std::string_view key, std::string_view value) override {
+        return server_->set(key, value);
+    }
+    result<std::string> get(std::string_view key, double timeout_s) override {
+        return server_->get(key, timeout_s);
+    }
+    status wait(const std::vector<std::string>& keys, double timeout_s) override {
+        return server_->wait(keys, timeout_s);
+    }
+
+  private:
+    std::unique_ptr<tcp_server> server_;
+    double linger_s_;
+};
+
+// Ranks 1..N-1: one connection, one request at a time (a mutex: drivers may share the store
+// between threads during connect).
+class client_store final : public kv_store {
+  public:
+    client_store(int fd, const host_port& where, const identity& me, double op_timeout_s)
+        : fd_(fd), where_(address_text(where)), me_(me), op_timeout_s_(op_timeout_s) {}
+    ~client_store() override { close(fd_); }
+
+    // Registers; a refusal (duplicate rank, wrong size or job) is an invalid argument.
+    status hello() {
+        frame_writer w;
+        w.u8(uint8_t(wire_op::hello)).u32(uint32_t(me_.rank)).u32(uint32_t(me_.size));
+        std::string answer;
+        return request(w.str(me_.job).finish(), op_timeout_s_, "registration", &answer);
+    }
+
+    status set(std::string_view key, std::string_view value) override {
+        frame_writer w;
+        std::string answer;
+        return request(w.u8(uint8_t(wire_op::set)).str(key).str(value).finish(), op_timeout_s_,
+                       "key '" + std::string(key) + "'", &answer);
+    }
+
+    result<std::string> get(std::string_view key, double timeout_s) override {
+        frame_writer w;
+        w.u8(uint8_t(wire_op::get)).u32(timeout_ms(timeout_s)).str(key);
+        std::string value;
+        if (status st = request(w.finish(), timeout_s, "key '" + std::string(key) + "'", &value);
+            !st) {
+            return st;
+        }
+        return value;
+    }
+
+    status wait(const std::vector<std::string>& keys, double timeout_s) override {
+        frame_writer w;
+        w.u8(uint8_t(wire_op::wait)).u32(timeout_ms(timeout_s)).u32(uint32_t(keys.size()));
+        for (const auto& k : keys) {
+            w.str(k);
+        }
+        std::string answer;
+        return request(w.finish(), timeout_s, std::to_string(keys.size()) + " keys", &answer);
+    }
+
+  private:
+    static uint32_t timeout_ms(double timeout_s) {
+        double ms = std::ceil(std::max(0.0, timeout_s) * 1e3);
+        return static_cast<uint32_t>(std::min(ms, double(std::numeric_limits<uint32_t>::max())));
+    }
+
+    status request(const std::string& frame, double timeout_s, const std::string& what,
+                   std::string* answer);
+
+    std::mutex mu_;
+    int fd_;
+    std::string where_;
+    identity me_;
+    double op_timeout_s_;
+};
+
+status client_store::request(const std::string& frame, double timeout_s, const std::string& what,
+                             std::string* answer) {
+    std::lock_guard lock(mu_);
+    std::string who = "bootstrap: rank " + std::to_string(me_.rank);
+    // The server answers a get/wait at its deadline; the extra second covers the trip, so
+    // only a server that stopped answering trips this one.
+    deadline until(std::max(0.0, timeout_s) + 1.0);
+    std::string body;
+    int rc = send_all(fd_, frame, until);
+    rc     = rc != 0 ? rc : recv_frame(fd_, &body, until);
+    if (rc == -ETIMEDOUT) {
+        return timeout_error(who + " got no answer about " + what + " from the rendezvous " +
+                             where_ + " within " + seconds_text(timeout_s));
+    }
+    if (rc != 0) {
+        return {LOOM_ERR_PEER_FAILURE, who + " lost the rendezvous " + where_ + " during " + what +
+                                           ": " + io_error_text(rc)};
+    }
+    frame_reader r(body);
+    uint8_t code = 0;
+    if (!r.u8(&code) || !r.str(answer)) {
+        return {LOOM_ERR_PEER_FAILURE, who + " got a malformed answer from " + where_};
+    }
+    switch (static_cast<wire_reply>(code)) {
+        case wire_reply::ok:
+            return status::ok();
+        case wire_reply::timeout:
+            return timeout_error(who + " timed out after " + seconds_text(timeout_s) +
+                                 " waiting at the rendezvous " + where_ + " for " + *answer);
+        default:
+            return invalid_argument(*answer);  // the server's message names rank and cause
+    }
+}
+
+}  // namespace
+
+result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const identity& me,
+                                                 double timeout_s) {
+    if (me.rank == 0) {
+        auto server = tcp_server::start(where, me);
+        if (!server) {
+            return server.error();
+        }
+        return std::unique_ptr<kv_store>(new root_store(std::move(*server), timeout_s));
+    }
+    deadline until(timeout_s);
+    backoff wait(0.1);
+    std::string why = "no attempt";
+    for (;;) {
+        int fd = try_connect(where, until, &why);
+        if (fd >= 0) {
+            auto store = std::make_unique<client_store>(fd, where, me, timeout_s);
+            if (status st = store->hello(); !st) {
+                return st;
+            }
+            return std::unique_ptr<kv_store>(std::move(store));
+        }
+        if (until.expired()) {
+            return timeout_error("bootstrap: rank " + std::to_string(me.rank) +
+                                 " could not reach the rendezvous " + address_text(where) +
+                                 " within " + seconds_text(timeout_s) + " (last error: " + why +
+                                 ")");
+        }
+        wait.pause(until.remaining_s());
+    }
+}
+
+}  // namespace loom::bootstrap::detail

@@ -1,0 +1,133 @@
+// Internal to runtime/bootstrap: the TCP store's wire format and rank 0's server.
+//
+// Wire format: every message is a frame, a little-endian u32 body length and the body. A
+// request body is an op byte and its fields; strings are a u32 length and the bytes.
+//   hello  i32 rank, i32 size, str job       → ok | error (duplicate rank, wrong size, job)
+//   set    str key, str value                → ok | error (key already set)
+//   get    u32 timeout_ms, str key           → ok + str value | timeout + str detail
+//   wait   u32 timeout_ms, u32 n, n × str    → ok | timeout + str detail
+// The server parks a get/wait until its keys exist or its deadline passes, so a waiting
+// client costs nothing; the detail of a timeout names the missing key and the ranks that
+// never registered, which is usually the real cause.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/clock.hh"
+#include "bootstrap/store_internal.hh"
+
+namespace loom::bootstrap::detail {
+
+enum class wire_op : uint8_t { hello = 1, set = 2, get = 3, wait = 4 };
+enum class wire_reply : uint8_t { ok = 0, error = 1, timeout = 2 };
+
+// Keys and values are addresses and small blobs; anything near this is a corrupt stream.
+constexpr uint32_t max_frame_bytes = 16u << 20;
+
+/// Builds one frame; finish() fills in the length.
+class frame_writer {
+  public:
+    frame_writer() : buf_(4, '\0') {}
+    frame_writer& u8(uint8_t v);
+    frame_writer& u32(uint32_t v);
+    frame_writer& str(std::string_view s);
+    std::string finish();
+
+  private:
+    std::string buf_;
+};
+
+/// Reads a frame body; every accessor checks the remaining length.
+class frame_reader {
+  public:
+    explicit frame_reader(std::string_view body) : rest_(body) {}
+    bool u8(uint8_t* v);
+    bool u32(uint32_t* v);
+    bool str(std::string* s);
+
+  private:
+    std::string_view rest_;
+};
+
+/// Blocking-with-deadline socket I/O for the client side: 0, or -errno (-ETIMEDOUT when the
+/// deadline passed, -ECONNRESET when the peer closed).
+int send_all(int fd, std::string_view data, const deadline& until);
+int recv_frame(int fd, std::string* body, const deadline& until);
+
+/// "host:port" for messages.
+std::string address_text(const host_port& where);
+
+/// Rank 0's store server: a thread that accepts the other ranks, checks their registration
+/// and serves their requests; rank 0 itself reads and writes the same map directly.
+class tcp_server {
+  public:
+    /// Binds `where` (or 0.0.0.0 with its port, when its host is not a local address).
+    static result<std::unique_ptr<tcp_server>> start(const host_port& where, const identity& me);
+    ~tcp_server();
+
+    status set(std::string_view key, std::string_view value);
+    result<std::string> get(std::string_view key, double timeout_s);
+    status wait(const std::vector<std::string>& keys, double timeout_s);
+    /// Waits until every other rank has registered and gone, or `timeout_s` passes: rank 0's
+    /// store must outlive the others' use of it.
+    void linger(double timeout_s);
+
+  private:
+    struct conn {
+        int fd      = -1;
+        uint64_t id = 0;   // waiters name their connection by id: fds are reused
+        int rank    = -1;  // -1 until hello succeeds
+        std::string in, out;
+        bool close_after_flush = false;
+    };
+    struct waiter {
+        uint64_t conn_id;
+        std::vector<std::string> keys;
+        double end_s;
+        bool wants_value;  // get: reply with the value; wait: just ok
+    };
+    enum class rank_state : uint8_t { never, connected, gone };
+
+    tcp_server(int listen_fd, int wake_fd, const host_port& where, const identity& me);
+    void run();
+    int poll_timeout_ms() const;
+    void accept_all();
+    bool read_conn(conn& c);
+    void handle_frame(conn& c, std::string_view body);
+    void handle_hello(conn& c, frame_reader& r);
+    void handle_request(conn& c, wire_op op, frame_reader& r);
+    void serve_waiters();
+    void reply(conn& c, wire_reply code, std::string_view payload, bool close = false);
+    void flush(conn& c);
+    void drop(conn& c);
+    conn* find_conn(uint64_t id);
+    // The first key in `keys` that is missing, or nullptr. Caller holds mu_.
+    const std::string* first_missing(const std::vector<std::string>& keys) const;
+    std::string never_registered_locked() const;
+    std::string timeout_detail(const std::string& key);
+
+    int listen_fd_;
+    int wake_fd_;  // eventfd: a local set() or the destructor wakes the poll loop
+    std::string where_;
+    identity me_;
+    std::vector<conn> conns_;      // server thread only
+    std::vector<waiter> waiters_;  // server thread only
+    uint64_t next_conn_id_ = 1;    // server thread only
+    std::thread thread_;
+    bool stop_ = false;  // guarded by mu_
+
+    mutable std::mutex mu_;
+    std::condition_variable cv_;  // a key arrived or a rank registered or left
+    std::map<std::string, std::string, std::less<>> kv_;
+    std::vector<rank_state> ranks_;
+};
+
+}  // namespace loom::bootstrap::detail

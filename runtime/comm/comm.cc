@@ -1,0 +1,343 @@
+// The communicator: connect, plan (with the per-communicator cache), start, wait.
+#include "comm/comm.hh"
+
+#include <cstring>
+
+#include "base/check.hh"
+#include "base/log.hh"
+#include "engine/reduce.hh"
+
+namespace loom::comm {
+namespace {
+
+uint64_t splitmix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char ch : s) {
+        h = (h ^ ch) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+// What identifies a call's schedule besides its primitive: count, root and peer as the
+// generator sees them (send/recv: root = source, peer = destination; barrier: 1 element).
+struct call_shape {
+    int64_t count;
+    int root, peer;
+};
+
+call_shape shape_of(const call_args& a, int rank) {
+    call_shape s{static_cast<int64_t>(a.count), a.root, 0};
+    if (a.kind == call_kind::send) {
+        s.root = rank, s.peer = a.peer;
+    } else if (a.kind == call_kind::recv) {
+        s.root = a.peer, s.peer = rank;
+    } else if (a.kind == call_kind::barrier) {
+        s.count = 1, s.root = 0;
+    } else if (!schedule::has_root(primitive_of(a.kind))) {
+        s.root = 0;
+    }
+    return s;
+}
+
+// The call as a generator sees it, on this communicator's topology.
+algorithms::call to_call(const call_args& a, const call_options& o, int rank, int size,
+                         const topology::shape& topo) {
+    call_shape s = shape_of(a, rank);
+    algorithms::call c;
+    c.coll   = primitive_of(a.kind);
+    c.nranks = size;
+    c.count  = s.count;
+    c.root   = s.root;
+    c.peer   = s.peer;
+    c.dtype_size =
+        a.kind == call_kind::barrier ? 1 : static_cast<uint32_t>(loom_dtype_size(dtype_of(a)));
+    c.segments = o.segments;
+    c.channels = o.channels;
+    c.topo     = topo;
+    return c;
+}
+
+}  // namespace
+
+uint64_t call_signature(call_kind kind, const algorithms::call& c, std::string_view algorithm,
+                        loom_dtype_t dtype, loom_op_t op) {
+    // send and recv are the two halves of one sendrecv: they must sign alike.
+    int prim = kind == call_kind::recv ? static_cast<int>(call_kind::send) : static_cast<int>(kind);
+    uint64_t h = splitmix(static_cast<uint64_t>(prim));
+    for (uint64_t v :
+         {static_cast<uint64_t>(c.count), static_cast<uint64_t>(dtype),
+          static_cast<uint64_t>(kind_reduces(kind) ? op : 0), static_cast<uint64_t>(c.root),
+          static_cast<uint64_t>(c.peer), fnv1a(algorithm), static_cast<uint64_t>(c.segments),
+          static_cast<uint64_t>(c.channels)}) {
+        h = splitmix(h ^ v);
+    }
+    return h;
+}
+
+size_t communicator::plan_key_hash::operator()(const plan_key& k) const {
+    uint64_t h = splitmix(k.kind ^ k.requested);
+    for (int64_t v : {k.count, int64_t{k.dtype}, int64_t{k.op}, int64_t{k.root}, int64_t{k.peer},
+                      int64_t{k.segments}, int64_t{k.channels}}) {
+        h = splitmix(h ^ static_cast<uint64_t>(v));
+    }
+    return static_cast<size_t>(h);
+}
+
+communicator::communicator(settings s, std::shared_ptr<kv_store> store)
+    : settings_(std::move(s)), store_(std::move(store)) {
+    handles_.resize(static_cast<size_t>(settings_.max_inflight));
+    send_seq_.assign(static_cast<size_t>(settings_.size), 0);
+    recv_seq_.assign(static_cast<size_t>(settings_.size), 0);
+}
+
+communicator::~communicator() {
+    if (engine_) {
+        // Calls still in flight hold driver operations on user buffers: fail them, then
+        // stop the engine (its progress thread) before the endpoint goes.
+        engine_->abort(LOOM_ERR_PEER_FAILURE,
+                       "rank " + std::to_string(rank()) + ": the communicator was destroyed");
+        for (auto& h : handles_) {
+            if (h.in_use) {
+                engine_->release(h.r);
+                h = request_handle{};
+            }
+        }
+        engine_.reset();
+    }
+    if (endpoint_) {
+        endpoint_->close();
+    }
+}
+
+result<std::unique_ptr<communicator>> communicator::create(settings s,
+                                                           std::shared_ptr<kv_store> store) {
+    std::unique_ptr<communicator> c(new communicator(std::move(s), std::move(store)));
+    if (status st = c->connect(); !st) {
+        return st;
+    }
+    return c;
+}
+
+status communicator::connect() {
+    drivers::endpoint_config ec;
+    ec.rank      = settings_.rank;
+    ec.size      = settings_.size;
+    ec.job       = settings_.job;
+    ec.store     = store_.get();
+    ec.timeout_s = settings_.timeout_s;
+    auto ep      = drivers::open(settings_.transport, ec);
+    if (!ep) {
+        return status(ep.error())
+            .prefix("rank " + std::to_string(rank()) + ": transport " + settings_.transport + ": ");
+    }
+    endpoint_ = std::move(ep).value();
+    LOOM_CHECK(endpoint_->connect());
+    engine::engine_config cfg;
+    cfg.rank         = settings_.rank;
+    cfg.size         = settings_.size;
+    cfg.comm_id      = settings_.comm_id;
+    cfg.timeout_s    = settings_.timeout_s;
+    cfg.max_requests = settings_.max_inflight;
+    cfg.progress     = settings_.progress;
+    auto e           = engine::engine::create(cfg, *endpoint_);
+    if (!e) {
+        return e.error();
+    }
+    engine_ = std::move(e).value();
+    LOOM_LOG_INFO(log::subsystem::init, "rank %d of %d: %s communicator up (job %s, %s)", rank(),
+                  size(), settings_.transport.c_str(), settings_.job.c_str(),
+                  settings_.topo.to_string().c_str());
+    return status::ok();
+}
+
+result<cached_plan> communicator::build_plan(const algorithms::call& c,
+                                             const algorithms::algorithm& algo, call_kind kind,
+                                             loom_dtype_t dtype, loom_op_t op) {
+    auto steps = algorithms::generate_rank(algo, c, rank());
+    if (!steps) {
+        return steps.error();
+    }
+    schedule::schedule_info info;
+    info.coll       = c.coll;
+    info.nranks     = c.nranks;
+    info.count      = c.count;
+    info.root       = c.root;
+    info.peer       = c.peer;
+    info.dtype_size = c.dtype_size;
+    info.algorithm  = std::string(algo.name);
+    info.topology   = c.topo.to_string();
+    info.segments   = c.segments;
+    info.channels   = c.channels;
+    cached_plan out;
+    out.signature = call_signature(kind, c, algo.name, dtype, op);
+    auto p        = engine::compile(info, *steps, dtype, out.signature);
+    if (!p) {
+        return status(p.error()).prefix(std::string(kind_name(kind)) + " " +
+                                        std::string(algo.name) + " on rank " +
+                                        std::to_string(rank()) + ": ");
+    }
+    out.plan = std::move(p).value();
+    return out;
+}
+
+result<cached_plan> communicator::plan_for(const call_args& a, const call_options& o) {
+    // Looked up before the algorithm is chosen: the choice is a function of the key (the
+    // requested name, LOOM_ALGO fixed per communicator, and the call), so a repeated call
+    // costs one hash look-up and no allocation.
+    loom_dtype_t dtype = a.kind == call_kind::barrier ? LOOM_UINT8 : dtype_of(a);
+    loom_op_t op       = a.kind == call_kind::barrier ? LOOM_MAX : op_of(a);
+    call_shape s       = shape_of(a, rank());
+    plan_key key{static_cast<uint8_t>(a.kind),
+                 o.algorithm.empty() ? 0 : fnv1a(o.algorithm),
+                 s.count,
+                 static_cast<int>(dtype),
+                 kind_reduces(a.kind) ? static_cast<int>(op) : 0,
+                 s.root,
+                 s.peer,
+                 o.segments,
+                 o.channels};
+    if (auto it = plans_.find(key); it != plans_.end() && it->second.requested == o.algorithm) {
+        return it->second;
+    }
+    algorithms::call c = to_call(a, o, rank(), size(), settings_.topo);
+    auto chosen        = choose_algorithm(c, o.algorithm, settings_.algos);
+    if (!chosen) {
+        return status(chosen.error()).prefix("rank " + std::to_string(rank()) + ": ");
+    }
+    auto built = build_plan(c, **chosen, a.kind, dtype, op);
+    if (!built) {
+        return built.error();
+    }
+    built->requested = std::string(o.algorithm);
+    // Calls in flight keep their plans alive (shared_ptr), so starting afresh is safe.
+    if (plans_.size() >= static_cast<size_t>(settings_.plan_cache)) {
+        plans_.clear();
+    }
+    plans_.insert_or_assign(key, *built);
+    return built;
+}
+
+uint32_t* communicator::counter_for(const call_args& a) {
+    if (a.kind == call_kind::send) {
+        return &send_seq_[static_cast<size_t>(a.peer)];
+    }
+    if (a.kind == call_kind::recv) {
+        return &recv_seq_[static_cast<size_t>(a.peer)];
+    }
+    return &coll_seq_;
+}
+
+result<engine::request*> communicator::start(const call_args& a, uint8_t* barrier_bytes,
+                                             uint32_t* seq) {
+    if (aborted_.load(std::memory_order_acquire)) {
+        return status(LOOM_ERR_PEER_FAILURE, std::string(kind_name(a.kind)) + " on rank " +
+                                                 std::to_string(rank()) +
+                                                 ": the communicator was aborted");
+    }
+    call_options o;
+    LOOM_CHECK(check_args(a, rank(), size(), &o));
+    auto cp = plan_for(a, o);
+    if (!cp) {
+        return cp.error();
+    }
+    engine::call_buffers b;
+    b.input  = a.sendbuf;
+    b.output = a.recvbuf;
+    b.dtype  = dtype_of(a);
+    b.op     = kind_reduces(a.kind) ? op_of(a) : LOOM_SUM;
+    if (a.kind == call_kind::barrier) {
+        barrier_bytes[0] = 0;
+        b.input = barrier_bytes, b.output = barrier_bytes + 1;
+        b.dtype = LOOM_UINT8, b.op = LOOM_MAX;
+    }
+    uint32_t* counter = counter_for(a);
+    bool p2p          = a.kind == call_kind::send || a.kind == call_kind::recv;
+    auto r            = engine_->start(cp->plan, b, *counter, p2p, o.timeout_s);
+    if (!r) {
+        return r.error();
+    }
+    *seq = (*counter)++;
+    return r;
+}
+
+loom_status_t communicator::finish(engine::request* r, call_kind kind, loom_status_t code) {
+    if (code != LOOM_SUCCESS) {
+        record_failure(engine_->failure_of(r), kind_name(kind));
+    }
+    return code;
+}
+
+loom_status_t communicator::run_blocking(const call_args& a) {
+    uint8_t barrier_bytes[2];
+    uint32_t seq = 0;
+    auto r       = start(a, barrier_bytes, &seq);
+    if (!r) {
+        return record_error(r.error(), rank(), kind_name(a.kind));
+    }
+    loom_status_t code = finish(*r, a.kind, engine_->wait(*r, -1));
+    engine_->release(*r);
+    return code;
+}
+
+result<request_handle*> communicator::start_nonblocking(const call_args& a) {
+    request_handle* h = nullptr;
+    for (auto& slot : handles_) {
+        if (!slot.in_use) {
+            h = &slot;
+            break;
+        }
+    }
+    if (!h) {
+        return status(LOOM_ERR_NO_RESOURCE, std::string(kind_name(a.kind)) + " on rank " +
+                                                std::to_string(rank()) + ": " +
+                                                std::to_string(handles_.size()) +
+                                                " requests are not freed yet (LOOM_MAX_INFLIGHT)");
+    }
+    auto r = start(a, h->barrier_bytes, &h->seq);
+    if (!r) {
+        return r.error();
+    }
+    h->comm   = this;
+    h->r      = *r;
+    h->kind   = a.kind;
+    h->in_use = true;
+    return h;
+}
+
+loom_status_t communicator::test(request_handle* h, int* done) {
+    loom_status_t code = engine_->test(h->r);
+    *done              = code == LOOM_IN_PROGRESS ? 0 : 1;
+    return code == LOOM_IN_PROGRESS ? LOOM_SUCCESS : finish(h->r, h->kind, code);
+}
+
+loom_status_t communicator::wait(request_handle* h, double timeout_s) {
+    return finish(h->r, h->kind, engine_->wait(h->r, timeout_s));
+}
+
+loom_status_t communicator::free_request(request_handle* h) {
+    if (engine_->test(h->r) == LOOM_IN_PROGRESS) {
+        return LOOM_IN_PROGRESS;  // not an error: nothing freed, the call goes on
+    }
+    engine_->release(h->r);
+    *h = request_handle{};
+    return LOOM_SUCCESS;
+}
+
+void communicator::progress() {
+    engine_->progress();
+}
+
+void communicator::abort(const std::string& reason) {
+    aborted_.store(true, std::memory_order_release);  // R: pairs with the acquire in start()
+    engine_->abort(LOOM_ERR_PEER_FAILURE,
+                   "rank " + std::to_string(rank()) + " aborted the communicator: " + reason);
+}
+
+}  // namespace loom::comm

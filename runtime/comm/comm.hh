@@ -1,0 +1,264 @@
+// Communicators: the object behind loom_comm_t (DESIGN.md "How data moves", steps 1-3).
+//
+// A communicator owns one driver endpoint and one engine over it, plus what the C API
+// needs between calls: the rendezvous store (shared with the communicators split from it),
+// the parsed LOOM_ALGO table, the plan cache and the sequence counters.
+//
+// The path of a call (communicator::start): argcheck (nothing sent on bad input) → choose
+// the algorithm (attribute, LOOM_ALGO, default rule; never a silent fallback) → the plan
+// from the cache, or generate_rank + engine::compile → engine::start with the next
+// sequence number → (blocking calls) wait.
+//
+// Sequence numbers: collectives take the communicator's counter, which advances on every
+// rank in the same order because collective calls are made in the same order everywhere;
+// point-to-point calls take a per-pair counter (sends to b, receives from a), so the k-th
+// send from a to b meets b's k-th receive from a. A call that fails before it starts
+// consumes no number.
+//
+// Split: every child has its own endpoint and engine (not the parent's endpoint with a
+// different comm id in the tag): an endpoint is owned by one engine (driver.hh), and
+// sharing one would need a demultiplexer of completions and control notices between
+// engines. The child's addresses go through the parent's store under a key prefix derived
+// from (parent job, split number, color), which also names its shm segments.
+#pragma once
+
+#include <loom/loom.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "algorithms/algorithm.hh"
+#include "base/kv_store.hh"
+#include "base/status.hh"
+#include "drivers/driver.hh"
+#include "engine/engine.hh"
+#include "topology/topology.hh"
+
+namespace loom::comm {
+
+/// What the C API calls: the primitives, the two halves of a point-to-point transfer and
+/// the barrier.
+enum class call_kind : uint8_t {
+    broadcast,
+    reduce,
+    allreduce,
+    reduce_scatter,
+    allgather,
+    alltoall,
+    send,
+    recv,
+    barrier,
+};
+
+/// "allreduce", "send", "barrier" …: the names in messages and loom_error_info_t.
+const char* kind_name(call_kind k);
+/// The schedule primitive that runs a call (send/recv: sendrecv; barrier: allreduce).
+schedule::collective primitive_of(call_kind k);
+/// True for the kinds that combine values with an op.
+bool kind_reduces(call_kind k);
+
+/// One call as the C API received it.
+struct call_args {
+    call_kind kind      = call_kind::allreduce;
+    const void* sendbuf = nullptr;
+    void* recvbuf       = nullptr;
+    size_t count        = 0;
+    // dtype and op as the integers C passed: a value outside the enum is an error to report,
+    // and loading it as a C++ enum would be undefined (check_args validates these first).
+    int dtype                    = LOOM_FLOAT32;
+    int op                       = LOOM_SUM;
+    int root                     = 0;   // broadcast, reduce
+    int peer                     = -1;  // send, recv
+    const loom_coll_attr_t* attr = nullptr;
+};
+
+/// The dtype and op of a call that passed check_args.
+inline loom_dtype_t dtype_of(const call_args& a) {
+    return static_cast<loom_dtype_t>(a.dtype);
+}
+inline loom_op_t op_of(const call_args& a) {
+    return static_cast<loom_op_t>(a.op);
+}
+
+/// The per-call attribute after versioning and defaults.
+struct call_options {
+    std::string_view algorithm;  // empty: LOOM_ALGO, else the default rule (the
+                                 // attribute's string, valid while the call starts)
+    double timeout_s = -1;       // < 0: the communicator's
+    int segments     = 1;
+    int channels     = 1;
+};
+
+// argcheck.cc ---------------------------------------------------------------------------
+
+/// Checks a call against the C API's rules (loom.h) on a communicator of `size` ranks where
+/// this is `rank`, and resolves its attribute. LOOM_ERR_INVALID_ARGUMENT names the argument.
+status check_args(const call_args& a, int rank, int size, call_options* out);
+
+/// Resolves a versioned struct's size: ok when `struct_size` is at least the first field
+/// and at most ours; a newer caller's larger struct is LOOM_ERR_NOT_SUPPORTED.
+status check_struct_size(size_t struct_size, size_t ours, const char* what);
+/// True when the caller's struct (of `struct_size` bytes) contains the field ending at
+/// `field_end` (offsetof + sizeof).
+inline bool has_field(size_t struct_size, size_t field_end) {
+    return struct_size >= field_end;
+}
+
+// algo_choice.cc ------------------------------------------------------------------------
+
+/// LOOM_ALGO parsed: one algorithm name per primitive ("" where not given).
+class algo_table {
+  public:
+    /// The one grammar: "" (nothing chosen) or prim=name(;prim=name)*, no spaces, each
+    /// primitive at most once, each name in the catalogue for that primitive. Syntax errors
+    /// are LOOM_ERR_PARSE, unknown primitives or names LOOM_ERR_INVALID_ARGUMENT; every
+    /// message says what is allowed.
+    static result<algo_table> parse(std::string_view spec);
+    std::string_view for_primitive(schedule::collective c) const {
+        return names_[static_cast<int>(c)];
+    }
+
+  private:
+    std::string names_[schedule::collective_count];
+};
+
+/// The default rule (loom.h): binomial broadcast/reduce; allreduce recursive-doubling below
+/// 64 KiB, ring from 64 KiB; ring reduce_scatter/allgather; pairwise alltoall; direct
+/// sendrecv. `bytes` is the call's payload (schedule::payload_bytes).
+std::string_view default_algorithm(schedule::collective c, double bytes);
+constexpr double small_allreduce_bytes = 64 * 1024;
+
+/// Chooses the algorithm for `c`: `requested` (from `origin`, e.g. "the call's attribute"),
+/// else the table's entry, else the default. An unknown or inapplicable name is an error
+/// whose message lists the names applicable to this call.
+result<const algorithms::algorithm*> choose_algorithm(const algorithms::call& c,
+                                                      std::string_view requested,
+                                                      const algo_table& table);
+
+/// The names of the primitive's algorithms whose constraints admit `c`, "a, b, c".
+std::string applicable_names(const algorithms::call& c);
+
+// last_error.cc -------------------------------------------------------------------------
+
+/// Records a failure for loom_last_error() on this thread; returns st.code().
+loom_status_t record_error(const status& st, int rank, const char* collective);
+/// Records a failed call (from engine::failure_of).
+loom_status_t record_failure(const engine::failure& f, const char* collective);
+
+// comm.cc -------------------------------------------------------------------------------
+
+/// Everything a communicator was created with (after config, environment and defaults).
+struct settings {
+    int rank = 0;
+    int size = 1;
+    std::string transport;  // driver name for drivers::open
+    std::string job;
+    topology::shape topo           = topology::shape::star(1);
+    double timeout_s               = 60;
+    engine::progress_mode progress = engine::progress_mode::caller;
+    int max_inflight               = 16;
+    int plan_cache                 = 64;
+    uint16_t comm_id               = 0;
+    algo_table algos;
+};
+
+/// Resolves a loom_config_t (NULL: all defaults) against the parameter registry.
+/// Rank, size and job come from the config or bootstrap::discover(); `bootstrap` receives
+/// the rendezvous address and `bootstrap_timeout_s` its deadline.
+status resolve_settings(const loom_config_t* config, settings* out, std::string* bootstrap,
+                        double* bootstrap_timeout_s);
+
+class communicator;
+
+/// A non-blocking call: the handle loom_request_t points to. Handles live in a pool of the
+/// communicator sized max_inflight, so starting a call allocates nothing here.
+struct request_handle {
+    communicator* comm       = nullptr;
+    engine::request* r       = nullptr;
+    call_kind kind           = call_kind::allreduce;
+    uint32_t seq             = 0;
+    bool in_use              = false;
+    uint8_t barrier_bytes[2] = {0, 0};  // a barrier's 1-byte input and output
+};
+
+/// A call's compiled plan and what the engine needs to match it across ranks.
+struct cached_plan {
+    std::shared_ptr<const engine::plan> plan;
+    uint64_t signature = 0;
+    std::string requested;  // the algorithm name asked for ("": LOOM_ALGO or default)
+};
+
+class communicator {
+  public:
+    /// Creates the endpoint and engine for `s` over `store` and connects.
+    static result<std::unique_ptr<communicator>> create(settings s,
+                                                        std::shared_ptr<kv_store> store);
+    ~communicator();
+    communicator(const communicator&)            = delete;
+    communicator& operator=(const communicator&) = delete;
+
+    int rank() const { return settings_.rank; }
+    int size() const { return settings_.size; }
+    const settings& config() const { return settings_; }
+
+    /// Checks, plans and starts a call; on success *seq is its sequence number. `handle`
+    /// (non-blocking) or `local_bytes` (blocking barrier) supplies a barrier's bytes.
+    result<engine::request*> start(const call_args& a, uint8_t* barrier_bytes, uint32_t* seq);
+    /// Starts and waits (a blocking call); records the failure for loom_last_error.
+    loom_status_t run_blocking(const call_args& a);
+    /// Starts a non-blocking call into a pooled handle.
+    result<request_handle*> start_nonblocking(const call_args& a);
+
+    loom_status_t test(request_handle* h, int* done);
+    loom_status_t wait(request_handle* h, double timeout_s);
+    loom_status_t free_request(request_handle* h);
+    void progress();
+    void abort(const std::string& reason);
+
+    /// MPI_Comm_split; *out stays null for color LOOM_UNDEFINED.
+    status split(int color, int key, std::unique_ptr<communicator>* out);
+
+  private:
+    communicator(settings s, std::shared_ptr<kv_store> store);
+    status connect();
+    result<cached_plan> plan_for(const call_args& a, const call_options& o);
+    result<cached_plan> build_plan(const algorithms::call& c, const algorithms::algorithm& algo,
+                                   call_kind kind, loom_dtype_t dtype, loom_op_t op);
+    uint32_t* counter_for(const call_args& a);
+    loom_status_t finish(engine::request* r, call_kind kind, loom_status_t code);
+    status exchange_colors(int color, int key, std::vector<int>* all);
+
+    struct plan_key {
+        uint8_t kind;
+        uint64_t requested;  // hash of the requested name (0: none); cached_plan has it
+        int64_t count;
+        int dtype, op, root, peer, segments, channels;
+        bool operator==(const plan_key&) const = default;
+    };
+    struct plan_key_hash {
+        size_t operator()(const plan_key& k) const;
+    };
+
+    settings settings_;
+    std::shared_ptr<kv_store> store_;
+    std::unique_ptr<drivers::endpoint> endpoint_;
+    std::unique_ptr<engine::engine> engine_;
+    std::unordered_map<plan_key, cached_plan, plan_key_hash> plans_;
+    std::vector<request_handle> handles_;
+    uint32_t coll_seq_ = 0;
+    std::vector<uint32_t> send_seq_, recv_seq_;  // per peer
+    uint32_t splits_ = 0;
+    std::atomic<bool> aborted_{false};
+    std::string abort_reason_;
+};
+
+/// The 64-bit call signature the engine sends with every message: a hash of (primitive,
+/// count, dtype, op, root, peer, algorithm, segments, channels).
+uint64_t call_signature(call_kind kind, const algorithms::call& c, std::string_view algorithm,
+                        loom_dtype_t dtype, loom_op_t op);
+
+}  // namespace loom::comm

@@ -1,0 +1,188 @@
+// What a communicator is created with: loom_config_t fields, else the parameter registry
+// (LOOM_*), else the defaults of loom.h. Invalid values are errors, never ignored.
+#include <cstddef>
+#include <string>
+
+#include "base/params.hh"
+#include "bootstrap/bootstrap.hh"
+#include "comm/comm.hh"
+
+namespace loom::comm {
+namespace {
+
+// Reads field `f` of the caller's config only when its struct_size includes it.
+#define LOOM_CONFIG_HAS(cfg, f) \
+    has_field((cfg)->struct_size, offsetof(loom_config_t, f) + sizeof((cfg)->f))
+
+const char* text_field(const loom_config_t* c, const char* loom_config_t::*field, size_t end) {
+    return c && has_field(c->struct_size, end) ? c->*field : nullptr;
+}
+
+std::string param_or(const char* given, const char* param) {
+    return given ? std::string(given) : params::registry::global().get_string(param);
+}
+
+status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::string* address) {
+    int rank = c && LOOM_CONFIG_HAS(c, rank) ? c->rank : -1;
+    int size = c && LOOM_CONFIG_HAS(c, size) ? c->size : -1;
+    if ((rank < 0) != (size < 0)) {
+        return invalid_argument("loom_config_t: rank " + std::to_string(rank) + " and size " +
+                                std::to_string(size) +
+                                ": give both (>= 0, >= 1) or neither (-1: from the environment)");
+    }
+    const char* job =
+        text_field(c, &loom_config_t::job, offsetof(loom_config_t, job) + sizeof(char*));
+    const char* boot = text_field(c, &loom_config_t::bootstrap,
+                                  offsetof(loom_config_t, bootstrap) + sizeof(char*));
+    bool from_env    = rank < 0;
+    // The environment is consulted only for what the config does not give: a fully
+    // specified config does not fail on unrelated launcher variables.
+    bool need_env = from_env || (size > 1 && (!job || !boot));
+    if (need_env) {
+        auto found = bootstrap::discover();
+        if (!found) {
+            return found.error();
+        }
+        *id = *found;
+    }
+    if (!from_env) {
+        if (size < 1 || rank >= size) {
+            return invalid_argument("loom_config_t: rank " + std::to_string(rank) +
+                                    " is not in 0.." + std::to_string(size - 1));
+        }
+        // The environment's rendezvous only serves a job of the size it describes.
+        if (need_env && id->size != size && !boot) {
+            return invalid_argument("loom_config_t: size " + std::to_string(size) +
+                                    " but the environment describes " + std::to_string(id->size) +
+                                    " ranks: set loom_config_t.bootstrap (or LOOM_BOOTSTRAP)");
+        }
+        id->rank   = rank;
+        id->size   = size;
+        id->source = "config";
+        if (!need_env) {
+            id->timeout_s = params::registry::global().get_real("LOOM_BOOTSTRAP_TIMEOUT");
+        }
+    }
+    if (job) {
+        id->job = job;
+    }
+    if (id->job.empty()) {
+        id->job = "single";  // one rank from a config: names nothing shared
+    }
+    *address = boot ? std::string(boot) : id->bootstrap;
+    return status::ok();
+}
+
+status resolve_numbers(const loom_config_t* c, settings* s) {
+    auto& reg = params::registry::global();
+    double t  = c && LOOM_CONFIG_HAS(c, timeout_s) && c->timeout_s > 0
+                    ? c->timeout_s
+                    : reg.get_real("LOOM_TIMEOUT");
+    if (!(t > 0)) {
+        return invalid_argument("LOOM_TIMEOUT=" + std::to_string(t) + " s: must be positive");
+    }
+    s->timeout_s = t;
+    int mode     = c && LOOM_CONFIG_HAS(c, progress) ? static_cast<int>(c->progress) : 0;
+    if (mode < LOOM_PROGRESS_DEFAULT || mode > LOOM_PROGRESS_THREAD) {
+        return invalid_argument("loom_config_t.progress " + std::to_string(mode) +
+                                " is not a loom_progress_mode_t");
+    }
+    bool thread = mode == LOOM_PROGRESS_THREAD ||
+                  (mode == LOOM_PROGRESS_DEFAULT && reg.get_string("LOOM_PROGRESS") == "thread");
+    s->progress      = thread ? engine::progress_mode::thread : engine::progress_mode::caller;
+    int64_t inflight = c && LOOM_CONFIG_HAS(c, max_inflight) && c->max_inflight > 0
+                           ? c->max_inflight
+                           : reg.get_int("LOOM_MAX_INFLIGHT");
+    if (inflight < 1 || inflight > 4096) {
+        return invalid_argument("max_inflight " + std::to_string(inflight) +
+                                " (LOOM_MAX_INFLIGHT) must be 1..4096");
+    }
+    s->max_inflight = static_cast<int>(inflight);
+    int64_t cache   = reg.get_int("LOOM_PLAN_CACHE");
+    if (cache < 1 || cache > 1000000) {
+        return invalid_argument("LOOM_PLAN_CACHE=" + std::to_string(cache) + " must be 1..1000000");
+    }
+    s->plan_cache = static_cast<int>(cache);
+    return status::ok();
+}
+
+status resolve_shapes(const loom_config_t* c, settings* s) {
+    std::string transport = param_or(text_field(c, &loom_config_t::transport,
+                                                offsetof(loom_config_t, transport) + sizeof(char*)),
+                                     "LOOM_TRANSPORT");
+    s->transport          = !transport.empty() ? transport : s->size == 1 ? "self" : "shm";
+    std::string topo      = param_or(
+             text_field(c, &loom_config_t::topology, offsetof(loom_config_t, topology) + sizeof(char*)),
+             "LOOM_TOPOLOGY");
+    if (topo.empty()) {
+        s->topo = topology::shape::star(s->size);
+    } else {
+        auto shape = topology::shape::parse(topo);
+        if (!shape) {
+            return shape.error();
+        }
+        if (shape->size() != s->size) {
+            return invalid_argument("topology " + topo + " has " + std::to_string(shape->size()) +
+                                    " ranks, the communicator " + std::to_string(s->size));
+        }
+        s->topo = *shape;
+    }
+    auto algos = algo_table::parse(params::registry::global().get_string("LOOM_ALGO"));
+    if (!algos) {
+        return algos.error();
+    }
+    s->algos = *algos;
+    return status::ok();
+}
+
+}  // namespace
+
+status resolve_settings(const loom_config_t* c, settings* s, std::string* address,
+                        double* bootstrap_timeout_s) {
+    if (const status& load = params::registry::global().load_status(); !load) {
+        return load;
+    }
+    if (c) {
+        if (status st = check_struct_size(c->struct_size, sizeof(loom_config_t), "loom_config_t");
+            !st) {
+            return st;
+        }
+    }
+    bootstrap::identity id;
+    if (status st = resolve_identity(c, &id, address); !st) {
+        return st;
+    }
+    s->rank              = id.rank;
+    s->size              = id.size;
+    s->job               = id.job;
+    *bootstrap_timeout_s = id.timeout_s;
+    if (status st = resolve_numbers(c, s); !st) {
+        return st;
+    }
+    return resolve_shapes(c, s);
+}
+
+const char* kind_name(call_kind k) {
+    static const char* const names[] = {"broadcast",      "reduce",    "allreduce",
+                                        "reduce_scatter", "allgather", "alltoall",
+                                        "send",           "recv",      "barrier"};
+    return names[static_cast<int>(k)];
+}
+
+schedule::collective primitive_of(call_kind k) {
+    switch (k) {
+        case call_kind::send:
+        case call_kind::recv:
+            return schedule::collective::sendrecv;
+        case call_kind::barrier:
+            return schedule::collective::allreduce;
+        default:
+            return static_cast<schedule::collective>(k);
+    }
+}
+
+bool kind_reduces(call_kind k) {
+    return k == call_kind::reduce || k == call_kind::allreduce || k == call_kind::reduce_scatter;
+}
+
+}  // namespace loom::comm

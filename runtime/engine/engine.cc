@@ -1,0 +1,201 @@
+// The engine: a run-to-completion loop over the driver's completions (DPDK l2fwd's shape):
+// poll a burst, finish the steps those completions belong to, post the steps that became
+// ready, and check deadlines behind a cheap counter. Step execution and failure handling
+// live in step_exec.cc; this file owns the pool, the loop and the waits.
+#include "engine/engine_impl.hh"
+
+#include <cstring>
+
+#include "base/clock.hh"
+
+namespace loom::engine {
+
+result<std::unique_ptr<engine>> engine::create(const engine_config& config,
+                                               drivers::endpoint& endpoint) {
+    if (config.max_requests < 1 || config.max_requests > 4096) {
+        return invalid_argument("engine: max_requests must be 1..4096, got " +
+                                std::to_string(config.max_requests));
+    }
+    return std::unique_ptr<engine>(new engine_impl(config, endpoint));
+}
+
+engine_impl::engine_impl(const engine_config& config, drivers::endpoint& endpoint)
+    : config_(config), fast_(endpoint.fast()) {
+    pool_.reserve(config.max_requests);
+    for (int i = 0; i < config.max_requests; ++i) {
+        pool_.push_back(std::make_unique<request>());
+        pool_.back()->slot = static_cast<uint16_t>(i);
+    }
+    if (config.progress == progress_mode::thread) {
+        thread_ = std::thread([this] { progress_thread(); });
+    }
+}
+
+engine_impl::~engine_impl() {
+    stop_.store(true, std::memory_order_release);  // R: pairs with the acquire in the loop
+    if (thread_.joinable()) {
+        thread_.join();
+    }
+}
+
+result<request*> engine_impl::start(std::shared_ptr<const plan> p, const call_buffers& buffers,
+                                    uint32_t seq, bool p2p, double timeout_s) {
+    std::lock_guard<std::mutex> hold(lock_);
+    request* r = nullptr;
+    for (auto& slot : pool_) {
+        if (!slot->active) {
+            r = slot.get();
+            break;
+        }
+    }
+    if (!r) {
+        return status(LOOM_ERR_NO_RESOURCE,
+                      "rank " + std::to_string(config_.rank) + ": more than " +
+                          std::to_string(config_.max_requests) + " calls in flight");
+    }
+    if (status st = prepare(*r, std::move(p), buffers, seq, p2p, timeout_s); !st) {
+        return st;
+    }
+    apply_early_notices(*r);
+    if (r->in_progress()) {
+        drain(*r);
+    }
+    return r;
+}
+
+status engine_impl::prepare(request& r, std::shared_ptr<const plan> p, const call_buffers& b,
+                            uint32_t seq, bool p2p, double timeout_s) {
+    const plan& pl = *p;
+    loom_op_t op   = b.op == LOOM_AVG ? LOOM_SUM : b.op;
+    r.kernel       = reduce_kernel(pl.dtype, op);
+    if (!r.kernel && schedule::is_reduction(pl.info.coll)) {
+        return invalid_argument("no reduction for dtype " + std::to_string(pl.dtype) + " and op " +
+                                std::to_string(b.op));
+    }
+    r.p       = std::move(p);
+    r.buffers = b;
+    r.output  = static_cast<std::byte*>(b.output);
+    r.input   = static_cast<const std::byte*>(b.input);
+    // In place (or any overlap): the schedule may overwrite output elements before it has
+    // read the input ones, so the input is copied aside first.
+    auto in_lo  = reinterpret_cast<uintptr_t>(b.input),
+         out_lo = reinterpret_cast<uintptr_t>(b.output);
+    if (pl.input_bytes > 0 && pl.output_bytes > 0 && in_lo < out_lo + pl.output_bytes &&
+        out_lo < in_lo + pl.input_bytes) {
+        r.input_copy.resize(pl.input_bytes);
+        std::memcpy(r.input_copy.data(), b.input, pl.input_bytes);
+        r.input = r.input_copy.data();
+    }
+    r.scratch.resize(pl.scratch_bytes);
+    r.staging.resize(pl.staging_bytes);
+    r.waiting.resize(pl.steps.size());
+    r.state.assign(pl.steps.size(), step_state::waiting);
+    for (size_t i = 0; i < pl.steps.size(); ++i) {
+        r.waiting[i] = pl.steps[i].ndeps;
+    }
+    r.ready.assign(pl.roots.rbegin(), pl.roots.rend());
+    r.blocked.clear();
+    r.done_steps = 0;
+    r.call_tag   = wire::call_bits(config_.comm_id, seq, p2p);
+    r.seq        = seq;
+    r.p2p        = p2p;
+    r.deadline_s = now_s() + (timeout_s < 0 ? config_.timeout_s : timeout_s);
+    r.generation = static_cast<uint16_t>(r.generation + 1);
+    r.why        = failure{};
+    r.active     = true;
+    r.status.store(LOOM_IN_PROGRESS, std::memory_order_release);
+    if (pl.steps.empty()) {
+        finish(r);
+    }
+    return status::ok();
+}
+
+bool engine_impl::poll_once() {
+    drivers::completion done[32];
+    int n     = fast_.poll(fast_.ctx, done, 32);
+    bool busy = n > 0;
+    for (int i = 0; i < n; ++i) {
+        on_completion(done[i]);
+    }
+    for (auto& slot : pool_) {
+        request& r = *slot;
+        if (r.active && r.in_progress() && (!r.ready.empty() || !r.blocked.empty())) {
+            busy |= drain(r);
+        }
+    }
+    // Deadlines behind a counter: a clock read every 64 idle passes is plenty for
+    // timeouts measured in seconds.
+    if (!busy && (++idle_passes_ & 63) == 0) {
+        check_deadlines();
+    }
+    return busy;
+}
+
+bool engine_impl::progress() {
+    std::lock_guard<std::mutex> hold(lock_);
+    return poll_once();
+}
+
+loom_status_t engine_impl::test(request* r) {
+    if (config_.progress == progress_mode::caller && r->in_progress()) {
+        progress();
+    }
+    return static_cast<loom_status_t>(r->status.load(std::memory_order_acquire));
+}
+
+loom_status_t engine_impl::wait(request* r, double timeout_s) {
+    double give_up = timeout_s < 0 ? r->deadline_s : std::min(r->deadline_s, now_s() + timeout_s);
+    idle_policy idle;
+    while (r->in_progress()) {
+        bool busy = false;
+        if (config_.progress == progress_mode::caller) {
+            busy = progress();
+        }
+        idle.after_poll(busy);
+        if (!busy && now_s() >= give_up) {
+            std::lock_guard<std::mutex> hold(lock_);
+            if (r->in_progress()) {
+                time_out(*r);
+            }
+        }
+    }
+    return static_cast<loom_status_t>(r->status.load(std::memory_order_acquire));
+}
+
+const failure& engine_impl::failure_of(const request* r) const {
+    return r->why;
+}
+
+void engine_impl::release(request* r) {
+    std::lock_guard<std::mutex> hold(lock_);
+    r->active = false;
+    r->p.reset();
+}
+
+void engine_impl::abort(loom_status_t code, const std::string& why) {
+    std::lock_guard<std::mutex> hold(lock_);
+    for (auto& slot : pool_) {
+        if (slot->active && slot->in_progress()) {
+            fail(*slot, code, -1, -1, why, /*notify=*/false);
+        }
+    }
+}
+
+void engine_impl::check_deadlines() {
+    double now = now_s();
+    for (auto& slot : pool_) {
+        if (slot->active && slot->in_progress() && now >= slot->deadline_s) {
+            time_out(*slot);
+        }
+    }
+}
+
+void engine_impl::progress_thread() {
+    idle_policy idle;
+    // A: pairs with the release store in the destructor.
+    while (!stop_.load(std::memory_order_acquire)) {
+        idle.after_poll(progress());
+    }
+}
+
+}  // namespace loom::engine

@@ -1,0 +1,119 @@
+// engine::compile: schedule -> plan.
+#include <map>
+
+#include "engine/plan.hh"
+#include "engine/wire_tag.hh"
+
+namespace loom::engine {
+namespace {
+
+buffer to_buffer(schedule::buffer_id b) {
+    switch (b) {
+        case schedule::buffer_id::input:
+            return buffer::input;
+        case schedule::buffer_id::output:
+            return buffer::output;
+        case schedule::buffer_id::scratch:
+            return buffer::scratch;
+        case schedule::buffer_id::none:
+            break;
+    }
+    return buffer::none;
+}
+
+// Which output bytes hold a reduction on this rank (for LOOM_AVG's final division).
+int64_t reduced_output(const schedule::schedule_info& info, int rank, size_t elem) {
+    switch (info.coll) {
+        case schedule::collective::allreduce:
+        case schedule::collective::reduce_scatter:
+            return schedule::output_count(info, rank) * static_cast<int64_t>(elem);
+        case schedule::collective::reduce:
+            return rank == info.root ? info.count * static_cast<int64_t>(elem) : 0;
+        default:
+            return 0;
+    }
+}
+
+}  // namespace
+
+result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
+                                            const schedule::rank_schedule& rs, loom_dtype_t dtype,
+                                            uint64_t signature) {
+    auto p      = std::make_shared<plan>();
+    size_t elem = loom_dtype_size(dtype);
+    if (elem == 0) {
+        return invalid_argument("unknown dtype " + std::to_string(static_cast<int>(dtype)));
+    }
+    auto e                  = static_cast<int64_t>(elem);
+    p->info                 = info;
+    p->dtype                = dtype;
+    p->element_bytes        = elem;
+    p->signature            = signature;
+    p->rank                 = rs.rank;
+    p->input_bytes          = schedule::input_count(info, rs.rank) * e;
+    p->output_bytes         = schedule::output_count(info, rs.rank) * e;
+    p->scratch_bytes        = rs.scratch_count * e;
+    p->reduced_output_bytes = reduced_output(info, rs.rank, elem);
+    p->steps.resize(rs.steps.size());
+    // k per (peer, tag, direction): the k-th message of that pair and tag (step.hh's rule).
+    std::map<std::tuple<int, uint32_t, bool>, uint32_t> counters;
+    std::vector<uint32_t> fan_out(rs.steps.size() + 1, 0);
+    for (size_t i = 0; i < rs.steps.size(); ++i) {
+        const schedule::step& s = rs.steps[i];
+        plan_step& ps           = p->steps[i];
+        ps.kind                 = s.kind;
+        ps.dst_buf = to_buffer(s.dst.buf), ps.src_buf = to_buffer(s.src.buf);
+        ps.aux_buf = to_buffer(s.aux.buf);
+        ps.peer    = s.peer;
+        ps.dst = s.dst.offset * e, ps.src = s.src.offset * e, ps.aux = s.aux.offset * e;
+        ps.count = s.kind == schedule::step_kind::send ? s.src.count : s.dst.count;
+        if (s.kind == schedule::step_kind::local_copy ||
+            s.kind == schedule::step_kind::local_reduce) {
+            ps.count = s.dst.count;
+        }
+        ps.bytes   = ps.count * e;
+        ps.ndeps   = s.ndeps;
+        ps.staging = -1;
+        ps.message = 0;
+        if (schedule::is_inc(s.kind)) {
+            return not_supported("rank " + std::to_string(rs.rank) + " step " + std::to_string(i) +
+                                 ": in-network steps need an aggregation node (not in this build)");
+        }
+        if (schedule::is_transfer(s.kind)) {
+            bool sending = s.kind == schedule::step_kind::send;
+            uint32_t k   = counters[{s.peer, s.tag, sending}]++;
+            if (!wire::message_bits(s.tag, k, &ps.message)) {
+                return invalid_argument("rank " + std::to_string(rs.rank) + " step " +
+                                        std::to_string(i) + ": tag " + std::to_string(s.tag) +
+                                        " or message #" + std::to_string(k) +
+                                        " does not fit the wire tag");
+            }
+        }
+        if (s.kind == schedule::step_kind::recv_reduce) {
+            ps.staging = p->staging_bytes;
+            p->staging_bytes += ps.bytes;
+        }
+        for (int d = 0; d < s.ndeps; ++d) {
+            ++fan_out[rs.deps_of(s)[d] + 1];
+        }
+        if (s.ndeps == 0) {
+            p->roots.push_back(static_cast<uint32_t>(i));
+        }
+    }
+    for (size_t i = 0; i < rs.steps.size(); ++i) {
+        fan_out[i + 1] += fan_out[i];
+    }
+    p->dependents.resize(fan_out.back());
+    std::vector<uint32_t> fill(fan_out.begin(), fan_out.end() - 1);
+    for (size_t i = 0; i < rs.steps.size(); ++i) {
+        const schedule::step& s = rs.steps[i];
+        for (int d = 0; d < s.ndeps; ++d) {
+            p->dependents[fill[rs.deps_of(s)[d]]++] = static_cast<uint32_t>(i);
+        }
+        p->steps[i].dependents_begin = fan_out[i];
+        p->steps[i].dependents_end   = fan_out[i + 1];
+    }
+    return std::shared_ptr<const plan>(std::move(p));
+}
+
+}  // namespace loom::engine

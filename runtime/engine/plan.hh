@@ -1,0 +1,47 @@
+// A compiled schedule: one rank's steps with byte offsets, wire tags and dependency
+// counts resolved, so running it needs no lookup, allocation or parsing per step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/engine.hh"
+#include "schedule/schedule.hh"
+
+namespace loom::engine {
+
+/// Where a step's bytes are: a buffer and a byte offset.
+enum class buffer : uint8_t { none, input, output, scratch, staging };
+
+struct plan_step {
+    schedule::step_kind kind;
+    buffer dst_buf, src_buf, aux_buf;
+    int32_t peer;
+    uint32_t message;       // wire::message_bits
+    int64_t bytes;          // length of the region(s)
+    int64_t count;          // elements (reductions)
+    int64_t dst, src, aux;  // byte offsets in their buffers
+    int64_t staging;        // recv_reduce: byte offset of its landing area in staging
+    uint32_t ndeps;
+    uint32_t dependents_begin, dependents_end;  // into plan::dependents
+};
+
+class plan {
+  public:
+    schedule::schedule_info info;
+    loom_dtype_t dtype    = LOOM_FLOAT32;
+    size_t element_bytes  = 4;
+    uint64_t signature    = 0;
+    int rank              = 0;
+    int64_t input_bytes   = 0;
+    int64_t output_bytes  = 0;
+    int64_t scratch_bytes = 0;
+    int64_t staging_bytes = 0;  // landing areas of recv_reduce steps
+    std::vector<plan_step> steps;
+    std::vector<uint32_t> dependents;
+    std::vector<uint32_t> roots;  // steps with no dependency
+    /// Output elements that hold a reduction (LOOM_AVG divides them at the end): bytes.
+    int64_t reduced_output_bytes = 0;
+};
+
+}  // namespace loom::engine

@@ -1,0 +1,271 @@
+// Executing steps against the driver's fast path, finishing them when their completions
+// arrive, and failing calls with a diagnostic that names rank, peer, call and step.
+#include <cstring>
+
+#include "base/log.hh"
+#include "engine/engine_impl.hh"
+
+namespace loom::engine {
+namespace {
+
+uint64_t cookie_of(const request& r, uint32_t step) {
+    return (uint64_t{r.generation} << 48) | (uint64_t{r.slot} << 32) | step;
+}
+
+constexpr size_t max_early_notices = 64;
+
+// A failure notice's immediate: status (16 bits), the reporting rank (24), and the rank the
+// failure concerns plus one (24; 0 when none), so every rank can name the culprit.
+uint64_t notice_imm(loom_status_t code, int reporter, int culprit) {
+    return (uint64_t(static_cast<uint16_t>(code))) | (uint64_t(reporter & 0xffffff) << 16) |
+           (uint64_t((culprit + 1) & 0xffffff) << 40);
+}
+
+}  // namespace
+
+engine_impl::notice engine_impl::notice_of(const drivers::completion& c) {
+    notice n;
+    n.seq     = wire::seq_of(c.tag);
+    n.p2p     = wire::is_p2p(c.tag);
+    n.code    = static_cast<loom_status_t>(c.imm & 0xffff);
+    n.from    = static_cast<int>((c.imm >> 16) & 0xffffff);
+    n.culprit = static_cast<int>((c.imm >> 40) & 0xffffff) - 1;
+    return n;
+}
+
+std::string engine_impl::reported(const notice& n) {
+    std::string out = "rank " + std::to_string(n.from) + " reported " + loom_status_string(n.code);
+    if (n.culprit >= 0 && n.culprit != n.from) {
+        out += " involving rank " + std::to_string(n.culprit);
+    }
+    return out;
+}
+
+bool engine_impl::drain(request& r) {
+    bool busy = false;
+    // Retry what the driver refused for lack of room first: it was ready earlier.
+    if (!r.blocked.empty()) {
+        std::vector<uint32_t> retry;
+        retry.swap(r.blocked);
+        for (uint32_t i : retry) {
+            busy |= execute(r, i);
+            if (!r.in_progress()) {
+                return true;
+            }
+        }
+        // Keep the vector's capacity for the next call.
+        if (r.blocked.empty()) {
+            retry.clear();
+            r.blocked.swap(retry);
+        }
+    }
+    while (!r.ready.empty() && r.in_progress()) {
+        uint32_t i = r.ready.back();
+        r.ready.pop_back();
+        busy |= execute(r, i);
+    }
+    return busy;
+}
+
+bool engine_impl::execute(request& r, uint32_t i) {
+    const plan_step& s = r.p->steps[i];
+    const uint64_t tag = r.call_tag | s.message;
+    const uint64_t sig = r.p->signature;
+    loom_status_t st   = LOOM_SUCCESS;
+    switch (s.kind) {
+        case schedule::step_kind::send:
+            st = fast_.post_send(fast_.ctx, s.peer, tag, sig, r.at(s.src_buf, s.src), s.bytes,
+                                 cookie_of(r, i));
+            break;
+        case schedule::step_kind::recv:
+        case schedule::step_kind::recv_copy:
+            st = fast_.post_recv(fast_.ctx, s.peer, tag, sig, r.at(s.dst_buf, s.dst), s.bytes,
+                                 cookie_of(r, i));
+            break;
+        case schedule::step_kind::recv_reduce:
+            st = fast_.post_recv(fast_.ctx, s.peer, tag, sig, r.at(buffer::staging, s.staging),
+                                 s.bytes, cookie_of(r, i));
+            break;
+        case schedule::step_kind::local_copy:
+            if (s.bytes > 0) {  // empty regions may have null buffers
+                std::memmove(r.at(s.dst_buf, s.dst), r.at(s.src_buf, s.src), s.bytes);
+            }
+            complete(r, i);
+            return true;
+        case schedule::step_kind::local_reduce:
+            r.kernel(r.at(s.dst_buf, s.dst), r.at(s.src_buf, s.src), r.at(s.aux_buf, s.aux),
+                     s.count);
+            complete(r, i);
+            return true;
+        case schedule::step_kind::inc_push:
+        case schedule::step_kind::inc_pull:
+            st = LOOM_ERR_NOT_SUPPORTED;
+            break;
+    }
+    if (st == LOOM_ERR_NO_RESOURCE) {
+        r.blocked.push_back(i);
+        return false;
+    }
+    if (st != LOOM_SUCCESS) {
+        fail(r, st, s.peer, static_cast<int>(i), "the driver refused the step", true);
+        return true;
+    }
+    r.state[i] = step_state::posted;
+    return true;
+}
+
+void engine_impl::on_completion(const drivers::completion& c) {
+    if (c.cookie == drivers::control_cookie) {
+        on_control(c);
+        return;
+    }
+    auto slot = static_cast<uint16_t>(c.cookie >> 32), gen = static_cast<uint16_t>(c.cookie >> 48);
+    auto i = static_cast<uint32_t>(c.cookie);
+    if (slot >= pool_.size()) {
+        return;
+    }
+    request& r = *pool_[slot];
+    // A completion for a call that already failed (or a previous use of the slot): its
+    // buffers are not ours to touch any more.
+    if (!r.active || r.generation != gen || !r.in_progress() || i >= r.p->steps.size()) {
+        return;
+    }
+    const plan_step& s = r.p->steps[i];
+    if (c.status != LOOM_SUCCESS) {
+        std::string why = c.status == LOOM_ERR_MISMATCH
+                              ? "rank " + std::to_string(c.peer) +
+                                    " sent a message of another call (different primitive, "
+                                    "count, dtype, op, root or algorithm)"
+                              : "the connection to rank " + std::to_string(c.peer) + " failed";
+        fail(r, c.status, c.peer, static_cast<int>(i), why, true);
+        return;
+    }
+    if (s.kind == schedule::step_kind::recv_reduce) {
+        r.kernel(r.at(s.dst_buf, s.dst), r.at(s.src_buf, s.src), r.at(buffer::staging, s.staging),
+                 s.count);
+    } else if (s.kind == schedule::step_kind::recv_copy) {
+        std::memcpy(r.at(s.aux_buf, s.aux), r.at(s.dst_buf, s.dst), s.bytes);
+    }
+    complete(r, i);
+}
+
+void engine_impl::complete(request& r, uint32_t i) {
+    r.state[i] = step_state::done;
+    ++r.done_steps;
+    const plan& p = *r.p;
+    for (uint32_t k = p.steps[i].dependents_begin; k < p.steps[i].dependents_end; ++k) {
+        uint32_t d = p.dependents[k];
+        if (--r.waiting[d] == 0) {
+            r.ready.push_back(d);
+        }
+    }
+    if (r.done_steps == p.steps.size()) {
+        finish(r);
+    }
+}
+
+void engine_impl::finish(request& r) {
+    const plan& p = *r.p;
+    if (r.buffers.op == LOOM_AVG && p.reduced_output_bytes > 0) {
+        finish_average(r.output, p.dtype, p.reduced_output_bytes / p.element_bytes, p.info.nranks);
+    }
+    r.status.store(LOOM_SUCCESS, std::memory_order_release);  // R: test/wait acquire it
+}
+
+std::string engine_impl::describe(const request& r, int step) const {
+    std::string out = "rank " + std::to_string(config_.rank) + ": " +
+                      std::string(schedule::collective_name(r.p->info.coll)) + " #" +
+                      std::to_string(r.seq) + " (" + r.p->info.algorithm + ")";
+    if (step >= 0) {
+        const plan_step& s = r.p->steps[step];
+        out += " at step " + std::to_string(step) + " (" +
+               std::string(schedule::step_kind_name(s.kind));
+        if (schedule::is_transfer(s.kind)) {
+            out += (s.kind == schedule::step_kind::send ? " to rank " : " from rank ") +
+                   std::to_string(s.peer);
+        }
+        out += ")";
+    }
+    return out;
+}
+
+void engine_impl::fail(request& r, loom_status_t code, int peer, int step, const std::string& why,
+                       bool notify) {
+    r.why.code       = code;
+    r.why.rank       = config_.rank;
+    r.why.peer       = peer;
+    r.why.seq        = r.seq;
+    r.why.step       = step;
+    r.why.collective = std::string(schedule::collective_name(r.p->info.coll));
+    r.why.message    = describe(r, step) + ": " + loom_status_string(code) + ": " + why;
+    LOOM_LOG_WARN(log::subsystem::coll, "%s", r.why.message.c_str());
+    r.status.store(code, std::memory_order_release);
+    if (notify) {
+        notify_peers(r, code);
+    }
+}
+
+void engine_impl::time_out(request& r) {
+    // The step it waits for: the first posted step not done, else the first waiting one.
+    int step = -1;
+    for (size_t i = 0; i < r.state.size() && step < 0; ++i) {
+        if (r.state[i] == step_state::posted) {
+            step = static_cast<int>(i);
+        }
+    }
+    for (size_t i = 0; i < r.state.size() && step < 0; ++i) {
+        if (r.state[i] == step_state::waiting) {
+            step = static_cast<int>(i);
+        }
+    }
+    int peer =
+        step >= 0 && schedule::is_transfer(r.p->steps[step].kind) ? r.p->steps[step].peer : -1;
+    std::string why = peer >= 0 ? "waited past the deadline for rank " + std::to_string(peer)
+                                : "waited past the deadline";
+    fail(r, LOOM_ERR_TIMEOUT, peer, step, why, true);
+}
+
+// Tells every other rank that this call failed, so those waiting for us (or for someone
+// waiting for us) return too. Best effort: a full queue drops the notice, and their own
+// deadline still ends their wait.
+void engine_impl::notify_peers(const request& r, loom_status_t code) {
+    uint64_t tag = drivers::control_tag_bit | r.call_tag;
+    uint64_t imm = notice_imm(code, config_.rank, r.why.peer);
+    for (int peer = 0; peer < config_.size; ++peer) {
+        if (peer != config_.rank) {
+            fast_.post_send(fast_.ctx, peer, tag, imm, nullptr, 0, drivers::control_cookie);
+        }
+    }
+}
+
+void engine_impl::on_control(const drivers::completion& c) {
+    notice n = notice_of(c);
+    if (wire::comm_of(c.tag) != (config_.comm_id & ((1u << wire::comm_bits) - 1))) {
+        return;
+    }
+    for (auto& slot : pool_) {
+        request& r = *slot;
+        if (r.active && r.in_progress() && wire::seq_of(r.call_tag) == n.seq && r.p2p == n.p2p) {
+            fail(r, n.code, n.culprit, -1, reported(n), false);
+            return;
+        }
+    }
+    if (early_.size() == max_early_notices) {
+        early_.erase(early_.begin());
+    }
+    early_.push_back(n);
+}
+
+void engine_impl::apply_early_notices(request& r) {
+    uint32_t seq = wire::seq_of(r.call_tag);
+    for (size_t k = 0; k < early_.size(); ++k) {
+        if (early_[k].seq == seq && early_[k].p2p == r.p2p) {
+            notice n = early_[k];
+            early_.erase(early_.begin() + static_cast<long>(k));
+            fail(r, n.code, n.culprit, -1, reported(n), false);
+            return;
+        }
+    }
+}
+
+}  // namespace loom::engine

@@ -1,0 +1,206 @@
+// Helpers for driver tests with real processes: fork N ranks, open and connect an endpoint
+// in each, wait for completions with a deadline (spin -> yield -> sleep, so 8 ranks share 2
+// cores), and fill/check buffers with a pattern that depends on (seed, offset).
+//
+// A forked rank never returns into CMocka: it runs its body, reports failures on stderr
+// ("rank R: ...") and _exit()s with 0 or 1; the parent asserts on the exit statuses.
+#pragma once
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.hh"
+#include "drivers/driver.hh"
+#include "drivers/registry_internal.hh"
+#include "file_store.hh"
+
+namespace loom::test {
+
+/// Fails the current rank's body: prints and returns 1 from the enclosing function.
+#define RANK_CHECK(rank, cond, ...)                                                              \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            std::fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", rank, __FILE__, __LINE__, \
+                         #cond);                                                                 \
+            std::fprintf(stderr, __VA_ARGS__);                                                   \
+            std::fprintf(stderr, "\n");                                                          \
+            return 1;                                                                            \
+        }                                                                                        \
+    } while (0)
+
+/// A job name unique to this test process and label (names the shm segments).
+inline std::string unique_job(const char* label) {
+    return std::string("t") + std::to_string(::getpid()) + "_" + label;
+}
+
+/// Opens `driver` ("shm", "self") for one rank through its factory and connects it.
+inline result<std::unique_ptr<drivers::endpoint>> open_connected(const char* driver, int rank,
+                                                                 int size, const std::string& job,
+                                                                 kv_store* store,
+                                                                 double timeout_s = 20) {
+    drivers::endpoint_config cfg;
+    cfg.rank      = rank;
+    cfg.size      = size;
+    cfg.job       = job;
+    cfg.store     = store;
+    cfg.timeout_s = timeout_s;
+    auto ep = std::string(driver) == "self" ? drivers::open_self(cfg) : drivers::open_shm(cfg);
+    if (!ep) {
+        return ep.error();
+    }
+    if (status st = (*ep)->connect(); !st.is_ok()) {
+        return st;
+    }
+    return ep;
+}
+
+/// Idle policy for test loops: spin briefly, then yield, then sleep 50 us.
+class backoff {
+  public:
+    void reset() { idle_ = 0; }
+    void idle() {
+        ++idle_;
+        if (idle_ < 64) {
+            return;
+        }
+        if (idle_ < 256) {
+            ::sched_yield();
+            return;
+        }
+        timespec ts{0, 50000};
+        ::nanosleep(&ts, nullptr);
+    }
+
+  private:
+    int idle_ = 0;
+};
+
+/// Polls until `want` completions are in `out` or `timeout_s` passes; returns how many came.
+inline int wait_completions(const drivers::fast_path& fp, drivers::completion* out, int want,
+                            double timeout_s) {
+    deadline until(timeout_s);
+    backoff wait;
+    int got = 0;
+    while (got < want) {
+        int n = fp.poll(fp.ctx, out + got, want - got);
+        if (n > 0) {
+            got += n;
+            wait.reset();
+            continue;
+        }
+        if (until.expired()) {
+            break;
+        }
+        wait.idle();
+    }
+    return got;
+}
+
+/// Polls (handing completions to `sink`) for `seconds`.
+inline void poll_for(const drivers::fast_path& fp, double seconds,
+                     const std::function<void(const drivers::completion&)>& sink) {
+    deadline until(seconds);
+    backoff wait;
+    drivers::completion c[32];
+    while (!until.expired()) {
+        int n = fp.poll(fp.ctx, c, 32);
+        for (int i = 0; i < n; ++i) {
+            sink(c[i]);
+        }
+        if (n > 0) {
+            wait.reset();
+        } else {
+            wait.idle();
+        }
+    }
+}
+
+inline uint8_t pattern_byte(uint64_t seed, size_t i) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ULL + (i >> 3);
+    x ^= x >> 29;
+    return uint8_t((x >> ((i & 7) * 8)) ^ i);
+}
+inline void fill(void* buf, size_t len, uint64_t seed) {
+    auto* p = static_cast<uint8_t*>(buf);
+    for (size_t i = 0; i < len; ++i) {
+        p[i] = pattern_byte(seed, i);
+    }
+}
+/// The first offset that differs from the pattern, or -1.
+inline long check(const void* buf, size_t len, uint64_t seed) {
+    auto* p = static_cast<const uint8_t*>(buf);
+    for (size_t i = 0; i < len; ++i) {
+        if (p[i] != pattern_byte(seed, i)) {
+            return long(i);
+        }
+    }
+    return -1;
+}
+
+/// Forks `n` ranks running body(rank) (0 = pass) and waits up to `timeout_s` for all of
+/// them, reaping each as it exits (so a killed rank does not linger as a zombie); kills the
+/// rest on timeout. Returns "" when every rank passed, otherwise what went wrong.
+inline std::string run_ranks(int n, double timeout_s, const std::function<int(int)>& body) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::vector<pid_t> pids(size_t(n), -1);
+    for (int r = 0; r < n; ++r) {
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            int rc = body(r);
+            std::fflush(stdout);
+            std::fflush(stderr);
+            ::_exit(rc);
+        }
+        pids[size_t(r)] = pid;
+    }
+    std::string problems;
+    int left = n;
+    deadline until(timeout_s);
+    while (left > 0) {
+        int st    = 0;
+        pid_t pid = ::waitpid(-1, &st, WNOHANG);
+        if (pid > 0) {
+            for (int r = 0; r < n; ++r) {
+                if (pids[size_t(r)] == pid) {
+                    pids[size_t(r)] = -1;
+                    --left;
+                    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                        problems +=
+                            "rank " + std::to_string(r) +
+                            (WIFSIGNALED(st) ? " killed by signal " + std::to_string(WTERMSIG(st))
+                                             : " exited " + std::to_string(WEXITSTATUS(st))) +
+                            "; ";
+                    }
+                }
+            }
+            continue;
+        }
+        if (until.expired()) {
+            for (int r = 0; r < n; ++r) {
+                if (pids[size_t(r)] > 0) {
+                    ::kill(pids[size_t(r)], SIGKILL);
+                    ::waitpid(pids[size_t(r)], nullptr, 0);
+                    problems += "rank " + std::to_string(r) + " timed out; ";
+                }
+            }
+            break;
+        }
+        timespec ts{0, 1000000};
+        ::nanosleep(&ts, nullptr);
+    }
+    return problems;
+}
+
+}  // namespace loom::test

@@ -1,0 +1,157 @@
+// Helpers for the tcp and fault driver tests: open and connect tcp (optionally wrapped in the
+// fault driver) for one forked rank, post with retry on NO_RESOURCE, and count completions
+// per cookie so "exactly once" is checked, not assumed. Forking, waiting and buffer
+// patterns come from tests/drivers/driver_test_util.hh.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../drivers/driver_test_util.hh"
+#include "base/params.hh"
+#include "drivers/fault/fault.hh"
+#include "drivers/tcp/tcp.hh"
+
+namespace loom::test {
+
+/// A fresh store directory for one test, removed afterwards.
+struct store_dir {
+    explicit store_dir(const char* label) : path(file_store::make_dir(label)) {}
+    ~store_dir() { file_store::remove_dir(path); }
+    std::string path;
+};
+
+/// Every tcp test runs over real sockets on 127.0.0.1, whatever interfaces the host has.
+inline void use_loopback() {
+    (void)params::registry::global().set("LOOM_TCP_ADDR", "127.0.0.1");
+}
+
+/// Opens tcp for `rank` (wrapped in the fault driver when `fault`) and connects it.
+inline result<std::unique_ptr<drivers::endpoint>> open_tcp(int rank, int size,
+                                                           const std::string& job, kv_store* store,
+                                                           double timeout_s = 20,
+                                                           bool fault       = false) {
+    drivers::endpoint_config cfg;
+    cfg.rank      = rank;
+    cfg.size      = size;
+    cfg.job       = job;
+    cfg.store     = store;
+    cfg.timeout_s = timeout_s;
+    auto ep       = drivers::open_tcp(cfg);
+    if (!ep) {
+        return ep.error();
+    }
+    std::unique_ptr<drivers::endpoint> e = std::move(ep).value();
+    if (fault) {
+        auto w = drivers::open_fault(std::move(e), cfg);
+        if (!w) {
+            return w.error();
+        }
+        e = std::move(w).value();
+    }
+    if (status st = e->connect(); !st.is_ok()) {
+        return st;
+    }
+    return e;
+}
+
+/// The tcp endpoint inside `ep` (itself, or the one a fault wrapper holds).
+inline drivers::tcp::tcp_endpoint* tcp_of(drivers::endpoint& ep) {
+    drivers::endpoint* inner = drivers::fault::inner_of(ep);
+    return dynamic_cast<drivers::tcp::tcp_endpoint*>(inner != nullptr ? inner : &ep);
+}
+
+/// Completions seen per cookie, to check that every operation completes exactly once.
+struct tally {
+    explicit tally(size_t n) : count(n, 0), status(n, LOOM_SUCCESS), last(n) {}
+    std::vector<int> count;
+    std::vector<loom_status_t> status;
+    std::vector<drivers::completion> last;
+    std::vector<drivers::completion> notices;  // unsolicited control notices
+    size_t done = 0, extra = 0;                // first completions; second (or unknown-cookie) ones
+
+    void add(const drivers::completion& c) {
+        if (c.cookie == drivers::control_cookie) {
+            notices.push_back(c);
+            return;
+        }
+        if (c.cookie >= count.size() || count[c.cookie]++ > 0) {
+            ++extra;
+            return;
+        }
+        status[c.cookie] = c.status;
+        last[c.cookie]   = c;
+        ++done;
+    }
+    /// Polls until `want` cookies completed once or the deadline passes.
+    bool wait(const drivers::fast_path& f, size_t want, double timeout_s) {
+        deadline until(timeout_s);
+        backoff idle;
+        drivers::completion c[64];
+        while (done < want && !until.expired()) {
+            int n = f.poll(f.ctx, c, 64);
+            for (int i = 0; i < n; ++i) {
+                add(c[i]);
+            }
+            n > 0 ? idle.reset() : idle.idle();
+        }
+        return done >= want;
+    }
+};
+
+/// Posts a send, polling (into `t`) while the driver answers NO_RESOURCE.
+inline loom_status_t send_retry(const drivers::fast_path& f, tally& t, int peer, uint64_t tag,
+                                uint64_t imm, const void* buf, size_t len, uint64_t cookie,
+                                double timeout_s = 20) {
+    deadline until(timeout_s);
+    drivers::completion c[64];
+    for (;;) {
+        loom_status_t st = f.post_send(f.ctx, peer, tag, imm, buf, len, cookie);
+        if (st != LOOM_ERR_NO_RESOURCE || until.expired()) {
+            return st;
+        }
+        int n = f.poll(f.ctx, c, 64);
+        for (int i = 0; i < n; ++i) {
+            t.add(c[i]);
+        }
+    }
+}
+
+/// The same for a receive.
+inline loom_status_t recv_retry(const drivers::fast_path& f, tally& t, int peer, uint64_t tag,
+                                uint64_t imm, void* buf, size_t len, uint64_t cookie,
+                                double timeout_s = 20) {
+    deadline until(timeout_s);
+    drivers::completion c[64];
+    for (;;) {
+        loom_status_t st = f.post_recv(f.ctx, peer, tag, imm, buf, len, cookie);
+        if (st != LOOM_ERR_NO_RESOURCE || until.expired()) {
+            return st;
+        }
+        int n = f.poll(f.ctx, c, 64);
+        for (int i = 0; i < n; ++i) {
+            t.add(c[i]);
+        }
+    }
+}
+
+/// A small deterministic generator for shuffles and sizes (seeds are printed by the tests).
+struct rng {
+    uint64_t s;
+    uint64_t next() {
+        s += 0x9e3779b97f4a7c15ull;
+        uint64_t z = s;
+        z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    template <class T>
+    void shuffle(std::vector<T>& v) {
+        for (size_t i = v.size(); i > 1; --i) {
+            std::swap(v[i - 1], v[next() % i]);
+        }
+    }
+};
+
+}  // namespace loom::test

@@ -1,0 +1,251 @@
+// drivers/fault with real processes: with delay and reorder on, a two-process exchange over
+// fault:tcp (and fault:shm) still delivers every message exactly once with the right
+// content; drop and duplicate happen at the configured rates, are counted in fault_stats,
+// and mean what they say (a dropped message never arrives, a duplicate arrives twice).
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "tcp_test_util.hh"
+#include "test_main.hh"
+
+using namespace loom;
+using loom::drivers::completion;
+using loom::test::file_store;
+
+namespace {
+
+void set_faults(const char* drop, const char* dup, const char* reorder, const char* delay_us) {
+    auto& reg = params::registry::global();
+    assert_true(reg.set("LOOM_FAULT_DROP", drop).is_ok());
+    assert_true(reg.set("LOOM_FAULT_DUP", dup).is_ok());
+    assert_true(reg.set("LOOM_FAULT_REORDER", reorder).is_ok());
+    assert_true(reg.set("LOOM_FAULT_DELAY_US", delay_us).is_ok());
+}
+
+/// Opens fault:<inner> for one rank ("tcp" or "shm") and connects it.
+result<std::unique_ptr<drivers::endpoint>> open_fault(const std::string& inner, int rank,
+                                                      const std::string& job, kv_store* store) {
+    if (inner == "tcp") {
+        return test::open_tcp(rank, 2, job, store, 20, true);
+    }
+    drivers::endpoint_config cfg;
+    cfg.rank  = rank;
+    cfg.size  = 2;
+    cfg.job   = job;
+    cfg.store = store;
+    auto ep   = drivers::open_shm(cfg);
+    if (!ep) {
+        return ep.error();
+    }
+    auto w = drivers::open_fault(std::move(ep).value(), cfg);
+    if (!w) {
+        return w.error();
+    }
+    if (status st = (*w)->connect(); !st.is_ok()) {
+        return st;
+    }
+    return w;
+}
+
+// Sizes cycle through empty, small, eager-sized and rendezvous messages.
+constexpr size_t exchange_sizes[] = {0, 8, 1000, 100 * 1024};
+constexpr int n_exchange          = 2000;
+
+int exchange_rank(int rank, const std::string& inner, const std::string& job,
+                  const std::string& dir) {
+    file_store store(dir);
+    auto ep = open_fault(inner, rank, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    int peer      = 1 - rank;
+    std::vector<std::vector<uint8_t>> out(n_exchange), in(n_exchange);
+    std::vector<size_t> order(n_exchange);
+    test::tally t(2 * n_exchange);
+    for (int i = 0; i < n_exchange; ++i) {
+        order[size_t(i)] = size_t(i);
+        size_t len       = exchange_sizes[i % 4];
+        out[size_t(i)].resize(len);
+        test::fill(out[size_t(i)].data(), len, uint64_t(i) * 2 + uint64_t(rank));
+        in[size_t(i)].assign(len, 0xee);
+    }
+    test::rng gen{99 + uint64_t(rank)};
+    gen.shuffle(order);
+    for (int k = 0; k < n_exchange; ++k) {
+        size_t i = order[size_t(k)];  // receives in random order, interleaved with sends
+        RANK_CHECK(rank, test::recv_retry(f, t, peer, i, i * 3, in[i].data(), in[i].size(), i) == 0,
+                   "recv %zu", i);
+        RANK_CHECK(rank,
+                   test::send_retry(f, t, peer, uint64_t(k), uint64_t(k) * 3, out[size_t(k)].data(),
+                                    out[size_t(k)].size(), size_t(n_exchange + k)) == 0,
+                   "send %d", k);
+    }
+    RANK_CHECK(rank, t.wait(f, 2 * n_exchange, 40), "%zu of %d operations completed", t.done,
+               2 * n_exchange);
+    for (int i = 0; i < n_exchange; ++i) {
+        long bad = test::check(in[size_t(i)].data(), in[size_t(i)].size(),
+                               uint64_t(i) * 2 + uint64_t(peer));
+        RANK_CHECK(rank, t.status[size_t(i)] == 0 && bad < 0, "message %d: status %d byte %ld", i,
+                   t.status[size_t(i)], bad);
+        RANK_CHECK(rank, t.status[size_t(n_exchange + i)] == 0, "send %d failed", i);
+    }
+    RANK_CHECK(rank, store.set("done/" + std::to_string(rank), "1").is_ok(), "done");
+    RANK_CHECK(rank, store.get("done/" + std::to_string(peer), 30).is_ok(), "peer done");
+    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.extra == 0, "%zu extra completions", t.extra);
+    const auto* s = drivers::fault::stats_of(**ep);
+    RANK_CHECK(rank, s != nullptr && s->sends == n_exchange && s->delayed == n_exchange,
+               "stats: sends %llu delayed %llu", (unsigned long long)s->sends,
+               (unsigned long long)s->delayed);
+    RANK_CHECK(rank, s->dropped == 0 && s->duplicated == 0, "faults that were not asked for");
+    // reorder 0.3: about 0.3 / 1.3 of the sends are held (a held one blocks a second hold).
+    RANK_CHECK(rank, s->reordered > n_exchange / 10 && s->reordered < n_exchange / 2,
+               "reordered %llu of %d", (unsigned long long)s->reordered, n_exchange);
+    if (rank == 0) {
+        std::printf("# fault:%s: %d messages each way, %llu reordered, all delayed\n",
+                    inner.c_str(), n_exchange, (unsigned long long)s->reordered);
+    }
+    return 0;
+}
+
+void run_exchange(const std::string& inner) {
+    set_faults("0", "0", "0.3", "200");
+    test::store_dir dir("fault_x");
+    std::string job = test::unique_job(("fx" + inner).c_str());
+    std::string why =
+        test::run_ranks(2, 55, [&](int r) { return exchange_rank(r, inner, job, dir.path); });
+    set_faults("0", "0", "0", "0");
+    if (!why.empty()) {
+        LOOM_FAIL(why);
+    }
+}
+
+constexpr int n_rate  = 10000;
+constexpr double drop = 0.1, dup = 0.05;
+
+// Rank 0 sends n_rate 8-byte messages with drop and duplicate on; rank 1 receives what
+// arrives, learns the counts, and checks them against what it saw.
+int rates_sender(drivers::endpoint& ep, file_store& store) {
+    const int rank = 0;
+    const auto& f  = ep.fast();
+    std::vector<uint64_t> buf(n_rate);
+    test::tally t(n_rate);
+    for (int i = 0; i < n_rate; ++i) {
+        buf[size_t(i)] = uint64_t(i) * 31;
+        RANK_CHECK(rank,
+                   test::send_retry(f, t, 1, uint64_t(i), 0, &buf[size_t(i)], 8, size_t(i)) == 0,
+                   "send %d", i);
+    }
+    RANK_CHECK(rank, t.wait(f, n_rate, 30), "%zu of %d sends completed", t.done, n_rate);
+    for (int i = 0; i < n_rate; ++i) {  // dropped ones too: reported as sent
+        RANK_CHECK(rank, t.status[size_t(i)] == 0, "send %d: status %d", i, t.status[size_t(i)]);
+    }
+    const auto* s      = drivers::fault::stats_of(ep);
+    std::string counts = std::to_string(s->dropped) + " " + std::to_string(s->duplicated);
+    RANK_CHECK(rank, store.set("counts", counts).is_ok(), "counts");
+    RANK_CHECK(rank, store.get("checked", 30).is_ok(), "rank 1 never finished");
+    double sd_drop = std::sqrt(n_rate * drop * (1 - drop));
+    double sd_dup  = std::sqrt(n_rate * (1 - drop) * dup * (1 - dup));
+    std::printf(
+        "# %d sends: %llu dropped (expected %.0f +- %.0f), %llu duplicated "
+        "(expected %.0f +- %.0f)\n",
+        n_rate, (unsigned long long)s->dropped, n_rate * drop, sd_drop,
+        (unsigned long long)s->duplicated, n_rate * (1 - drop) * dup, sd_dup);
+    RANK_CHECK(rank, s->sends == n_rate, "sends %llu", (unsigned long long)s->sends);
+    RANK_CHECK(rank, std::fabs(double(s->dropped) - n_rate * drop) < 5 * sd_drop, "drop rate");
+    RANK_CHECK(rank, std::fabs(double(s->duplicated) - n_rate * (1 - drop) * dup) < 5 * sd_dup,
+               "duplicate rate");
+    return 0;
+}
+
+int rates_receiver(drivers::endpoint& ep, file_store& store) {
+    const int rank = 1;
+    const auto& f  = ep.fast();
+    std::vector<uint64_t> buf(n_rate), again(n_rate);
+    test::tally t(2 * n_rate);
+    for (int i = 0; i < n_rate; ++i) {
+        RANK_CHECK(rank,
+                   test::recv_retry(f, t, 0, uint64_t(i), 0, &buf[size_t(i)], 8, size_t(i)) == 0,
+                   "recv %d", i);
+    }
+    auto counts = store.get("counts", 30);
+    RANK_CHECK(rank, counts.is_ok(), "no counts");
+    size_t dropped = 0, duplicated = 0;
+    std::sscanf(counts->c_str(), "%zu %zu", &dropped, &duplicated);
+    RANK_CHECK(rank, t.wait(f, n_rate - dropped, 20), "%zu arrived, %zu sent and not dropped",
+               t.done, n_rate - dropped);
+    test::poll_for(f, 0.2, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.done == n_rate - dropped, "%zu arrived, expected %zu", t.done,
+               n_rate - dropped);
+    for (int i = 0; i < n_rate; ++i) {
+        RANK_CHECK(rank, t.count[size_t(i)] == 0 || buf[size_t(i)] == uint64_t(i) * 31,
+                   "message %d content", i);
+    }
+    // A second receive for every tag takes exactly the duplicates (they wait as early
+    // arrivals); the dropped tags stay silent.
+    for (int i = 0; i < n_rate; ++i) {
+        RANK_CHECK(rank,
+                   test::recv_retry(f, t, 0, uint64_t(i), 0, &again[size_t(i)], 8,
+                                    size_t(n_rate + i)) == 0,
+                   "second recv %d", i);
+    }
+    test::poll_for(f, 0.2, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.done == n_rate - dropped + duplicated, "%zu second copies, expected %zu",
+               t.done - (n_rate - dropped), duplicated);
+    RANK_CHECK(rank, store.set("checked", "1").is_ok(), "checked");
+    return 0;
+}
+
+int rates_rank(int rank, const std::string& job, const std::string& dir) {
+    file_store store(dir);
+    auto ep = test::open_tcp(rank, 2, job, &store, 20, true);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    return rank == 0 ? rates_sender(**ep, store) : rates_receiver(**ep, store);
+}
+
+}  // namespace
+
+static void delay_and_reorder_keep_exactly_once_over_tcp(void**) {
+    run_exchange("tcp");
+}
+
+static void delay_and_reorder_keep_exactly_once_over_shm(void**) {
+    run_exchange("shm");
+}
+
+static void drop_and_duplicate_at_configured_rates(void**) {
+    set_faults("0.1", "0.05", "0", "0");
+    test::store_dir dir("fault_rates");
+    std::string job = test::unique_job("frates");
+    std::string why = test::run_ranks(2, 55, [&](int r) { return rates_rank(r, job, dir.path); });
+    set_faults("0", "0", "0", "0");
+    if (!why.empty()) {
+        LOOM_FAIL(why);
+    }
+}
+
+static void fault_parameters_are_checked(void**) {
+    auto& reg = params::registry::global();
+    assert_true(reg.set("LOOM_FAULT_DROP", "1.5").is_ok());
+    auto c = drivers::fault::config_from_params();
+    assert_false(c.is_ok());
+    assert_non_null(std::strstr(c.error().message().c_str(), "LOOM_FAULT_DROP"));
+    assert_true(reg.set("LOOM_FAULT_DROP", "0").is_ok());
+    assert_false(reg.set("LOOM_FAULT_DELAY_US", "soon").is_ok());  // not an integer
+    // A plain endpoint has no fault counters.
+    drivers::endpoint_config cfg;
+    auto ep = drivers::open_tcp(cfg);
+    assert_true(ep.is_ok());
+    assert_null(drivers::fault::stats_of(**ep));
+}
+
+int main() {
+    test::use_loopback();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fault_parameters_are_checked),
+        cmocka_unit_test(delay_and_reorder_keep_exactly_once_over_tcp),
+        cmocka_unit_test(delay_and_reorder_keep_exactly_once_over_shm),
+        cmocka_unit_test(drop_and_duplicate_at_configured_rates),
+    };
+    return LOOM_RUN_TESTS("drivers_fault", tests);
+}

@@ -1,0 +1,307 @@
+// drivers/tcp failure behaviour with real processes and sockets: a peer killed with SIGKILL
+// (every operation toward it completes with PEER_FAILURE within the deadline, and the
+// message names it), a peer that closes its endpoint, connects that time out naming the rank
+// (never published, published but dead, never connected), and handshakes that name a wrong
+// or duplicate rank or come from another job.
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "tcp_test_util.hh"
+#include "test_main.hh"
+
+using namespace loom;
+using loom::drivers::completion;
+using loom::test::file_store;
+
+namespace {
+
+// Rank 1 receives a 64 MiB message slowly and publishes its pid; rank 0 kills it with SIGKILL
+// in the middle of that transfer, with a receive and a second (never received) 64 MiB send
+// also pending toward it.
+int killed_rank(int rank, const std::string& job, const std::string& dir) {
+    file_store store(dir);
+    auto ep = test::open_tcp(rank, 2, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    std::vector<uint8_t> big(size_t{64} << 20), big2(size_t{64} << 20);
+    test::tally t(8);
+    if (rank == 1) {
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, 10, 0, big.data(), big.size(), 0) == 0, "recv");
+        RANK_CHECK(rank, store.set("pid", std::to_string(::getpid())).is_ok(), "pid");
+        deadline until(20);
+        completion c[8];
+        while (!until.expired()) {  // a slow reader: one poll (<= 4 MiB) every 10 ms
+            int n = f.poll(f.ctx, c, 8);
+            for (int i = 0; i < n; ++i) {
+                t.add(c[i]);
+            }
+            ::usleep(10000);
+        }
+        return 1;  // should have been killed
+    }
+    auto pid = store.get("pid", 20);
+    RANK_CHECK(rank, pid.is_ok(), "no pid");
+    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 1, 0, big2.data(), 8, 0) == 0, "recv");
+    RANK_CHECK(rank, f.post_send(f.ctx, 1, 10, 0, big.data(), big.size(), 1) == 0, "send");
+    RANK_CHECK(rank, f.post_send(f.ctx, 1, 11, 0, big2.data(), big2.size(), 2) == 0, "send");
+    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });  // the stream starts
+    RANK_CHECK(rank, t.done == 0, "%zu operations completed before the kill", t.done);
+    ::kill(pid_t(std::stol(*pid)), SIGKILL);
+    double t0 = now_s();
+    RANK_CHECK(rank, t.wait(f, 3, 10), "only %zu of 3 operations completed", t.done);
+    double elapsed = now_s() - t0;
+    for (int i = 0; i < 3; ++i) {
+        RANK_CHECK(rank,
+                   t.status[size_t(i)] == LOOM_ERR_PEER_FAILURE && t.last[size_t(i)].peer == 1,
+                   "cookie %d: status %d", i, t.status[size_t(i)]);
+    }
+    RANK_CHECK(rank, elapsed < 2.0, "peer failure took %.3f s", elapsed);
+    const status& why = test::tcp_of(**ep)->peer_status(1);
+    RANK_CHECK(rank, why.code() == LOOM_ERR_PEER_FAILURE, "peer_status %d", why.code());
+    RANK_CHECK(rank, why.message().find("rank 0: peer 1 ") != std::string::npos,
+               "message does not name the peer: %s", why.message().c_str());
+    std::printf("# rank 0: %s (after %.1f ms)\n", why.message().c_str(), elapsed * 1e3);
+    // New operations toward the dead peer fail at once.
+    RANK_CHECK(rank, f.post_send(f.ctx, 1, 12, 0, big.data(), 8, 3) == 0, "send");
+    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 13, 0, big.data(), 8, 4) == 0, "recv");
+    RANK_CHECK(rank, t.wait(f, 5, 1), "late operations did not complete");
+    RANK_CHECK(rank, t.status[3] == LOOM_ERR_PEER_FAILURE && t.status[4] == LOOM_ERR_PEER_FAILURE,
+               "late operations: %d %d", t.status[3], t.status[4]);
+    return 0;
+}
+
+int closed_rank(int rank, const std::string& job, const std::string& dir) {
+    file_store store(dir);
+    auto ep = test::open_tcp(rank, 2, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    char b        = 0;
+    if (rank == 1) {
+        RANK_CHECK(rank, store.get("posted", 10).is_ok(), "rank 0 never posted");
+        (*ep)->close();
+        ::sleep(2);  // alive, but its endpoint is gone
+        return 0;
+    }
+    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 1, 0, &b, 1, 0) == 0, "recv");
+    RANK_CHECK(rank, store.set("posted", "1").is_ok(), "posted");
+    double t0 = now_s();
+    test::tally t(1);
+    RANK_CHECK(rank, t.wait(f, 1, 5), "no completion");
+    RANK_CHECK(rank, t.status[0] == LOOM_ERR_PEER_FAILURE, "status %d", t.status[0]);
+    RANK_CHECK(rank, now_s() - t0 < 1.5, "took %.3f s", now_s() - t0);
+    const std::string& m = test::tcp_of(**ep)->peer_status(1).message();
+    RANK_CHECK(rank, m.find("peer 1 closed its endpoint") != std::string::npos, "%s", m.c_str());
+    return 0;
+}
+
+void expect_fail(const std::string& why) {
+    if (!why.empty()) {
+        LOOM_FAIL(why);
+    }
+}
+
+/// Connects one rank of `size` alone and returns its error (which must be a failure).
+status lonely_connect(int rank, int size, file_store& store, double timeout_s) {
+    auto ep = test::open_tcp(rank, size, test::unique_job("lonely"), &store, timeout_s);
+    return ep.is_ok() ? status::ok() : ep.error();
+}
+
+void assert_names(const status& st, loom_status_t code, const char* needle) {
+    if (st.code() != code || st.message().find(needle) == std::string::npos) {
+        LOOM_FAIL("expected code " + std::to_string(code) + " naming '" + needle + "', got " +
+                  st.to_string());
+    }
+    std::printf("# %s\n", st.message().c_str());
+}
+
+/// A raw client that sends `h` to the address rank `to` published; returns the reply kind.
+int raw_hello(file_store& store, int to, drivers::tcp::hello h) {
+    auto addr = store.get("tcp/" + std::to_string(to), 10);
+    sockaddr_in sa{};
+    if (!addr || !drivers::tcp::parse_address(*addr, &sa)) {
+        return -1;
+    }
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    drivers::tcp::hello wire = drivers::tcp::to_wire(h), reply{};
+    ssize_t sent             = ::send(fd, &wire, sizeof wire, MSG_NOSIGNAL);
+    ssize_t got              = ::recv(fd, &reply, sizeof reply, MSG_WAITALL);
+    ::close(fd);
+    return sent == ssize_t(sizeof wire) && got == ssize_t(sizeof reply)
+               ? int(drivers::tcp::from_wire(reply).kind)
+               : -1;
+}
+
+drivers::tcp::hello hello_from(int from, int to, int size, const std::string& job) {
+    drivers::tcp::hello h{};
+    h.magic       = drivers::tcp::hello_magic;
+    h.version     = drivers::tcp::hello_version;
+    h.from_rank   = from;
+    h.to_rank     = to;
+    h.size        = size;
+    h.eager_limit = 65536;
+    h.send_queue  = 1024;
+    h.job_hash    = drivers::tcp::job_hash(job);
+    return h;
+}
+
+/// Rank `rank` of `size` connects (job `job`) while a forked `client` plays the other side;
+/// the client gets 5 s to finish after the connect returns.
+status connect_against(int rank, int size, const std::string& job, file_store& store,
+                       const std::function<void()>& client) {
+    std::fflush(stdout);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        client();
+        ::_exit(0);
+    }
+    auto ep = test::open_tcp(rank, size, job, &store, 5);
+    deadline until(5);
+    while (::waitpid(pid, nullptr, WNOHANG) == 0) {
+        if (until.expired()) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+            break;
+        }
+        ::usleep(1000);
+    }
+    return ep.is_ok() ? status::ok() : ep.error();
+}
+
+}  // namespace
+
+static void killed_peer_fails_every_operation(void**) {
+    test::store_dir dir("killed");
+    std::string job = test::unique_job("killed");
+    std::string why = test::run_ranks(2, 40, [&](int r) { return killed_rank(r, job, dir.path); });
+    if (why != "rank 1 killed by signal 9; ") {
+        LOOM_FAIL("expected only rank 1 to die: " + why);
+    }
+}
+
+static void closed_peer_fails_pending_operations(void**) {
+    test::store_dir dir("closed");
+    std::string job = test::unique_job("closed");
+    expect_fail(test::run_ranks(2, 30, [&](int r) { return closed_rank(r, job, dir.path); }));
+}
+
+static void connect_times_out_naming_the_rank(void**) {
+    test::store_dir dir("lonely");
+    file_store store(dir.path);
+    double t0 = now_s();
+    // Rank 1 never publishes its address.
+    assert_names(lonely_connect(0, 2, store, 1.0), LOOM_ERR_TIMEOUT, "rank 1 did not publish");
+    assert_true(now_s() - t0 < 3.0);
+    // Rank 2 published an address where nobody listens any more (a dead run's).
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family      = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len      = sizeof sa;
+    assert_int_equal(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    assert_int_equal(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+    ::close(fd);
+    test::store_dir dir2("lonely2");
+    file_store store2(dir2.path);
+    assert_true(store2.set("tcp/2", "127.0.0.1:" + std::to_string(ntohs(sa.sin_port))).is_ok());
+    t0 = now_s();
+    assert_names(lonely_connect(1, 3, store2, 1.0), LOOM_ERR_TIMEOUT, "connecting to rank 2");
+    assert_true(now_s() - t0 < 3.0);
+    // Rank 0 never connects to rank 1.
+    test::store_dir dir3("lonely3");
+    file_store store3(dir3.path);
+    assert_names(lonely_connect(1, 2, store3, 1.0), LOOM_ERR_TIMEOUT,
+                 "rank 0 never connected to this rank");
+}
+
+static void handshake_with_wrong_rank_is_an_error(void**) {
+    test::store_dir dir("wrong");
+    file_store store(dir.path);
+    std::string job = test::unique_job("wrong");
+    status st       = connect_against(1, 2, job, store, [&] {
+        raw_hello(store, 1, hello_from(5, 1, 2, job));  // rank 5 of a 2-rank job
+    });
+    assert_names(st, LOOM_ERR_INVALID_ARGUMENT, "rank 5");
+}
+
+static void handshake_with_duplicate_rank_is_an_error(void**) {
+    test::store_dir dir("dup");
+    file_store store(dir.path);
+    std::string job = test::unique_job("dup");
+    // Rank 2 of 3 waits for ranks 0 and 1; two clients both claim rank 0.
+    status st = connect_against(2, 3, job, store, [&] {
+        int first = raw_hello(store, 2, hello_from(0, 2, 3, job));
+        if (first == int(drivers::tcp::hello_kind::accept)) {
+            raw_hello(store, 2, hello_from(0, 2, 3, job));
+        }
+    });
+    assert_names(st, LOOM_ERR_INVALID_ARGUMENT, "duplicate rank 0");
+}
+
+static void another_jobs_connection_is_refused_not_fatal(void**) {
+    test::store_dir dir("otherjob");
+    file_store store(dir.path);
+    std::string job = test::unique_job("otherjob");
+    int refused[2];
+    assert_int_equal(::pipe(refused), 0);
+    status st = connect_against(1, 2, job, store, [&] {
+        char kind = char(raw_hello(store, 1, hello_from(0, 1, 2, job + "-other")));
+        (void)!::write(refused[1], &kind, 1);
+        auto ep = test::open_tcp(0, 2, job, &store, 5);  // then the real rank 0
+        char ok = ep.is_ok() ? 1 : 0;
+        (void)!::write(refused[1], &ok, 1);
+    });
+    char kind = 0, ok = 0;
+    assert_int_equal(::read(refused[0], &kind, 1), 1);
+    assert_int_equal(::read(refused[0], &ok, 1), 1);
+    ::close(refused[0]);
+    ::close(refused[1]);
+    assert_int_equal(kind, int(drivers::tcp::hello_kind::reject));
+    if (!st.is_ok() || ok != 1) {
+        LOOM_FAIL("the real rank did not connect after another job's: " + st.to_string());
+    }
+}
+
+static void bad_parameters_are_errors(void**) {
+    auto& reg = params::registry::global();
+    drivers::endpoint_config cfg;
+    assert_true(reg.set("LOOM_TCP_ADDR", "not-an-address").is_ok());
+    auto ep = drivers::open_tcp(cfg);
+    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
+                 "LOOM_TCP_ADDR='not-an-address'");
+    assert_true(reg.set("LOOM_TCP_ADDR", "").is_ok());
+    assert_true(reg.set("LOOM_TCP_IFACE", "no-such-if0").is_ok());
+    ep = drivers::open_tcp(cfg);
+    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
+                 "LOOM_TCP_IFACE='no-such-if0'");
+    assert_true(reg.set("LOOM_TCP_IFACE", "lo").is_ok());  // lo has 127.0.0.1
+    assert_true(drivers::open_tcp(cfg).is_ok());
+    assert_true(reg.set("LOOM_TCP_IFACE", "").is_ok());
+    assert_true(reg.set("LOOM_TCP_SEND_QUEUE", "0").is_ok());
+    ep = drivers::open_tcp(cfg);
+    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
+                 "LOOM_TCP_SEND_QUEUE=0");
+    assert_true(reg.set("LOOM_TCP_SEND_QUEUE", "1024").is_ok());
+    test::use_loopback();
+}
+
+int main() {
+    test::use_loopback();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(killed_peer_fails_every_operation),
+        cmocka_unit_test(closed_peer_fails_pending_operations),
+        cmocka_unit_test(connect_times_out_naming_the_rank),
+        cmocka_unit_test(handshake_with_wrong_rank_is_an_error),
+        cmocka_unit_test(handshake_with_duplicate_rank_is_an_error),
+        cmocka_unit_test(another_jobs_connection_is_refused_not_fatal),
+        cmocka_unit_test(bad_parameters_are_errors),
+    };
+    return LOOM_RUN_TESTS("drivers_tcp_failures", tests);
+}

@@ -1,0 +1,463 @@
+// The job: fork/exec N ranks, then one poll() loop over a signalfd and the ranks' stdout and
+// stderr pipes until every rank is reaped and its output drained.
+//
+// Ending a job: the first rank that exits non-zero or dies of a signal decides loomrun's exit
+// status (128+signal for a signal) and the reason line; the others get SIGTERM to their
+// process group, then SIGKILL after the grace period. --timeout does the same with 124, and
+// SIGINT/SIGTERM/SIGHUP to loomrun with 128+signal. Each rank runs in its own process group
+// so a rank that is a script takes its children with it.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "base/clock.hh"
+#include "loomrun.hh"
+
+extern char** environ;
+
+namespace loom::loomrun {
+namespace {
+
+// After the last rank exits, a background child it left may still hold the pipes open; its
+// output gets this long to arrive, so loomrun never waits on a process it did not start.
+constexpr double drain_s = 1.0;
+// Rank 0 listens here inside its namespace (--hosts netns): a fresh namespace has every port.
+constexpr int netns_bootstrap_port = 29500;
+
+// The variables loomrun sets for every rank (any inherited value is replaced).
+constexpr const char* rank_vars[] = {"LOOM_RANK",      "LOOM_SIZE",      "LOOM_JOB",
+                                     "LOOM_BOOTSTRAP", "LOOM_TRANSPORT", "LOOM_TCP_ADDR"};
+
+std::string signal_name(int sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::string seconds_text(double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", s);
+    return text;
+}
+
+// A port on 127.0.0.1 that is free now; rank 0 binds it moments later (the kernel does not
+// hand the same ephemeral port out again that quickly).
+result<int> free_loopback_port() {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family      = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len     = sizeof a;
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        int err = errno;
+        if (fd >= 0) {
+            close(fd);
+        }
+        return system_error(std::string("cannot find a free port on 127.0.0.1: ") + strerror(err));
+    }
+    close(fd);
+    return static_cast<int>(ntohs(a.sin_port));
+}
+
+struct rank_proc {
+    pid_t pid    = -1;
+    bool running = false;
+    int fds[2]   = {-1, -1};  // read ends of its stdout and stderr pipes
+    std::unique_ptr<line_prefixer> sinks[2];
+};
+
+class job {
+  public:
+    job(const options& o, netns_hosts* net, int signal_fd, const sigset_t& old_mask)
+        : o_(o),
+          net_(net),
+          sfd_(signal_fd),
+          old_mask_(old_mask),
+          ranks_(static_cast<size_t>(o.ranks)) {}
+    ~job();
+
+    status start(const std::string& bootstrap);
+    int wait_all();  // the event loop; returns the exit status
+    /// Ends the ranks already started (start() failed part-way), with this reason.
+    void abandon(const std::string& reason) { fail_first(exit_failed, reason); }
+
+  private:
+    std::vector<std::string> environment(int rank, const std::string& bootstrap) const;
+    [[noreturn]] void exec_rank(int rank, int out_fd, int err_fd, std::vector<std::string> env,
+                                pid_t launcher);
+    int poll_timeout_ms(double now) const;
+    void on_signals();
+    void reap();
+    void read_output(rank_proc& r, int stream);
+    void fail_first(int code, const std::string& reason);
+    void end_ranks();
+    std::string running_list() const;
+    int running_count() const;
+
+    const options& o_;
+    netns_hosts* net_;
+    int sfd_;
+    sigset_t old_mask_;
+    std::string job_id_;
+    std::vector<rank_proc> ranks_;
+    double timeout_at_s_  = 0;  // 0: none
+    double kill_at_s_     = 0;  // when ending: SIGKILL time; 0 once sent
+    bool ending_          = false;
+    double drain_until_s_ = 0;
+    int exit_code_        = exit_ok;
+    std::string reason_;
+};
+
+job::~job() {
+    for (auto& r : ranks_) {
+        for (int& fd : r.fds) {
+            if (fd >= 0) {
+                close(fd);
+            }
+        }
+    }
+}
+
+std::vector<std::string> job::environment(int rank, const std::string& bootstrap) const {
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+        std::string_view entry(*e);
+        bool ours = false;
+        for (const char* v : rank_vars) {
+            ours = ours ||
+                   (entry.starts_with(v) && entry.size() > strlen(v) && entry[strlen(v)] == '=');
+        }
+        if (!ours) {
+            env.emplace_back(entry);
+        }
+    }
+    env.push_back("LOOM_RANK=" + std::to_string(rank));
+    env.push_back("LOOM_SIZE=" + std::to_string(o_.ranks));
+    env.push_back("LOOM_JOB=" + job_id_);
+    env.push_back("LOOM_BOOTSTRAP=" + bootstrap);
+    env.push_back("LOOM_TRANSPORT=" + o_.transport);
+    if (net_ != nullptr) {
+        env.push_back("LOOM_TCP_ADDR=" + net_->address(rank));
+    }
+    return env;
+}
+
+void job::exec_rank(int rank, int out_fd, int err_fd, std::vector<std::string> env,
+                    pid_t launcher) {
+    setpgid(0, 0);
+    // A rank must not outlive a loomrun that was SIGKILLed (nobody would end it); the check
+    // after prctl covers a loomrun that died before it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) {
+        _exit(128 + SIGKILL);
+    }
+    // Only rank 0 reads loomrun's stdin, as mpirun does; N readers of one tty is chaos.
+    if (rank != 0) {
+        int null = open("/dev/null", O_RDONLY);
+        dup2(null, STDIN_FILENO);
+    }
+    dup2(out_fd, STDOUT_FILENO);
+    dup2(err_fd, STDERR_FILENO);
+    if (net_ != nullptr) {
+        if (loom::status st = net_->enter(rank); !st) {
+            dprintf(STDERR_FILENO, "loomrun: rank %d: %s\n", rank, st.message().c_str());
+            _exit(126);
+        }
+    }
+    signal(SIGPIPE, SIG_DFL);  // loomrun ignores it; an ignored disposition survives exec
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+    std::vector<char*> argv, envp;
+    for (const auto& a : o_.command) {
+        argv.push_back(const_cast<char*>(a.c_str()));
+    }
+    argv.push_back(nullptr);
+    for (auto& e : env) {
+        envp.push_back(e.data());
+    }
+    envp.push_back(nullptr);
+    execvpe(argv[0], argv.data(), envp.data());
+    dprintf(STDERR_FILENO, "loomrun: rank %d cannot execute '%s': %s\n", rank, argv[0],
+            strerror(errno));
+    _exit(127);  // as a shell does for a command it cannot run
+}
+
+status job::start(const std::string& bootstrap) {
+    job_id_ = "lr" + std::to_string(getpid()) + "-" +
+              std::to_string(static_cast<unsigned long>(std::time(nullptr)) % 1000000);
+    for (int k = 0; k < o_.ranks; ++k) {
+        rank_proc& r = ranks_[static_cast<size_t>(k)];
+        int out[2], err[2];
+        if (pipe2(out, O_CLOEXEC) != 0) {
+            return system_error(std::string("pipe: ") + strerror(errno));
+        }
+        if (pipe2(err, O_CLOEXEC) != 0) {
+            close(out[0]);
+            close(out[1]);
+            return system_error(std::string("pipe: ") + strerror(errno));
+        }
+        auto env   = environment(k, bootstrap);
+        pid_t self = getpid();
+        pid_t pid  = fork();
+        if (pid == 0) {
+            exec_rank(k, out[1], err[1], std::move(env), self);
+        }
+        close(out[1]);
+        close(err[1]);
+        r.fds[0] = out[0];
+        r.fds[1] = err[0];
+        if (pid < 0) {
+            return system_error("fork of rank " + std::to_string(k) + ": " + strerror(errno));
+        }
+        setpgid(pid, pid);  // also here: a kill right after fork must reach the group
+        r.pid      = pid;
+        r.running  = true;
+        r.sinks[0] = std::make_unique<line_prefixer>(k, STDOUT_FILENO);
+        r.sinks[1] = std::make_unique<line_prefixer>(k, STDERR_FILENO);
+        for (int fd : r.fds) {
+            fcntl(fd, F_SETFL, O_NONBLOCK);
+        }
+    }
+    if (o_.timeout_s > 0) {
+        timeout_at_s_ = now_s() + o_.timeout_s;
+    }
+    return status::ok();
+}
+
+int job::running_count() const {
+    int n = 0;
+    for (const auto& r : ranks_) {
+        n += r.running;
+    }
+    return n;
+}
+
+std::string job::running_list() const {
+    std::string out;
+    for (size_t k = 0; k < ranks_.size(); ++k) {
+        if (ranks_[k].running) {
+            out += (out.empty() ? "" : ",") + std::to_string(k);
+        }
+    }
+    return out.empty() ? "none" : out;
+}
+
+void job::fail_first(int code, const std::string& reason) {
+    if (reason_.empty()) {
+        exit_code_ = code;
+        reason_    = reason;
+    }
+    end_ranks();
+}
+
+void job::end_ranks() {
+    if (ending_) {
+        return;
+    }
+    ending_    = true;
+    kill_at_s_ = now_s() + o_.grace_s;
+    for (const auto& r : ranks_) {
+        if (r.running) {
+            kill(-r.pid, SIGTERM);
+        }
+    }
+}
+
+void job::reap() {
+    int wstatus = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+        for (size_t k = 0; k < ranks_.size(); ++k) {
+            rank_proc& r = ranks_[k];
+            if (r.pid != pid || !r.running) {
+                continue;
+            }
+            r.running       = false;
+            int others      = running_count();
+            std::string who = "loomrun: rank " + std::to_string(k);
+            std::string rest =
+                "; ending the other " + std::to_string(others) + (others == 1 ? " rank" : " ranks");
+            if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0 && !ending_) {
+                fail_first(WEXITSTATUS(wstatus), who + " exited with status " +
+                                                     std::to_string(WEXITSTATUS(wstatus)) +
+                                                     (others ? rest : ""));
+            } else if (WIFSIGNALED(wstatus) && !ending_) {
+                fail_first(128 + WTERMSIG(wstatus), who + " was killed by " +
+                                                        signal_name(WTERMSIG(wstatus)) +
+                                                        (others ? rest : ""));
+            }
+        }
+    }
+    if (running_count() == 0 && drain_until_s_ == 0) {
+        drain_until_s_ = now_s() + drain_s;
+    }
+}
+
+void job::on_signals() {
+    signalfd_siginfo info;
+    while (read(sfd_, &info, sizeof info) == sizeof info) {
+        int sig = static_cast<int>(info.ssi_signo);
+        if (sig == SIGCHLD) {
+            reap();
+        } else {
+            int n = running_count();
+            fail_first(128 + sig, "loomrun: interrupted by " + signal_name(sig) + "; ending " +
+                                      std::to_string(n) +
+                                      (n == 1 ? " running rank" : " running ranks"));
+        }
+    }
+}
+
+void job::read_output(rank_proc& r, int stream) {
+    char buf[16384];
+    for (;;) {
+        ssize_t n = read(r.fds[stream], buf, sizeof buf);
+        if (n > 0) {
+            r.sinks[stream]->feed(buf, static_cast<size_t>(n));
+            continue;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            r.sinks[stream]->finish();
+            close(r.fds[stream]);
+            r.fds[stream] = -1;
+        }
+        return;
+    }
+}
+
+int job::poll_timeout_ms(double now) const {
+    double next   = -1;
+    auto consider = [&](double at) {
+        if (at > 0) {
+            next = next < 0 ? at : std::min(next, at);
+        }
+    };
+    consider(ending_ ? 0 : timeout_at_s_);
+    consider(ending_ ? kill_at_s_ : 0);
+    consider(drain_until_s_);
+    return next < 0 ? -1 : static_cast<int>(std::ceil(std::max(0.0, next - now) * 1e3));
+}
+
+int job::wait_all() {
+    for (;;) {
+        std::vector<pollfd> fds{{sfd_, POLLIN, 0}};
+        std::vector<std::pair<rank_proc*, int>> owners;
+        for (auto& r : ranks_) {
+            for (int s = 0; s < 2; ++s) {
+                if (r.fds[s] >= 0) {
+                    fds.push_back({r.fds[s], POLLIN, 0});
+                    owners.emplace_back(&r, s);
+                }
+            }
+        }
+        double now = now_s();
+        if (running_count() == 0 && (owners.empty() || now >= drain_until_s_)) {
+            break;
+        }
+        if (poll(fds.data(), fds.size(), poll_timeout_ms(now)) < 0 && errno != EINTR) {
+            fail_first(exit_failed, std::string("loomrun: poll: ") + strerror(errno));
+        }
+        for (size_t i = 1; i < fds.size(); ++i) {
+            if (fds[i].revents != 0) {
+                read_output(*owners[i - 1].first, owners[i - 1].second);
+            }
+        }
+        if (fds[0].revents & POLLIN) {
+            on_signals();
+        }
+        now = now_s();
+        if (!ending_ && timeout_at_s_ > 0 && now >= timeout_at_s_) {
+            fail_first(exit_timeout, "loomrun: timed out after " + seconds_text(o_.timeout_s) +
+                                         "; ranks still running: " + running_list());
+        }
+        if (ending_ && kill_at_s_ > 0 && now >= kill_at_s_) {
+            for (const auto& r : ranks_) {
+                if (r.running) {
+                    kill(-r.pid, SIGKILL);
+                }
+            }
+            kill_at_s_ = 0;
+        }
+    }
+    for (auto& r : ranks_) {  // output a lingering background child still held
+        for (int s = 0; s < 2; ++s) {
+            if (r.fds[s] >= 0) {
+                r.sinks[s]->finish();
+            }
+        }
+    }
+    if (!reason_.empty()) {
+        std::fprintf(stderr, "%s\n", reason_.c_str());
+    }
+    return exit_code_;
+}
+
+}  // namespace
+
+int run_job(const options& opts) {
+    // Signals arrive through a signalfd, in the same poll() as the ranks' output.
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) {
+        sigaddset(&mask, sig);
+    }
+    sigprocmask(SIG_BLOCK, &mask, &old_mask);
+    signal(SIGPIPE, SIG_IGN);  // a closed stdout (| head) must not kill loomrun mid-job
+    int sfd   = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    auto fail = [&](const status& st, int code) {
+        std::fprintf(stderr, "loomrun: %s\n", st.message().c_str());
+        if (sfd >= 0) {
+            close(sfd);
+        }
+        return code;
+    };
+    if (sfd < 0) {
+        return fail(system_error(std::string("signalfd: ") + strerror(errno)), exit_failed);
+    }
+    std::unique_ptr<netns_hosts> net;  // destroyed after the job: namespaces outlive ranks
+    std::string bootstrap;
+    if (opts.hosts == "netns") {
+        auto hosts = netns_hosts::create(opts.ranks);
+        if (!hosts) {
+            return fail(hosts.error(), hosts.error().code() == LOOM_ERR_INVALID_ARGUMENT
+                                           ? exit_bad_args
+                                           : exit_failed);
+        }
+        net       = std::move(*hosts);
+        bootstrap = net->address(0) + ":" + std::to_string(netns_bootstrap_port);
+    } else {
+        auto port = free_loopback_port();
+        if (!port) {
+            return fail(port.error(), exit_failed);
+        }
+        bootstrap = "127.0.0.1:" + std::to_string(*port);
+    }
+    int code;
+    {
+        job j(opts, net.get(), sfd, old_mask);
+        if (status st = j.start(bootstrap); !st) {
+            j.abandon("loomrun: " + st.message());
+        }
+        code = j.wait_all();
+    }
+    net.reset();
+    close(sfd);
+    return code;
+}
+
+}  // namespace loom::loomrun

@@ -1,0 +1,109 @@
+// loomrun: what the launcher's files share (STYLE.md §5: "thin mains: main.cc + options.cc").
+//
+//   options.cc   the command line → options (CLI11); unit-tested on its own
+//   launcher.cc  fork/exec of N ranks with their LOOM_* environment, the event loop that
+//                prefixes output, reaps ranks, enforces the timeout and ends the job
+//   output.cc    "[rank] " line prefixing of the ranks' pipes
+//   netns.cc     --hosts netns: a bridge, one namespace and veth pair per rank, teardown
+//   main.cc      --version, --config, and the exit status
+//
+// Exit status: 0 when every rank exited 0; else the first failing rank's status (128+signal
+// when a signal killed it); 124 when --timeout passed; 130/143 when loomrun itself was
+// interrupted; 2 for a bad command line; 1 when loomrun could not start the job.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.hh"
+
+namespace loom::loomrun {
+
+constexpr int exit_ok       = 0;
+constexpr int exit_failed   = 1;    // loomrun could not start the job (netns, fork, pipes)
+constexpr int exit_bad_args = 2;    // bad command line
+constexpr int exit_timeout  = 124;  // as timeout(1)
+
+struct options {
+    int ranks             = 0;
+    std::string transport = "shm";    // LOOM_TRANSPORT of every rank
+    double timeout_s      = 0;        // 0: no timeout
+    std::string hosts     = "local";  // local | netns
+    double grace_s        = 2.0;      // SIGTERM → SIGKILL when ending ranks
+    bool show_config      = false;
+    bool show_version     = false;
+    std::vector<std::string> command;  // PROGRAM ARGS
+};
+
+/// What the command line asks for: run, print text and exit (--help), or fail.
+struct parsed {
+    enum class action { run, print, fail } what = action::fail;
+    options opts;
+    std::string text;  // --help text (print) or the one-line reason (fail)
+};
+
+/// Parses `loomrun [flags] -- PROGRAM ARGS` (the "--" may be left out when PROGRAM does not
+/// start with '-'). --version and --config parse as flags and are acted on by main.
+parsed parse_options(int argc, const char* const* argv);
+
+/// Seconds: plain, or with an s/m/h suffix (as timeout(1)). Positive and finite.
+result<double> parse_duration(const std::string& flag, const std::string& text);
+
+/// Writes a rank's output to `fd` a line at a time, each line prefixed with "[rank] ".
+class line_prefixer {
+  public:
+    line_prefixer(int rank, int fd);
+    /// Appends bytes; writes every complete line (and a very long partial one).
+    void feed(const char* data, size_t len);
+    /// Writes what is left as a last line (a program's final line may lack its newline).
+    void finish();
+
+  private:
+    std::string prefix_;
+    int fd_;
+    std::string partial_;
+};
+
+/// --hosts netns: one network namespace per rank, joined by veth pairs to a bridge, with
+/// addresses 10.77.0.(rank+1)/24 that exist only inside those namespaces (the host side of
+/// the bridge has none, so runs cannot collide with each other or with host networks).
+/// Names carry loomrun's pid (loom-<pid>-<rank>, bridge lmb<pid>, veth lm<pid>h<rank>), so
+/// the next run removes what a killed run left: names whose pid is no longer a loomrun.
+class netns_hosts {
+  public:
+    /// Root only; sets everything up or removes what it made and says what failed.
+    static result<std::unique_ptr<netns_hosts>> create(int ranks);
+    ~netns_hosts();  // removes the namespaces, links and bridge
+    netns_hosts(const netns_hosts&)            = delete;
+    netns_hosts& operator=(const netns_hosts&) = delete;
+
+    std::string address(int rank) const;  // 10.77.0.(rank+1)
+    /// Moves the calling process (a forked rank, before exec) into the rank's namespace as
+    /// `ip netns exec` does: setns, then a private mount namespace with the namespace's own
+    /// /sys, so /sys/class/net shows the rank's interfaces.
+    status enter(int rank) const;
+    /// Removes leftovers of loomrun runs that no longer exist; returns how many.
+    static int remove_stale();
+
+  private:
+    explicit netns_hosts(int ranks);
+    status set_up();
+    void tear_down();
+    std::string ns_name(int rank) const;
+    std::string veth_name(int rank) const;
+
+    int ranks_;
+    pid_t owner_;
+    std::string bridge_;
+    std::vector<int> ns_fds_;
+    int made_         = 0;  // ranks whose namespace exists
+    bool bridge_made_ = false;
+};
+
+/// Runs the job; returns loomrun's exit status. Prints one line on stderr when it is not 0.
+int run_job(const options& opts);
+
+}  // namespace loom::loomrun

@@ -1,0 +1,149 @@
+// loomrun's command line. Flags are bound as strings and checked here, so each kind of bad
+// input gets one line that says what is allowed (DESIGN.md "Conventions").
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+#include "loomrun.hh"
+
+namespace loom::loomrun {
+namespace {
+
+constexpr int max_ranks = 4096;  // a local launcher: more processes than this is a typo
+
+result<int> parse_ranks(const std::string& text) {
+    char* end = nullptr;
+    long n    = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || n < 1 || n > max_ranks) {
+        return invalid_argument("-n '" + text + "': the number of ranks must be an integer in 1.." +
+                                std::to_string(max_ranks));
+    }
+    return static_cast<int>(n);
+}
+
+parsed fail(std::string reason) {
+    parsed p;
+    p.what = parsed::action::fail;
+    p.text = std::move(reason);
+    return p;
+}
+
+}  // namespace
+
+result<double> parse_duration(const std::string& flag, const std::string& text) {
+    char* end    = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    std::string_view unit(end);
+    double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : 0;
+    if (text.empty() || end == text.c_str() || scale == 0 || !std::isfinite(value) ||
+        !(value > 0)) {
+        return invalid_argument(flag + " '" + text +
+                                "': expected a positive number of seconds, optionally with "
+                                "s, m or h");
+    }
+    return value * scale;
+}
+
+namespace {
+
+// Flags CLI11 keeps as text, checked afterwards with messages of our own.
+struct flag_text {
+    std::string ranks, timeout, grace;
+};
+
+void add_flags(CLI::App& app, options& o, flag_text& text) {
+    app.add_option("-n,--ranks", text.ranks,
+                   "number of ranks to start (1.." + std::to_string(max_ranks) + ")");
+    app.add_option("--transport", o.transport, "LOOM_TRANSPORT of every rank")
+        ->check(CLI::IsMember({"shm", "tcp"}));
+    app.add_option("--timeout", text.timeout,
+                   "end every rank and exit 124 after this long (seconds, or with s/m/h)");
+    app.add_option("--hosts", o.hosts,
+                   "local: ranks share this host's network; netns (root): one network "
+                   "namespace per rank, 10.77.0.(rank+1)/24 over a bridge")
+        ->check(CLI::IsMember({"local", "netns"}));
+    app.add_option("--grace", text.grace,
+                   "how long ranks get between SIGTERM and SIGKILL when a job ends (default 2 s)");
+    app.add_flag("--config", o.show_config,
+                 "print every LOOM_* parameter: value, default, unit, description");
+    app.add_flag("--version", o.show_version, "print the version and build features");
+    app.footer(
+        "Usage: loomrun -n N [flags] -- PROGRAM ARGS\n"
+        "Each rank gets LOOM_RANK, LOOM_SIZE, LOOM_JOB, LOOM_BOOTSTRAP and LOOM_TRANSPORT (and\n"
+        "LOOM_TCP_ADDR under --hosts netns); its output lines are prefixed with \"[rank] \".\n"
+        "Exit status: 0 all ranks succeeded; else the first failing rank's status (128+signal\n"
+        "when killed); 124 timeout; 2 bad command line; 1 loomrun could not start the job.");
+}
+
+// The checks CLI11 does not make: -n, durations, a program to run.
+parsed check(parsed out, const flag_text& text) {
+    options& o = out.opts;
+    if (o.show_config || o.show_version) {
+        out.what = parsed::action::run;
+        return out;
+    }
+    if (text.ranks.empty()) {
+        return fail("-n N is required (loomrun -n N -- PROGRAM ARGS)");
+    }
+    auto ranks = parse_ranks(text.ranks);
+    if (!ranks) {
+        return fail(ranks.error().message());
+    }
+    o.ranks = *ranks;
+    for (auto [flag, value_text, value] : {std::tuple{"--timeout", &text.timeout, &o.timeout_s},
+                                           std::tuple{"--grace", &text.grace, &o.grace_s}}) {
+        if (!value_text->empty()) {
+            auto seconds = parse_duration(flag, *value_text);
+            if (!seconds) {
+                return fail(seconds.error().message());
+            }
+            *value = *seconds;
+        }
+    }
+    if (o.command.empty()) {
+        return fail("no program given (loomrun -n N -- PROGRAM ARGS)");
+    }
+    out.what = parsed::action::run;
+    return out;
+}
+
+}  // namespace
+
+parsed parse_options(int argc, const char* const* argv) {
+    // Everything after "--" is the program and its arguments, untouched by CLI11.
+    int split = argc;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--") {
+            split = i;
+            break;
+        }
+    }
+    CLI::App app{"Start N loom ranks on this host (or in network namespaces) and watch them.",
+                 "loomrun"};
+    parsed out;
+    flag_text text;
+    add_flags(app, out.opts, text);
+    if (split == argc) {
+        app.prefix_command();  // no "--": the first non-flag word starts the program
+    }
+    try {
+        app.parse(split, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) {  // --help
+            out.what = parsed::action::print;
+            out.text = app.help();
+            return out;
+        }
+        return fail(e.what());
+    }
+    if (split < argc) {
+        out.opts.command.assign(argv + split + 1, argv + argc);
+    } else {
+        out.opts.command = app.remaining();
+    }
+    return check(std::move(out), text);
+}
+
+}  // namespace loom::loomrun
