@@ -18,7 +18,14 @@
 //    peer, tag and imm; no payload beyond the imm). The engine uses them to tell peers that a
 //    call failed (mismatch, abort), so every rank returns instead of waiting;
 //  - completions carry the poster's cookie; a failed peer completes every operation
-//    toward it with LOOM_ERR_PEER_FAILURE.
+//    toward it with LOOM_ERR_PEER_FAILURE;
+//  - cancel(cookie) withdraws a posted operation whose call failed: once it returns, the
+//    driver never touches that buffer again and reports no completion for the cookie. A
+//    send the receiver may already be reading is either finished from a driver-owned copy
+//    of its unsent bytes (the receiver gets the right data) or revoked, in which case the
+//    receiver's read is void and its receive completes with LOOM_ERR_PEER_FAILURE and
+//    `withdrawn` set. A receive being filled is drained into a sink, so the stream stays in
+//    step for later messages.
 #pragma once
 
 #include <cstddef>
@@ -62,6 +69,9 @@ struct completion {
     size_t bytes;  // received length (receives), sent length (sends)
     uint64_t tag;  // the message's tag (receives and control messages)
     uint64_t imm;  // the message's immediate (receives and control messages)
+    /// A receive whose sender cancelled the message while it was being read (its call
+    /// failed): nothing valid was delivered; the sender's failure notice follows.
+    bool withdrawn = false;
 };
 
 /// The fast path, resolved once at connect time and kept in one table (two cache lines).
@@ -81,6 +91,10 @@ struct fast_path {
     int (*poll)(void* ctx, completion* out, int max);
     /// True while an operation is posted and not yet completed.
     bool (*pending)(void* ctx);
+    /// Withdraws the posted operation with `cookie` (see the semantics above). False when
+    /// none is pending (it completed, or its completion waits in poll). Not for the hot
+    /// path: it may scan the pending operations and allocate a copy of unsent bytes.
+    bool (*cancel)(void* ctx, uint64_t cookie);
 };
 static_assert(sizeof(fast_path) <= 128, "the fast path fits two cache lines (G4)");
 

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ meson ninja-build pkg-config python3 libcmocka-dev nlohmann-json3-dev
-          libcli11-dev clang-format gnuplot-nox)
+          libcli11-dev clang-format gnuplot-nox openmpi-bin iproute2)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

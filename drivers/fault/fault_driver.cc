@@ -1,6 +1,8 @@
 // The fault wrapper (fault.hh): an endpoint whose fast path sits in front of another's.
 #include <algorithm>
 #include <bit>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,8 @@ struct op {
     uint32_t inner_pending;  // inner completions still to come (2 for a duplicate)
     loom_status_t status;    // the first non-success among them
     size_t bytes;
+    bool live      = false;  // taken and not yet handed back
+    bool cancelled = false;  // withdrawn by cancel(): what still comes is swallowed
 };
 
 /// A send on its way to the inner driver.
@@ -54,15 +58,25 @@ class fault_endpoint final : public endpoint {
                             uint64_t cookie);
     int poll(completion* out, int max);
     bool pending() const;
+    /// Withdraws the operation with `cookie` (driver.hh): a send still in the wrapper (held
+    /// back or delayed) goes on later from a private copy, the rest is the inner driver's
+    /// to withdraw; no completion either way.
+    bool cancel(uint64_t cookie);
 
   private:
     double uniform();
     uint32_t take_op(uint64_t cookie, uint32_t inner_pending);
+    void release_op(uint32_t i);
+    /// Points `m` (a message of cancelled op `i` not yet posted) at a copy of its bytes.
+    void keep_copy(message& m, uint32_t i);
     void enqueue(const message& m);
     loom_status_t post_inner(message& m);
     void drain(double now);
     void release_held(double now, bool all);
 
+    // By op: the bytes of cancelled sends. Declared before inner_ so that it outlives it:
+    // the inner driver may still write from a copy while it closes.
+    std::vector<std::unique_ptr<uint8_t[]>> copies_;
     std::unique_ptr<endpoint> inner_;
     fault_config config_;
     std::string name_;
@@ -95,12 +109,15 @@ int fp_poll(void* ctx, completion* out, int max) {
 bool fp_pending(void* ctx) {
     return static_cast<fault_endpoint*>(ctx)->pending();
 }
+bool fp_cancel(void* ctx, uint64_t cookie) {
+    return static_cast<fault_endpoint*>(ctx)->cancel(cookie);
+}
 
 fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank,
                                int size)
     : inner_(std::move(inner)), config_(c) {
     name_ = std::string("fault:") + inner_->capabilities().name;
-    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending};
+    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending, fp_cancel};
     // Ranks draw different streams from one seed.
     rng_       = c.seed ^ (uint64_t(uint32_t(rank)) + 1) * 0x9e3779b97f4a7c15ull;
     dup_limit_ = inner_->capabilities().eager_limit;
@@ -134,8 +151,16 @@ double fault_endpoint::uniform() {
 uint32_t fault_endpoint::take_op(uint64_t cookie, uint32_t inner_pending) {
     uint32_t i = free_ops_.back();
     free_ops_.pop_back();
-    ops_[i] = op{cookie, inner_pending, LOOM_SUCCESS, 0};
+    ops_[i] = op{cookie, inner_pending, LOOM_SUCCESS, 0, true, false};
     return i;
+}
+
+void fault_endpoint::release_op(uint32_t i) {
+    if (ops_[i].cancelled) [[unlikely]] {
+        copies_[i].reset();
+    }
+    ops_[i].live = false;
+    free_ops_.push_back(i);
 }
 
 void fault_endpoint::enqueue(const message& m) {
@@ -244,7 +269,7 @@ loom_status_t fault_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, vo
     const fast_path& f = inner_->fast();
     loom_status_t st   = f.post_recv(f.ctx, peer, tag, imm, buf, len, i);
     if (st != LOOM_SUCCESS) {
-        free_ops_.push_back(i);
+        release_op(i);
     }
     return st;
 }
@@ -256,12 +281,15 @@ int fault_endpoint::poll(completion* out, int max) {
     }
     drain(now);
     int got = 0;
-    for (; got < max && local_head_ != local_tail_; ++got) {
+    while (got < max && local_head_ != local_tail_) {
         completion c = local_[local_head_++ & out_mask_];
         auto i       = uint32_t(c.cookie);
+        bool quiet   = ops_[i].cancelled;
         c.cookie     = ops_[i].cookie;
-        free_ops_.push_back(i);
-        out[got] = c;
+        release_op(i);
+        if (!quiet) {
+            out[got++] = c;
+        }
     }
     if (got == max) {
         return got;
@@ -284,13 +312,77 @@ int fault_endpoint::poll(completion* out, int max) {
         if (--o.inner_pending > 0) {
             continue;  // the other copy of a duplicate is still out
         }
-        c.cookie = o.cookie;
-        c.status = o.status;
-        c.bytes  = o.bytes;
-        free_ops_.push_back(uint32_t(&o - ops_.data()));
-        out[got++] = c;
+        bool quiet = o.cancelled;
+        c.cookie   = o.cookie;
+        c.status   = o.status;
+        c.bytes    = o.bytes;
+        release_op(uint32_t(&o - ops_.data()));
+        if (!quiet) {
+            out[got++] = c;
+        }
     }
     return got;
+}
+
+void fault_endpoint::keep_copy(message& m, uint32_t i) {
+    if (copies_[i] == nullptr) {
+        copies_[i] = std::make_unique_for_overwrite<uint8_t[]>(m.len);
+        if (m.len > 0) {
+            std::memcpy(copies_[i].get(), m.buf, m.len);
+        }
+    }
+    m.buf = copies_[i].get();
+}
+
+// The failure path: scans everything and may allocate.
+bool fault_endpoint::cancel(uint64_t cookie) {
+    auto n = uint32_t(ops_.size()), i = 0u;
+    while (i < n && !(ops_[i].live && !ops_[i].cancelled && ops_[i].cookie == cookie)) {
+        ++i;
+    }
+    if (i == n) {
+        return false;  // nothing of ours (control notices have no op: nothing to withdraw)
+    }
+    for (uint64_t k = local_head_; k != local_tail_; ++k) {
+        if (local_[k & out_mask_].cookie == i) {
+            return false;  // done here (dropped or refused): the completion waits in poll
+        }
+    }
+    if (copies_.empty()) {
+        copies_.resize(ops_.size());
+    }
+    // A message still in the wrapper is posted later, from a copy: the receiver may wait
+    // for it (a hole in the stream would hang it), so it is not simply dropped.
+    bool withdrawn = false;
+    for (size_t p = 0; p < held_.size(); ++p) {
+        if (has_held_[p] && held_[p].op == i && held_[p].copies > 0) {
+            keep_copy(held_[p], i);
+            withdrawn = true;
+        }
+    }
+    for (uint64_t k = out_head_; k != out_tail_; ++k) {
+        message& m = outbox_[k & out_mask_];
+        if (m.op == i && m.copies > 0) {
+            keep_copy(m, i);
+            withdrawn = true;
+        }
+    }
+    // Copies already posted (a duplicate has two under one inner cookie) are the inner
+    // driver's to withdraw; one whose completion waits there is simply done.
+    op& o              = ops_[i];
+    const fast_path& f = inner_->fast();
+    while (o.inner_pending > 0 && f.cancel(f.ctx, i)) {
+        --o.inner_pending;
+        withdrawn = true;
+    }
+    if (!withdrawn) {
+        return false;
+    }
+    o.cancelled = true;
+    if (o.inner_pending == 0) {
+        release_op(i);
+    }
+    return true;
 }
 
 bool fault_endpoint::pending() const {

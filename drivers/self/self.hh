@@ -40,6 +40,8 @@ class loopback {
     loom_status_t post_recv(uint64_t tag, uint64_t imm, void* buf, size_t len, uint64_t cookie);
     int poll(completion* out, int max);
     bool pending() const { return in_use_ > 0; }
+    /// Withdraws an unmatched operation (driver.hh cancel); false if none has `cookie`.
+    bool cancel(uint64_t cookie);
     /// Completes every unmatched operation with `code` (close).
     void fail_all(loom_status_t code);
 

@@ -12,7 +12,7 @@ namespace {
 class self_endpoint final : public endpoint {
   public:
     self_endpoint(int rank, size_t max_ops) : rank_(rank), loop_(rank, max_ops) {
-        fast_ = fast_path{this, &post_send, &post_recv, &poll, &pending};
+        fast_ = fast_path{this, &post_send, &post_recv, &poll, &pending, &cancel};
     }
     ~self_endpoint() override { close(); }
 
@@ -47,6 +47,7 @@ class self_endpoint final : public endpoint {
     }
     static int poll(void* ctx, completion* out, int max) { return self(ctx)->loop_.poll(out, max); }
     static bool pending(void* ctx) { return self(ctx)->loop_.pending(); }
+    static bool cancel(void* ctx, uint64_t cookie) { return self(ctx)->loop_.cancel(cookie); }
 
     int rank_;
     self::loopback loop_;

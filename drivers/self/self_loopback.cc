@@ -110,12 +110,28 @@ int loopback::poll(completion* out, int max) {
     int n = 0;
     while (n < max && !done_.empty()) {
         op* o    = done_.pop_front();
-        out[n++] = completion{o->cookie, o->status, rank_, o->bytes, o->tag, o->imm};
+        out[n++] = completion{o->cookie, o->status, rank_, o->bytes, o->tag, o->imm, false};
         o->next  = free_;
         free_    = o;
         --in_use_;
     }
     return n;
+}
+
+// Unmatched operations hold nothing but their pool entry; a matched one already completed.
+bool loopback::cancel(uint64_t cookie) {
+    for (intrusive_list<op>* list : {&sends_, &recvs_}) {
+        for (op* o = list->front(); o != nullptr; o = o->next) {
+            if (o->cookie == cookie) {
+                list->remove(o);
+                o->next = free_;
+                free_   = o;
+                --in_use_;
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 void loopback::fail_all(loom_status_t code) {

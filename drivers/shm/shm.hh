@@ -108,10 +108,30 @@ struct slot_header {
     uint32_t seq;   // per-pair sequence number: the receiver checks it (corruption guard)
     uint16_t kind;  // msg_kind
     uint16_t reserved;
-    uint32_t op;  // RTS: the sender's op index (its ack word)
-    uint8_t pad[20];
+    uint32_t op;      // RTS: the sender's op index (its ack word)
+    uint32_t op_gen;  // RTS: that op's use count, echoed in the ack (ack_word)
+    uint8_t pad[16];
 };
 static_assert(sizeof(slot_header) == cache_line, "payload starts on a cache line");
+
+/// An ack word: the RTS op's generation in the high half, so a late ack of an earlier use
+/// of the op can never complete a later one, and its state in the low half. Both sides
+/// change it with compare-and-swap from `pending`, so exactly one of "the receiver read the
+/// message" and "the sender withdrew it" (driver.hh cancel) wins.
+namespace ack_word {
+constexpr uint32_t pending     = 0;
+constexpr uint32_t revoked     = 0xffffffffu;  // sender: cancelled; the reader's bytes are void
+constexpr uint32_t revoke_seen = 0xfffffffeu;  // receiver: done with a revoked message
+inline uint64_t make(uint32_t gen, uint32_t state) {
+    return (uint64_t{gen} << 32) | state;
+}
+inline uint32_t gen_of(uint64_t w) {
+    return uint32_t(w >> 32);
+}
+inline uint32_t state_of(uint64_t w) {
+    return uint32_t(w);
+}
+}  // namespace ack_word
 
 /// The bounce stream from the segment owner (sender) to one receiver, used only without CMA.
 /// One transfer at a time per pair; counters are free-running byte counts, so the data
@@ -161,8 +181,13 @@ class segment {
     bool owner_ = false;
 };
 
-/// "loom-<job>-<rank>", with the job reduced to [A-Za-z0-9._] (other bytes become '_').
-std::string segment_name(std::string_view job, int rank);
+/// "loom-<job>-<rank>.", with the job reduced to [A-Za-z0-9._] (other bytes become '_'):
+/// the start of the name of every segment rank `rank` of `job` ever created.
+std::string segment_stem(std::string_view job, int rank);
+/// segment_stem() + the owner's pid. The pid keeps a dead run's leftover and a live run's
+/// segment apart by name, so one process reclaiming the first can never unlink the second
+/// (names alone would race: read "owner dead", the new owner creates, then unlink).
+std::string segment_name(std::string_view job, int rank, pid_t owner);
 /// Unlinks every /dev/shm/loom-* segment whose owner process no longer exists; returns how
 /// many it removed. Segments that are not loom's, or still being created, are left alone.
 int reclaim_dead_segments();
@@ -192,11 +217,15 @@ struct op {
     size_t done          = 0;  // bounce: bytes streamed so far
     uint64_t remote_addr = 0;
     uint32_t remote_op   = 0;
+    uint32_t remote_gen  = 0;
     uint32_t index       = 0;
+    uint32_t gen         = 0;  // sends: bumped per RTS (ack_word)
     int peer             = -1;
     op_kind kind         = op_kind::send;
     op_state state       = op_state::free;
     loom_status_t status = LOOM_SUCCESS;
+    bool cancelled       = false;  // withdrawn by cancel(): finishes silently, buf is gone
+    bool withdrawn       = false;  // receive: the sender revoked the message we read
 };
 
 struct early_msg {
@@ -207,6 +236,7 @@ struct early_msg {
     uint64_t len         = 0;
     uint64_t remote_addr = 0;
     uint32_t remote_op   = 0;
+    uint32_t remote_gen  = 0;
     msg_kind kind        = msg_kind::eager;
     char* data           = nullptr;  // eager payload copy (unexpected pool buffer)
 };
@@ -270,6 +300,7 @@ class shm_endpoint final : public endpoint {
                             uint64_t cookie);
     int poll(completion* out, int max);
     bool pending() const { return in_use_ > 0 || loop_.pending(); }
+    bool cancel(uint64_t cookie);
 
   private:
     // shm_conn.cc
@@ -281,12 +312,14 @@ class shm_endpoint final : public endpoint {
                 uint64_t cookie);
     loom_status_t send_control(peer_state& ps, uint64_t tag, uint64_t imm);
     void complete(op* o, loom_status_t code, size_t bytes);
+    void release(op* o);
     void write_send(peer_state& ps, op* o, char* slot);
     bool accept_message(peer_state& ps, const slot_header& h, const char* payload);
     void deliver(peer_state& ps, op* o, const early_msg& m);
     // shm_rndv.cc
     void start_pull(peer_state& ps, op* o, const early_msg& m);
-    void ack(peer_state& ps, uint32_t remote_op, loom_status_t code);
+    bool ack(peer_state& ps, uint32_t remote_op, uint32_t remote_gen, loom_status_t code);
+    void finish_pull(peer_state& ps, op* o);
     void check_acks(peer_state& ps);
     void progress_bounce_send(peer_state& ps);
     void progress_bounce_recv(peer_state& ps);

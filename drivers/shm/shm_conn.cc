@@ -36,6 +36,9 @@ int fp_poll(void* ctx, completion* out, int max) {
 bool fp_pending(void* ctx) {
     return self_of(ctx)->pending();
 }
+bool fp_cancel(void* ctx, uint64_t cookie) {
+    return self_of(ctx)->cancel(cookie);
+}
 
 std::string address_key(const std::string& job, int rank) {
     return "shm/" + job + "/" + std::to_string(rank);
@@ -61,7 +64,7 @@ shm_endpoint::shm_endpoint(const endpoint_config& config, const shm_params& p, s
         ops_[i].next  = free_ops_;
         free_ops_     = &ops_[i];
     }
-    fast_ = fast_path{this, &fp_post_send, &fp_post_recv, &fp_poll, &fp_pending};
+    fast_ = fast_path{this, &fp_post_send, &fp_post_recv, &fp_poll, &fp_pending, &fp_cancel};
 }
 
 shm_endpoint::~shm_endpoint() {
@@ -246,7 +249,7 @@ result<std::unique_ptr<endpoint>> open_shm(const endpoint_config& config) {
     }
     LOOM_ASSIGN(shm::shm_params p, shm::read_params());
     shm::reclaim_dead_segments();
-    std::string name = shm::segment_name(config.job, config.rank);
+    std::string name = shm::segment_name(config.job, config.rank, ::getpid());
     auto seg         = shm::segment::create(name, p, config.rank, config.size);
     if (!seg) {
         return status(seg.error().code(), "shm driver: rank " + std::to_string(config.rank) + ": " +

@@ -87,7 +87,7 @@ result<shm_params> read_params() {
     return p;
 }
 
-std::string segment_name(std::string_view job, int rank) {
+std::string segment_stem(std::string_view job, int rank) {
     std::string clean;
     for (char c : job.substr(0, 200)) {  // NAME_MAX is 255: leave room for prefix and rank
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -97,7 +97,11 @@ std::string segment_name(std::string_view job, int rank) {
     if (clean.empty()) {
         clean = "job";
     }
-    return std::string(segment_prefix) + clean + "-" + std::to_string(rank);
+    return std::string(segment_prefix) + clean + "-" + std::to_string(rank) + ".";
+}
+
+std::string segment_name(std::string_view job, int rank, pid_t owner) {
+    return segment_stem(job, rank) + std::to_string(owner);
 }
 
 // ---------------------------------------------------------------- segment

@@ -25,9 +25,12 @@ op* shm_endpoint::take_op(op_kind kind, int peer, uint64_t tag, uint64_t imm, co
     o->done        = 0;
     o->remote_addr = 0;
     o->remote_op   = 0;
+    o->remote_gen  = 0;
     o->peer        = peer;
     o->kind        = kind;
     o->status      = LOOM_SUCCESS;
+    o->cancelled   = false;
+    o->withdrawn   = false;
     ++in_use_;
     return o;
 }
@@ -38,6 +41,14 @@ void shm_endpoint::complete(op* o, loom_status_t code, size_t bytes) {
     o->bytes  = bytes;
     o->state  = op_state::done;
     done_.push_back(o);
+}
+
+// Back to the pool without a completion (a cancelled op that has finished).
+void shm_endpoint::release(op* o) {
+    o->state  = op_state::free;
+    o->next   = free_ops_;
+    free_ops_ = o;
+    --in_use_;
 }
 
 // Writes `o` into the reserved ring `slot` and publishes it: eager messages complete at
@@ -58,13 +69,15 @@ void shm_endpoint::write_send(peer_state& ps, op* o, char* slot) {
         complete(o, LOOM_SUCCESS, o->len);
         return;
     }
-    h.kind = uint16_t(msg_kind::rts);
-    h.addr = reinterpret_cast<uintptr_t>(o->buf);
-    h.op   = o->index;
+    h.kind   = uint16_t(msg_kind::rts);
+    h.addr   = reinterpret_cast<uintptr_t>(o->buf);
+    h.op     = o->index;
+    h.op_gen = ++o->gen;
     std::memcpy(slot, &h, sizeof(h));
     // Relaxed is enough: R1 below orders this reset before the RTS becomes visible, so the
     // receiver's ack (R6) comes later in this word's modification order.
-    own_.acks()[o->index].store(0, std::memory_order_relaxed);
+    own_.acks()[o->index].store(ack_word::make(o->gen, ack_word::pending),
+                                std::memory_order_relaxed);
     o->state = op_state::await_ack;
     ps.await_ack.push_back(o);
     ps.out.publish();  // R1
@@ -171,7 +184,7 @@ void shm_endpoint::deliver(peer_state& ps, op* o, const early_msg& m) {
     o->imm    = m.imm;  // the completion reports the immediate that came
     if (m.kind == msg_kind::rts) {
         if (!same) {
-            ack(ps, m.remote_op, LOOM_ERR_MISMATCH);  // the sender's buffer is free again
+            ack(ps, m.remote_op, m.remote_gen, LOOM_ERR_MISMATCH);  // its buffer is free again
             complete(o, LOOM_ERR_MISMATCH, 0);
             return;
         }
@@ -207,6 +220,7 @@ bool shm_endpoint::accept_message(peer_state& ps, const slot_header& h, const ch
     in_ring.len         = h.len;
     in_ring.remote_addr = h.addr;
     in_ring.remote_op   = h.op;
+    in_ring.remote_gen  = h.op_gen;
     in_ring.kind        = h.kind == uint16_t(msg_kind::eager) ? msg_kind::eager : msg_kind::rts;
     in_ring.data        = const_cast<char*>(payload);
     if (op* o = ps.posted.find_tag(h.tag); o != nullptr) {
@@ -232,6 +246,69 @@ bool shm_endpoint::accept_message(peer_state& ps, const slot_header& h, const ch
         std::memcpy(m->data, payload, m->len);
     }
     ps.early.push_back(m);
+    return true;
+}
+
+// driver.hh cancel. Not the hot path: a scan of the op pool.
+bool shm_endpoint::cancel(uint64_t cookie) {
+    if (loop_.cancel(cookie)) {
+        return true;
+    }
+    op* o = nullptr;
+    for (op& x : ops_) {
+        if (x.cookie == cookie && !x.cancelled && x.state != op_state::free &&
+            x.state != op_state::done) {
+            o = &x;
+            break;
+        }
+    }
+    if (o == nullptr) {
+        return false;
+    }
+    peer_state& ps = peers_[o->peer];
+    switch (o->state) {
+        case op_state::posted:
+            ps.posted.remove(o);
+            release(o);
+            break;
+        case op_state::queued:
+            ps.queued.remove(o);
+            release(o);
+            break;
+        case op_state::await_ack: {
+            // Revoke, unless the receiver's ack won the race (then the send is simply over).
+            // A revoked op stays listed until the receiver says it is done with it, so its
+            // ack word is not reused under a reader; a bounce stream in progress runs on
+            // without our bytes, which the reader will discard.
+            uint64_t expect = ack_word::make(o->gen, ack_word::pending);
+            if (own_.acks()[o->index].compare_exchange_strong(
+                    expect, ack_word::make(o->gen, ack_word::revoked), std::memory_order_acq_rel)) {
+                o->cancelled = true;
+                o->buf       = nullptr;
+            } else {
+                if (ps.bounce_send == o) {
+                    ps.bounce_send = nullptr;
+                }
+                ps.await_ack.remove(o);
+                release(o);
+            }
+            break;
+        }
+        case op_state::pull_queued:
+            ps.pulls.remove(o);
+            ack(ps, o->remote_op, o->remote_gen, LOOM_ERR_PEER_FAILURE);  // frees the sender
+            release(o);
+            break;
+        case op_state::pulling:
+            // The sender is streaming this message through the channel: drain it into
+            // nothing (progress_bounce_recv), so the channel stays in step.
+            o->cancelled = true;
+            o->buf       = nullptr;
+            break;
+        case op_state::free:
+        case op_state::done:
+            return false;
+    }
     return true;
 }
 

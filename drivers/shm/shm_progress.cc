@@ -169,12 +169,12 @@ void shm_endpoint::fail_all(loom_status_t code) {
 int shm_endpoint::harvest(completion* out, int max) {
     int n = 0;
     while (n < max && !done_.empty()) {
-        op* o     = done_.pop_front();
-        out[n++]  = completion{o->cookie, o->status, o->peer, o->bytes, o->tag, o->imm};
-        o->state  = op_state::free;
-        o->next   = free_ops_;
-        free_ops_ = o;
-        --in_use_;
+        op* o = done_.pop_front();
+        if (!o->cancelled) {  // a cancelled op failed by its peer: its caller has moved on
+            out[n++] =
+                completion{o->cookie, o->status, o->peer, o->bytes, o->tag, o->imm, o->withdrawn};
+        }
+        release(o);
     }
     return n;
 }

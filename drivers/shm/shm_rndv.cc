@@ -4,8 +4,11 @@
 // sender to stream the message through the pair's bounce channel (two copies). Either way
 // the receiver ends by writing the sender's ack word, which completes the send.
 //
-//   R6 receiver: acks[op].store(1 + status, release) after its last read of the message
-//   A6 sender:   acks[op].load(acquire) before completing (reusing) the send buffer
+//   R6 receiver: acks[op] CAS pending -> 1 + status (acq_rel) after its last read of the
+//                message; a failed CAS means the sender revoked it: the bytes are void
+//   A6 sender:   acks[op].load(acquire) before completing (reusing) the send buffer, and
+//                its revoking CAS (cancel) before giving the buffer back
+// (ack_word in shm.hh: generation and state in one word.)
 // The bounce channel's R3/A3, R4/A4, R5/A5 are listed in shm.hh.
 #include <sys/uio.h>
 
@@ -40,10 +43,36 @@ int cma_read(pid_t pid, char* dst, uint64_t src, size_t len) {
 
 }  // namespace
 
-void shm_endpoint::ack(peer_state& ps, uint32_t remote_op, loom_status_t code) {
-    if (remote_op < ps.remote_max_ops) {
-        ps.remote_acks[remote_op].store(1 + uint64_t(code), std::memory_order_release);  // R6
+// True when the ack landed; false when the sender had revoked the message first (its call
+// failed), so whatever was read is void. Either way the sender may now reuse the op.
+bool shm_endpoint::ack(peer_state& ps, uint32_t remote_op, uint32_t remote_gen,
+                       loom_status_t code) {
+    if (remote_op >= ps.remote_max_ops) {
+        return false;
     }
+    std::atomic<uint64_t>& word = ps.remote_acks[remote_op];
+    uint64_t expect             = ack_word::make(remote_gen, ack_word::pending);
+    if (word.compare_exchange_strong(expect, ack_word::make(remote_gen, 1 + uint32_t(code)),
+                                     std::memory_order_acq_rel)) {  // R6
+        return true;
+    }
+    if (expect == ack_word::make(remote_gen, ack_word::revoked)) {
+        word.compare_exchange_strong(expect, ack_word::make(remote_gen, ack_word::revoke_seen),
+                                     std::memory_order_acq_rel);
+    }
+    return false;
+}
+
+// The last byte of a pulled message is in: ack it, and complete the receive unless the
+// sender withdrew the message meanwhile (then its bytes are void) or we did.
+void shm_endpoint::finish_pull(peer_state& ps, op* o) {
+    bool landed = ack(ps, o->remote_op, o->remote_gen, LOOM_SUCCESS);
+    if (o->cancelled) {
+        release(o);
+        return;
+    }
+    o->withdrawn = !landed;
+    complete(o, landed ? LOOM_SUCCESS : LOOM_ERR_PEER_FAILURE, landed ? o->bytes : 0);
 }
 
 // `o` (out of every list, header already checked by deliver()) receives the rendezvous
@@ -54,6 +83,7 @@ void shm_endpoint::start_pull(peer_state& ps, op* o, const early_msg& m) {
     uint32_t remote_op = m.remote_op;
     o->remote_addr     = addr;
     o->remote_op       = remote_op;
+    o->remote_gen      = m.remote_gen;
     o->bytes           = len;
     o->done            = 0;
     if (ps.failed) {
@@ -63,8 +93,13 @@ void shm_endpoint::start_pull(peer_state& ps, op* o, const early_msg& m) {
     if (ps.cma) {
         int err = cma_read(ps.pid, o->buf, addr, len);
         if (err == 0) {
-            ack(ps, remote_op, LOOM_SUCCESS);
-            complete(o, LOOM_SUCCESS, len);
+            finish_pull(ps, o);
+            return;
+        }
+        if (err == EFAULT && !ack(ps, remote_op, m.remote_gen, LOOM_ERR_SYSTEM)) {
+            // The sender withdrew the message and gave its buffer back while we read it.
+            o->withdrawn = true;
+            complete(o, LOOM_ERR_PEER_FAILURE, 0);
             return;
         }
         if (err != EPERM && err != ENOSYS) {
@@ -75,7 +110,9 @@ void shm_endpoint::start_pull(peer_state& ps, op* o, const early_msg& m) {
                           "failed: %s",
                           config_.rank, size_t(len), ps.rank, (unsigned long long)o->tag,
                           std::strerror(err));
-            ack(ps, remote_op, LOOM_ERR_SYSTEM);
+            if (err != EFAULT) {
+                ack(ps, remote_op, m.remote_gen, LOOM_ERR_SYSTEM);
+            }
             complete(o, err == ESRCH ? LOOM_ERR_PEER_FAILURE : LOOM_ERR_SYSTEM, 0);
             return;
         }
@@ -96,10 +133,18 @@ void shm_endpoint::start_pull(peer_state& ps, op* o, const early_msg& m) {
 void shm_endpoint::check_acks(peer_state& ps) {
     std::atomic<uint64_t>* acks = own_.acks();
     for (op* o = ps.await_ack.front(); o != nullptr;) {
-        op* next = o->next;
-        if (o != ps.bounce_send && acks[o->index].load(std::memory_order_acquire) != 0) {  // A6
+        op* next       = o->next;
+        uint64_t w     = acks[o->index].load(std::memory_order_acquire);  // A6
+        uint32_t state = ack_word::state_of(w);
+        bool answered  = ack_word::gen_of(w) == o->gen && state != ack_word::pending &&
+                        state != ack_word::revoked;
+        if (o != ps.bounce_send && answered) {
             ps.await_ack.remove(o);
-            complete(o, LOOM_SUCCESS, o->len);
+            if (o->cancelled) {
+                release(o);
+            } else {
+                complete(o, LOOM_SUCCESS, o->len);
+            }
         }
         o = next;
     }
@@ -136,7 +181,9 @@ void shm_endpoint::progress_bounce_send(peer_state& ps) {
         }
         uint64_t at  = ps.produced & (ps.out_bytes - 1);
         size_t chunk = size_t(std::min({space, uint64_t(o->len - o->done), ps.out_bytes - at}));
-        std::memcpy(ps.out_data + at, o->buf + o->done, chunk);
+        if (o->buf != nullptr) {  // null: revoked, the reader discards these bytes
+            std::memcpy(ps.out_data + at, o->buf + o->done, chunk);
+        }
         ps.produced += chunk;
         o->done += chunk;
     }
@@ -162,7 +209,9 @@ void shm_endpoint::progress_bounce_recv(peer_state& ps) {
         uint64_t at  = ps.consumed & (ps.in_bytes - 1);
         size_t chunk = size_t(
             std::min({produced - ps.consumed, uint64_t(o->bytes - o->done), ps.in_bytes - at}));
-        std::memcpy(o->buf + o->done, ps.in_data + at, chunk);
+        if (o->buf != nullptr) {  // null: cancelled, drained into nothing
+            std::memcpy(o->buf + o->done, ps.in_data + at, chunk);
+        }
         ps.consumed += chunk;
         o->done += chunk;
     }
@@ -171,8 +220,7 @@ void shm_endpoint::progress_bounce_recv(peer_state& ps) {
     }
     if (o->done == o->bytes) {
         ps.pulls.remove(o);
-        ack(ps, o->remote_op, LOOM_SUCCESS);  // R6
-        complete(o, LOOM_SUCCESS, o->bytes);
+        finish_pull(ps, o);
     }
 }
 

@@ -42,6 +42,13 @@
 // it completes with LOOM_ERR_PEER_FAILURE, later posts complete the same way, and an error
 // line names the rank and the peer (peer_status() returns it). Early arrivals that were
 // complete before the failure are still delivered.
+//
+// Cancel (driver.hh; the failure path, so it scans and may allocate). Tcp never revokes: a
+// send the peer has not heard of (its first frame not started) is removed; one partly
+// written, or whose RTS is out, goes on from a driver-owned copy of its unsent bytes (the
+// whole message while the CTS is awaited) and completes silently. A posted receive nothing
+// matched is removed; one being filled, whose CTS is out, or whose early eager payload is
+// still arriving reads the rest into a sink. Neither touches the user's buffer again.
 #pragma once
 
 #include <endian.h>
@@ -165,9 +172,12 @@ struct frame {
 struct send_desc {
     uint64_t tag;
     uint64_t imm;
-    const void* buf;
+    const void* buf;  // the user's buffer, or the driver's copy once withdrawn
     uint64_t len;
     uint64_t cookie;
+    // cancel() took it back from the user: it finishes from the driver's copy
+    // (peer::copies) and reports no completion.
+    bool withdrawn = false;
 };
 
 /// Where the payload being read goes.
@@ -205,6 +215,8 @@ struct peer {
     uint32_t wire_head = 0, wire_tail = 0, wire_mask = 0;
     std::vector<send_desc> descs;
     std::vector<uint32_t> free_descs;
+    // By descriptor: the unsent bytes of a withdrawn send (sized at the first cancel).
+    std::vector<std::unique_ptr<uint8_t[]>> copies;
     uint32_t sends_outstanding = 0;  // posted and not yet handed back by poll()
     uint32_t control_queued    = 0;  // control notices in the ring
     // receive: a staging buffer for headers and small payloads, then the current payload
@@ -247,6 +259,11 @@ class tcp_endpoint final : public endpoint {
                             uint64_t cookie);
     int poll(completion* out, int max);
     bool pending() const { return active_ > 0 || cq_head_ != cq_tail_ || loop_->pending(); }
+    /// Withdraws the operation with `cookie` (driver.hh): an unstarted send or an unmatched
+    /// receive is removed; a send on the wire (or whose RTS is out) finishes from a copy of
+    /// its unsent bytes; a receive being filled (or whose CTS is out) drains into a discard
+    /// sink. No completion either way. False when no pending operation has `cookie`.
+    bool cancel(uint64_t cookie);
 
   private:
     tcp_endpoint(const endpoint_config& config, settings s);
@@ -285,6 +302,13 @@ class tcp_endpoint final : public endpoint {
     void complete_recv(int peer, uint64_t cookie, loom_status_t st, uint64_t bytes, uint64_t tag,
                        uint64_t imm);
     void complete_send(peer& p, uint32_t desc, loom_status_t st);
+    bool cancel_recv(uint64_t cookie);
+    bool cancel_send(uint64_t cookie);
+    /// Takes descriptor `d` back from the user: `f` (its frame on the wire, or null for a
+    /// rendezvous whose whole message is still to go) goes on from a copy.
+    void withdraw_send(peer& p, uint32_t d, frame* f);
+    /// Removes the unstarted frame at ring position `pos`.
+    void remove_frame(peer& p, uint32_t pos);
     void deliver_early(entry& e);
     void fail_peer(peer& p, const std::string& why, bool graceful = false);
     int fail_peer_entries(peer& p);

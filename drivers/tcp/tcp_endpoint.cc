@@ -30,6 +30,9 @@ int fp_poll(void* ctx, completion* out, int max) {
 bool fp_pending(void* ctx) {
     return static_cast<tcp_endpoint*>(ctx)->pending();
 }
+bool fp_cancel(void* ctx, uint64_t cookie) {
+    return static_cast<tcp_endpoint*>(ctx)->cancel(cookie);
+}
 
 // Events taken from epoll per poll(): a batch covers every peer of an 8-rank job at once.
 constexpr int max_events = 16;
@@ -41,7 +44,7 @@ tcp_endpoint::tcp_endpoint(const endpoint_config& config, settings s)
       settings_(std::move(s)),
       peers_(size_t(config.size)),
       loop_(std::make_unique<self::loopback>(config.rank, self::max_ops_param())) {
-    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending};
+    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending, fp_cancel};
 }
 
 tcp_endpoint::~tcp_endpoint() {
@@ -98,14 +101,24 @@ void tcp_endpoint::complete_recv(int peer, uint64_t cookie, loom_status_t st, ui
 }
 
 void tcp_endpoint::complete_send(peer& p, uint32_t desc, loom_status_t st) {
-    const send_desc& s = p.descs[desc];
+    send_desc& s = p.descs[desc];
+    if (s.withdrawn) [[unlikely]] {
+        // Cancelled (its op already left active_): the copy is done with, nobody is told.
+        s.withdrawn = false;
+        p.copies[desc].reset();
+        --p.sends_outstanding;
+        p.free_descs.push_back(desc);
+        return;
+    }
     complete(completion{s.cookie, st, p.rank, st == LOOM_SUCCESS ? s.len : 0, s.tag, s.imm},
              cq_kind::send);
     p.free_descs.push_back(desc);  // capacity reserved at connect: no allocation
 }
 
 void tcp_endpoint::deliver_early(entry& e) {
-    if (e.mismatch) {
+    if (e.cancelled) {
+        // The receive was cancelled while the payload came into the slot: drop it.
+    } else if (e.mismatch) {
         complete_recv(e.peer, e.cookie, LOOM_ERR_MISMATCH, 0, e.tag, e.imm);
     } else {
         if (e.msg_len > 0) {
@@ -285,6 +298,145 @@ int tcp_endpoint::poll(completion* out, int max) {
     return got;
 }
 
+// ---- cancel (the failure path: it scans, and may allocate a copy) ----
+
+bool tcp_endpoint::cancel(uint64_t cookie) {
+    return loop_->cancel(cookie) || cancel_recv(cookie) || cancel_send(cookie);
+}
+
+bool tcp_endpoint::cancel_recv(uint64_t cookie) {
+    for (int r : peer_ranks_) {
+        peer& p = peers_[size_t(r)];
+        if (p.rx.kind == sink::user && p.rx.cookie == cookie) {
+            // Being filled: the rest of the payload is read and dropped, which keeps the
+            // stream in step; the user's buffer is never written again.
+            p.rx.kind = sink::discard;
+            p.rx.base = p.rx.dst = nullptr;
+            --recvs_outstanding_;
+            --active_;
+            return true;
+        }
+    }
+    for (uint64_t i = 0; i < table_.capacity(); ++i) {
+        entry& e = table_.at(i);
+        if (e.direction != dir::recv || e.cancelled || e.cookie != cookie) {
+            continue;
+        }
+        if (e.state == entry_state::posted) {  // nothing arrived for it: forget it
+            table_.erase(&e);
+        } else if (e.state == entry_state::awaiting_data ||
+                   (e.state == entry_state::early_eager && e.claimed)) {
+            // The CTS is out (the data frame goes to a sink), or the payload is coming into
+            // an early slot (dropped when complete).
+            e.cancelled = true;
+            e.buf       = nullptr;
+        } else {
+            continue;  // an early arrival nobody claimed (its cookie means nothing)
+        }
+        --recvs_outstanding_;
+        --active_;
+        return true;
+    }
+    return false;
+}
+
+void tcp_endpoint::remove_frame(peer& p, uint32_t pos) {
+    for (uint32_t i = pos; i + 1 != p.wire_tail; ++i) {
+        p.wire[i & p.wire_mask] = p.wire[(i + 1) & p.wire_mask];
+    }
+    --p.wire_tail;
+    watch_writable(p);  // the ring may be empty now
+}
+
+void tcp_endpoint::withdraw_send(peer& p, uint32_t d, frame* f) {
+    send_desc& s = p.descs[d];
+    if (p.copies.empty()) {
+        p.copies.resize(p.descs.size());
+    }
+    std::unique_ptr<uint8_t[]> copy;
+    if (f == nullptr || f->type == frame_type::rts) {
+        // The receiver may answer CTS any time: the data frame goes from a copy of it all.
+        copy = std::make_unique_for_overwrite<uint8_t[]>(s.len);
+        if (s.len > 0) {
+            std::memcpy(copy.get(), s.buf, s.len);
+        }
+        s.buf = copy.get();
+    } else {
+        // On the wire: copy what the kernel has not taken, and rebase the frame onto it (a
+        // header already out stays out; the payload restarts at the copy's first byte).
+        uint64_t done = f->written > header_bytes ? f->written - header_bytes : 0;
+        uint64_t rest = f->payload_len - done;
+        copy          = std::make_unique_for_overwrite<uint8_t[]>(rest);
+        if (rest > 0) {
+            std::memcpy(copy.get(), f->payload + done, rest);
+        }
+        f->payload = copy.get();
+        if (done > 0) {
+            f->payload_len = rest;
+            f->written     = header_bytes;
+        }
+        s.buf = nullptr;
+    }
+    p.copies[d] = std::move(copy);
+    s.withdrawn = true;
+    --active_;
+}
+
+bool tcp_endpoint::cancel_send(uint64_t cookie) {
+    for (int r : peer_ranks_) {
+        peer& p = peers_[size_t(r)];
+        if (p.failed) {
+            continue;  // every send toward it completed already
+        }
+        // Frames of sends: eager, RTS and data (only the head frame can be partly written).
+        for (uint32_t i = p.wire_head; i != p.wire_tail; ++i) {
+            frame& f = p.wire[i & p.wire_mask];
+            if (f.desc < 0) {
+                continue;
+            }
+            auto d = uint32_t(f.desc);
+            if (p.descs[d].withdrawn || p.descs[d].cookie != cookie) {
+                continue;
+            }
+            if (f.written > 0 || f.type == frame_type::data) {
+                // The receiver is reading it (or, for data, waits for it after its CTS).
+                withdraw_send(p, d, &f);
+                return true;
+            }
+            // Not started: the peer never hears of it.
+            if (f.type == frame_type::rts) {
+                for (uint64_t k = 0; k < cts_table_.capacity(); ++k) {
+                    entry& e = cts_table_.at(k);
+                    if (e.state == entry_state::awaiting_cts && e.peer == p.rank &&
+                        e.msg_len == d) {
+                        cts_table_.erase(&e);
+                        break;
+                    }
+                }
+            }
+            remove_frame(p, i);
+            --p.sends_outstanding;
+            --active_;
+            p.free_descs.push_back(d);
+            return true;
+        }
+    }
+    // Rendezvous sends whose RTS is out, waiting for the CTS.
+    for (uint64_t k = 0; k < cts_table_.capacity(); ++k) {
+        entry& e = cts_table_.at(k);
+        if (e.state != entry_state::awaiting_cts) {
+            continue;
+        }
+        peer& p = peers_[size_t(e.peer)];
+        auto d  = uint32_t(e.msg_len);
+        if (!p.descs[d].withdrawn && p.descs[d].cookie == cookie) {
+            withdraw_send(p, d, nullptr);
+            return true;
+        }
+    }
+    return false;
+}
+
 // ---- failure and close ----
 
 int tcp_endpoint::fail_peer_entries(peer& p) {
@@ -318,8 +470,9 @@ int tcp_endpoint::fail_peer_entries(peer& p) {
             ++i;
             continue;
         }
-        if (e.state == entry_state::posted || e.state == entry_state::awaiting_data ||
-            (e.state == entry_state::early_eager && e.claimed)) {
+        if (!e.cancelled &&
+            (e.state == entry_state::posted || e.state == entry_state::awaiting_data ||
+             (e.state == entry_state::early_eager && e.claimed))) {
             complete_recv(p.rank, e.cookie, LOOM_ERR_PEER_FAILURE, 0, e.tag, e.imm);
             ++failed;
         }

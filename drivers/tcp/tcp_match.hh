@@ -27,9 +27,11 @@ struct entry {
     int32_t peer;
     dir direction;
     entry_state state;
-    bool complete;  // early_eager: the whole payload is in the slot
-    bool claimed;   // early_eager: a receive was posted while the payload was still arriving
-    bool mismatch;  // early_eager, claimed: that receive expects another length or imm
+    bool complete;   // early_eager: the whole payload is in the slot
+    bool claimed;    // early_eager: a receive was posted while the payload was still arriving
+    bool mismatch;   // early_eager, claimed: that receive expects another length or imm
+    bool cancelled;  // awaiting_data or claimed early_eager: the receive was cancelled, the
+                     // payload goes to a sink and nothing completes
     uint8_t* buf;
     uint64_t cap;  // the receive's length (it must match exactly)
     uint64_t imm;  // posted: the one expected; early: the one that came

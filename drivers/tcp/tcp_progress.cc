@@ -279,7 +279,11 @@ bool tcp_endpoint::handle_data(peer& p, const header& h) {
     entry r = *e;
     table_.erase(e);
     p.rpos += header_bytes;
-    begin_payload(p, sink::user, r.buf, h.len, h.tag, h.imm, r.cookie);
+    if (r.cancelled) {  // the receive was withdrawn after its CTS: read the data and drop it
+        begin_payload(p, sink::discard, nullptr, h.len, h.tag, h.imm, 0);
+    } else {
+        begin_payload(p, sink::user, r.buf, h.len, h.tag, h.imm, r.cookie);
+    }
     return true;
 }
 

@@ -95,14 +95,16 @@ status engine_impl::prepare(request& r, std::shared_ptr<const plan> p, const cal
     }
     r.ready.assign(pl.roots.rbegin(), pl.roots.rend());
     r.blocked.clear();
-    r.done_steps = 0;
-    r.call_tag   = wire::call_bits(config_.comm_id, seq, p2p);
-    r.seq        = seq;
-    r.p2p        = p2p;
-    r.deadline_s = now_s() + (timeout_s < 0 ? config_.timeout_s : timeout_s);
-    r.generation = static_cast<uint16_t>(r.generation + 1);
-    r.why        = failure{};
-    r.active     = true;
+    r.done_steps     = 0;
+    r.call_tag       = wire::call_bits(config_.comm_id, seq, p2p);
+    r.seq            = seq;
+    r.p2p            = p2p;
+    r.deadline_s     = now_s() + (timeout_s < 0 ? config_.timeout_s : timeout_s);
+    r.generation     = static_cast<uint16_t>(r.generation + 1);
+    r.why            = failure{};
+    r.withdrawn_by   = -1;
+    r.withdrawn_step = -1;
+    r.active         = true;
     r.status.store(LOOM_IN_PROGRESS, std::memory_order_release);
     if (pl.steps.empty()) {
         finish(r);

@@ -44,6 +44,7 @@ class engine_impl final : public engine {
     void fail(request& r, loom_status_t code, int peer, int step, const std::string& why,
               bool notify);
     void time_out(request& r);
+    void withdraw(request& r);
     void notify_peers(const request& r, loom_status_t code);
     void on_control(const drivers::completion& c);
     void apply_early_notices(request& r);

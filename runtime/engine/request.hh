@@ -32,6 +32,11 @@ class request {
     uint32_t seq      = 0;
     bool p2p          = false;
     double deadline_s = 0;
+    // A message this call was reading was withdrawn by its sender (driver.hh cancel): the
+    // sender's call failed, and its notice with the reason is on its way. Until it comes
+    // (or a short grace passes) the call waits for it, to report the root cause.
+    int withdrawn_by   = -1;
+    int withdrawn_step = -1;
     uint16_t slot = 0, generation = 0;
     bool active = false;  // in the pool's hands (started, not released)
     std::atomic<int> status{LOOM_SUCCESS};

@@ -1,7 +1,9 @@
 // Executing steps against the driver's fast path, finishing them when their completions
 // arrive, and failing calls with a diagnostic that names rank, peer, call and step.
+#include <algorithm>
 #include <cstring>
 
+#include "base/clock.hh"
 #include "base/log.hh"
 #include "engine/engine_impl.hh"
 
@@ -13,6 +15,9 @@ uint64_t cookie_of(const request& r, uint32_t step) {
 }
 
 constexpr size_t max_early_notices = 64;
+
+// How long a call whose incoming message was withdrawn waits for the sender's notice.
+constexpr double withdrawn_grace_s = 0.2;
 
 // A failure notice's immediate: status (16 bits), the reporting rank (24), and the rank the
 // failure concerns plus one (24; 0 when none), so every rank can name the culprit.
@@ -131,6 +136,12 @@ void engine_impl::on_completion(const drivers::completion& c) {
         return;
     }
     const plan_step& s = r.p->steps[i];
+    if (c.withdrawn) {
+        r.withdrawn_by   = c.peer;
+        r.withdrawn_step = static_cast<int>(i);
+        r.deadline_s     = std::min(r.deadline_s, now_s() + withdrawn_grace_s);
+        return;
+    }
     if (c.status != LOOM_SUCCESS) {
         std::string why = c.status == LOOM_ERR_MISMATCH
                               ? "rank " + std::to_string(c.peer) +
@@ -199,13 +210,31 @@ void engine_impl::fail(request& r, loom_status_t code, int peer, int step, const
     r.why.collective = std::string(schedule::collective_name(r.p->info.coll));
     r.why.message    = describe(r, step) + ": " + loom_status_string(code) + ": " + why;
     LOOM_LOG_WARN(log::subsystem::coll, "%s", r.why.message.c_str());
-    r.status.store(code, std::memory_order_release);
+    withdraw(r);
+    r.status.store(code, std::memory_order_release);  // R: the caller owns the buffers again
     if (notify) {
         notify_peers(r, code);
     }
 }
 
+// A failed call hands its buffers back to the caller: first every operation still posted
+// for it is cancelled, so no driver reads or writes them afterwards (driver.hh cancel).
+void engine_impl::withdraw(request& r) {
+    for (uint32_t i = 0; i < r.state.size(); ++i) {
+        if (r.state[i] == step_state::posted) {
+            fast_.cancel(fast_.ctx, cookie_of(r, i));
+        }
+    }
+}
+
 void engine_impl::time_out(request& r) {
+    if (r.withdrawn_by >= 0) {
+        fail(r, LOOM_ERR_PEER_FAILURE, r.withdrawn_by, r.withdrawn_step,
+             "rank " + std::to_string(r.withdrawn_by) +
+                 " withdrew its message (its own call failed) and its reason did not arrive",
+             true);
+        return;
+    }
     // The step it waits for: the first posted step not done, else the first waiting one.
     int step = -1;
     for (size_t i = 0; i < r.state.size() && step < 0; ++i) {

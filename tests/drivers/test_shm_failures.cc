@@ -2,6 +2,7 @@
 // operations fail with PEER_FAILURE within the liveness period, what it sent before dying
 // is still delivered), a peer that closes its endpoint, a connect that names the missing
 // rank, and segments of a killed run reclaimed by the next open.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -30,9 +31,22 @@ struct store_dir {
     std::string path;
 };
 
+// Any segment of (job, rank), whichever process made it.
 bool segment_exists(const std::string& job, int rank) {
-    struct stat st {};
-    return ::stat(("/dev/shm/" + drivers::shm::segment_name(job, rank)).c_str(), &st) == 0;
+    std::string stem = drivers::shm::segment_stem(job, rank);
+    DIR* dir         = ::opendir("/dev/shm");
+    bool found       = false;
+    while (dir != nullptr && !found) {
+        struct dirent* e = ::readdir(dir);
+        if (e == nullptr) {
+            break;
+        }
+        found = std::string_view(e->d_name).starts_with(stem);
+    }
+    if (dir != nullptr) {
+        ::closedir(dir);
+    }
+    return found;
 }
 
 // Rank 1 sends one eager message and dies 50 ms after rank 0 posted a receive and a

@@ -2,7 +2,8 @@
 // (every operation toward it completes with PEER_FAILURE within the deadline, and the
 // message names it), a peer that closes its endpoint, connects that time out naming the rank
 // (never published, published but dead, never connected), and handshakes that name a wrong
-// or duplicate rank or come from another job.
+// or duplicate rank or come from another job; and cancel (driver.hh): withdrawn sends are
+// delivered whole or not at all, withdrawn receives drain, and the stream stays in step.
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -175,7 +176,301 @@ status connect_against(int rank, int size, const std::string& job, file_store& s
     return ep.is_ok() ? status::ok() : ep.error();
 }
 
+// ---- cancel ----
+
+/// Polls (into `t`) until `key` is in the store or `timeout_s` passes.
+bool poll_until_key(const drivers::fast_path& f, test::tally& t, file_store& store,
+                    const std::string& key, double timeout_s) {
+    deadline until(timeout_s);
+    drivers::completion c[16];
+    while (!store.get(key, 0).is_ok()) {
+        if (until.expired()) {
+            return false;
+        }
+        int n = f.poll(f.ctx, c, 16);
+        for (int i = 0; i < n; ++i) {
+            t.add(c[i]);
+        }
+        if (n == 0) {
+            ::usleep(200);
+        }
+    }
+    return true;
+}
+
+/// Polls (into `t`) until every cookie in `want` completed or `timeout_s` passes.
+bool wait_cookies(const drivers::fast_path& f, test::tally& t, std::initializer_list<size_t> want,
+                  double timeout_s) {
+    deadline until(timeout_s);
+    test::backoff idle;
+    drivers::completion c[16];
+    for (;;) {
+        bool all = true;
+        for (size_t w : want) {
+            all = all && t.count[w] > 0;
+        }
+        if (all) {
+            return true;
+        }
+        if (until.expired()) {
+            return false;
+        }
+        int n = f.poll(f.ctx, c, 16);
+        for (int i = 0; i < n; ++i) {
+            t.add(c[i]);
+        }
+        n > 0 ? idle.reset() : idle.idle();
+    }
+}
+
+// Small socket buffers (LOOM_TCP_SOCKBUF) keep a 4 MiB message on the wire for many polls.
+constexpr size_t cancel_big = size_t{4} << 20, cancel_small = 1000;
+constexpr size_t later_big = 300 * 1024, later_small = 100;
+constexpr int n_cancel_rounds = 4;
+// Round k: rank 0 cancels after polling this long; in round 0 rank 1 reads nothing until
+// then (the 4 MiB send waits for its CTS), in the others it reads slowly all along (the send
+// is partly written, the small one behind it may not have started).
+constexpr double cancel_after_s[n_cancel_rounds] = {0, 0.001, 0.005, 0.02};
+
+// Rank 0 posts a 4 MiB (rendezvous) and a 1000-byte send, cancels both, overwrites and frees
+// their buffers, then sends two more messages of other tags. Rank 1 receives each cancelled
+// message whole or not at all, and the later ones intact. Cookies: 4 k + {big, small, later
+// big, later small}.
+int cancel_send_rank(int rank, const std::string& job, const std::string& dir) {
+    file_store store(dir);
+    auto ep = test::open_tcp(rank, 2, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    test::tally t(4 * n_cancel_rounds);
+    for (int k = 0; k < n_cancel_rounds; ++k) {
+        uint64_t tag   = 100 * uint64_t(k + 1);
+        size_t c0      = size_t(4 * k);
+        std::string ks = std::to_string(k);
+        if (rank == 0) {
+            RANK_CHECK(rank, store.get("ready/" + ks, 20).is_ok(), "round %d: rank 1 not ready", k);
+            std::vector<uint8_t> big(cancel_big), small(cancel_small);
+            std::vector<uint8_t> lbig(later_big), lsmall(later_small);
+            test::fill(big.data(), big.size(), tag + 1);
+            test::fill(small.data(), small.size(), tag + 2);
+            test::fill(lbig.data(), lbig.size(), tag + 3);
+            test::fill(lsmall.data(), lsmall.size(), tag + 4);
+            RANK_CHECK(rank, f.post_send(f.ctx, 1, tag + 1, 0, big.data(), big.size(), c0) == 0,
+                       "send");
+            test::poll_for(f, cancel_after_s[k], [&](const completion& c) { t.add(c); });
+            RANK_CHECK(rank,
+                       f.post_send(f.ctx, 1, tag + 2, 0, small.data(), small.size(), c0 + 1) == 0,
+                       "send");
+            bool c_big   = f.cancel(f.ctx, c0);
+            bool c_small = f.cancel(f.ctx, c0 + 1);
+            // A send that was not withdrawn had completed; its completion waits in poll.
+            test::fill(big.data(), big.size(), tag + 50);
+            test::fill(small.data(), small.size(), tag + 51);
+            std::vector<uint8_t>().swap(big);  // 4 MiB: unmapped, a late read would fault
+            std::vector<uint8_t>().swap(small);
+            RANK_CHECK(rank, !f.cancel(f.ctx, c0) && !f.cancel(f.ctx, c0 + 1),
+                       "a second cancel found something");
+            RANK_CHECK(rank, !f.cancel(f.ctx, 12345), "cancel of an unknown cookie");
+            RANK_CHECK(rank,
+                       store
+                           .set("cancelled/" + ks,
+                                std::to_string(int(c_big)) + " " + std::to_string(int(c_small)))
+                           .is_ok(),
+                       "set");
+            RANK_CHECK(rank,
+                       f.post_send(f.ctx, 1, tag + 3, 0, lbig.data(), lbig.size(), c0 + 2) == 0,
+                       "send");
+            RANK_CHECK(rank,
+                       f.post_send(f.ctx, 1, tag + 4, 0, lsmall.data(), lsmall.size(), c0 + 3) == 0,
+                       "send");
+            RANK_CHECK(rank, poll_until_key(f, t, store, "checked/" + ks, 30),
+                       "round %d: rank 1 never checked", k);
+            RANK_CHECK(rank, wait_cookies(f, t, {c0 + 2, c0 + 3}, 10), "round %d: later sends", k);
+            RANK_CHECK(rank, t.status[c0 + 2] == 0 && t.status[c0 + 3] == 0,
+                       "round %d: later sends: %d %d", k, t.status[c0 + 2], t.status[c0 + 3]);
+            RANK_CHECK(rank, t.count[c0] == (c_big ? 0 : 1) && t.count[c0 + 1] == (c_small ? 0 : 1),
+                       "round %d: cancelled %d %d, completions %d %d", k, c_big, c_small,
+                       t.count[c0], t.count[c0 + 1]);
+            continue;
+        }
+        std::vector<uint8_t> big(cancel_big, 0xee), small(cancel_small, 0xee);
+        std::vector<uint8_t> lbig(later_big, 0xee), lsmall(later_small, 0xee);
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, tag + 1, 0, big.data(), big.size(), c0) == 0,
+                   "recv");
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, tag + 2, 0, small.data(), small.size(), c0 + 1) == 0,
+                   "recv");
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, tag + 3, 0, lbig.data(), lbig.size(), c0 + 2) == 0,
+                   "recv");
+        RANK_CHECK(rank,
+                   f.post_recv(f.ctx, 0, tag + 4, 0, lsmall.data(), lsmall.size(), c0 + 3) == 0,
+                   "recv");
+        RANK_CHECK(rank, store.set("ready/" + ks, "1").is_ok(), "set");
+        if (k == 0) {
+            RANK_CHECK(rank, store.get("cancelled/" + ks, 20).is_ok(), "not cancelled");
+        } else {
+            // A slow reader: one poll, then a pause, until rank 0 has cancelled.
+            deadline until(20);
+            completion c[16];
+            while (!store.get("cancelled/" + ks, 0).is_ok()) {
+                RANK_CHECK(rank, !until.expired(), "round %d: not cancelled", k);
+                int n = f.poll(f.ctx, c, 16);
+                for (int i = 0; i < n; ++i) {
+                    t.add(c[i]);
+                }
+                ::usleep(500);
+            }
+        }
+        RANK_CHECK(rank, wait_cookies(f, t, {c0 + 2, c0 + 3}, 20),
+                   "round %d: the later messages did not arrive", k);
+        test::poll_for(f, 0.2, [&](const completion& c) { t.add(c); });
+        for (size_t j = 0; j < 4; ++j) {
+            RANK_CHECK(rank, t.count[c0 + j] == 0 || t.status[c0 + j] == 0,
+                       "round %d: message %zu: status %d", k, j, t.status[c0 + j]);
+        }
+        long bad_lbig   = test::check(lbig.data(), lbig.size(), tag + 3);
+        long bad_lsmall = test::check(lsmall.data(), lsmall.size(), tag + 4);
+        RANK_CHECK(rank, bad_lbig < 0 && bad_lsmall < 0,
+                   "round %d: later messages differ at %ld, %ld", k, bad_lbig, bad_lsmall);
+        // Whole (the sender's bytes, never the ones written after its cancel) or nothing.
+        bool got_big = t.count[c0] > 0, got_small = t.count[c0 + 1] > 0;
+        long bad_big   = got_big ? test::check(big.data(), big.size(), tag + 1) : -1;
+        long bad_small = got_small ? test::check(small.data(), small.size(), tag + 2) : -1;
+        RANK_CHECK(rank, bad_big < 0 && bad_small < 0,
+                   "round %d: cancelled messages differ at %ld, %ld", k, bad_big, bad_small);
+        RANK_CHECK(rank, got_big || f.cancel(f.ctx, c0), "round %d: big receive not pending", k);
+        RANK_CHECK(rank, got_small || f.cancel(f.ctx, c0 + 1), "round %d: small receive", k);
+        std::printf("# round %d: rank 0 withdrew big %s, small %s; rank 1 got big %s, small %s\n",
+                    k, store.get("cancelled/" + ks, 0)->substr(0, 1) == "1" ? "yes" : "no",
+                    store.get("cancelled/" + ks, 0)->substr(2, 1) == "1" ? "yes" : "no",
+                    got_big ? "whole" : "nothing", got_small ? "whole" : "nothing");
+        RANK_CHECK(rank, store.set("checked/" + ks, "1").is_ok(), "set");
+    }
+    std::string me = std::to_string(rank), other = std::to_string(1 - rank);
+    RANK_CHECK(rank, store.set("done/" + me, "1").is_ok(), "set");
+    RANK_CHECK(rank, poll_until_key(f, t, store, "done/" + other, 30), "peer not done");
+    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.extra == 0, "%zu extra completions", t.extra);
+    return 0;
+}
+
+// Rank 1 posts five receives; it cancels one whose CTS went out while rank 0 holds the data
+// back, one whose 4 MiB payload is streaming in, and one nothing was sent for, and refills
+// the cancelled buffers: they stay as refilled, and the later messages arrive intact.
+// Cookies: 0 = 200 KiB (CTS out), 1 = 4 MiB (mid-stream), 2 = 300 KiB, 3 = 1000 B, 4 = never.
+int cancel_recv_rank(int rank, const std::string& job, const std::string& dir) {
+    file_store store(dir);
+    auto ep = test::open_tcp(rank, 2, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    test::tally t(8);
+    const size_t lens[] = {200 * 1024, cancel_big, later_big, cancel_small, 64};
+    std::vector<std::vector<uint8_t>> buf(5);
+    for (size_t i = 0; i < 5; ++i) {
+        buf[i].assign(lens[i], 0xee);
+    }
+    if (rank == 0) {
+        for (size_t i = 0; i < 4; ++i) {
+            test::fill(buf[i].data(), lens[i], 10 + i);
+        }
+        // The own rank's loopback route withdraws too.
+        uint8_t self_buf[8];
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, 99, 0, self_buf, 8, 7) == 0, "self recv");
+        RANK_CHECK(rank, f.cancel(f.ctx, 7) && !f.cancel(f.ctx, 7), "self cancel");
+        RANK_CHECK(rank, store.get("posted", 20).is_ok(), "rank 1 never posted");
+        RANK_CHECK(rank, f.post_send(f.ctx, 1, 10, 0, buf[0].data(), lens[0], 0) == 0, "send");
+        // The RTS went out in post_send (an empty ring is flushed at once).
+        RANK_CHECK(rank, store.set("rts_sent", "1").is_ok(), "set");
+        RANK_CHECK(rank, store.get("cancelled0", 20).is_ok(), "rank 1 never cancelled");
+        for (size_t i = 1; i < 4; ++i) {
+            RANK_CHECK(rank, f.post_send(f.ctx, 1, 10 + i, 0, buf[i].data(), lens[i], i) == 0,
+                       "send %zu", i);
+        }
+        // The receiver drains what it cancelled: every send completes normally.
+        RANK_CHECK(rank, t.wait(f, 4, 30), "%zu of 4 sends completed", t.done);
+        for (size_t i = 0; i < 4; ++i) {
+            RANK_CHECK(rank, t.status[i] == 0, "send %zu: status %d", i, t.status[i]);
+        }
+    } else {
+        for (size_t i = 0; i < 5; ++i) {
+            RANK_CHECK(rank, f.post_recv(f.ctx, 0, 10 + i, 0, buf[i].data(), lens[i], i) == 0,
+                       "recv %zu", i);
+        }
+        RANK_CHECK(rank, store.set("posted", "1").is_ok(), "set");
+        // The RTS arrives and the CTS goes out; rank 0 sends no data until told.
+        RANK_CHECK(rank, poll_until_key(f, t, store, "rts_sent", 20), "no RTS");
+        test::poll_for(f, 0.02, [&](const completion& c) { t.add(c); });
+        RANK_CHECK(rank, f.cancel(f.ctx, 0), "cancel after the CTS");
+        test::fill(buf[0].data(), lens[0], 900);
+        RANK_CHECK(rank, store.set("cancelled0", "1").is_ok(), "set");
+        // Read slowly until the 4 MiB payload has begun to land, then cancel it.
+        deadline until(20);
+        completion c[16];
+        while (test::check(buf[1].data(), 64, 11) >= 0) {
+            RANK_CHECK(rank, !until.expired(), "the 4 MiB message never began");
+            int n = f.poll(f.ctx, c, 16);
+            for (int i = 0; i < n; ++i) {
+                t.add(c[i]);
+            }
+            ::usleep(200);
+        }
+        RANK_CHECK(rank, t.count[1] == 0, "the 4 MiB message completed at once");
+        RANK_CHECK(rank, f.cancel(f.ctx, 1), "cancel mid-stream");
+        test::fill(buf[1].data(), lens[1], 901);
+        RANK_CHECK(rank, !f.cancel(f.ctx, 1), "second cancel mid-stream");
+        RANK_CHECK(rank, f.cancel(f.ctx, 4) && !f.cancel(f.ctx, 4), "cancel of a posted receive");
+        test::fill(buf[4].data(), lens[4], 904);
+        RANK_CHECK(rank, !f.cancel(f.ctx, 12345), "cancel of an unknown cookie");
+        RANK_CHECK(rank, wait_cookies(f, t, {2, 3}, 20), "later messages did not arrive");
+        test::poll_for(f, 0.1, [&](const completion& c) { t.add(c); });
+        for (size_t i = 2; i < 4; ++i) {
+            long bad = test::check(buf[i].data(), lens[i], 10 + i);
+            RANK_CHECK(rank, t.status[i] == 0 && bad < 0, "message %zu: status %d byte %ld", i,
+                       t.status[i], bad);
+        }
+        const size_t cancelled[] = {0, 1, 4};
+        for (size_t i : cancelled) {
+            long bad = test::check(buf[i].data(), lens[i], 900 + i);
+            RANK_CHECK(rank, t.count[i] == 0 && bad < 0,
+                       "cancelled receive %zu: %d completions, written at byte %ld", i, t.count[i],
+                       bad);
+        }
+    }
+    std::string me = std::to_string(rank), other = std::to_string(1 - rank);
+    RANK_CHECK(rank, store.set("done/" + me, "1").is_ok(), "set");
+    RANK_CHECK(rank, poll_until_key(f, t, store, "done/" + other, 30), "peer not done");
+    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.extra == 0, "%zu extra completions", t.extra);
+    return 0;
+}
+
+void with_small_sockbufs(const char* label,
+                         int (*body)(int, const std::string&, const std::string&),
+                         const char* eager_limit = "65536") {
+    auto& reg = params::registry::global();
+    assert_true(reg.set("LOOM_TCP_SOCKBUF", "65536").is_ok());
+    assert_true(reg.set("LOOM_TCP_EAGER_LIMIT", eager_limit).is_ok());
+    test::store_dir dir(label);
+    std::string job = test::unique_job(label);
+    std::string why = test::run_ranks(2, 60, [&](int r) { return body(r, job, dir.path); });
+    assert_true(reg.set("LOOM_TCP_SOCKBUF", "0").is_ok());
+    assert_true(reg.set("LOOM_TCP_EAGER_LIMIT", "65536").is_ok());
+    expect_fail(why);
+}
+
 }  // namespace
+
+static void cancelled_sends_arrive_whole_or_not_at_all(void**) {
+    with_small_sockbufs("cancel_send", cancel_send_rank);
+}
+
+// The same with every message eager (4 MiB limit): a partly written eager frame goes on
+// from a copy of its unsent bytes.
+static void cancelled_eager_sends_arrive_whole_or_not_at_all(void**) {
+    with_small_sockbufs("cancel_eager", cancel_send_rank, "4194304");
+}
+
+static void cancelled_receives_drain_and_stay_untouched(void**) {
+    with_small_sockbufs("cancel_recv", cancel_recv_rank);
+}
 
 static void killed_peer_fails_every_operation(void**) {
     test::store_dir dir("killed");
@@ -302,6 +597,9 @@ int main() {
         cmocka_unit_test(handshake_with_duplicate_rank_is_an_error),
         cmocka_unit_test(another_jobs_connection_is_refused_not_fatal),
         cmocka_unit_test(bad_parameters_are_errors),
+        cmocka_unit_test(cancelled_sends_arrive_whole_or_not_at_all),
+        cmocka_unit_test(cancelled_eager_sends_arrive_whole_or_not_at_all),
+        cmocka_unit_test(cancelled_receives_drain_and_stay_untouched),
     };
     return LOOM_RUN_TESTS("drivers_tcp_failures", tests);
 }

@@ -7,8 +7,8 @@
 //
 // Usage: test_engine_multiproc DRIVER   (shm or tcp). One TAP line per rank count.
 #include <signal.h>
-#include <time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,11 +27,13 @@ using namespace loom;
 namespace {
 
 // Inputs are small integers, so float sums are exact and every dtype compares bit-exactly.
-int32_t input_value(int rank, int64_t i) { return static_cast<int32_t>((rank * 7 + i * 3) % 11) - 5; }
+int32_t input_value(int rank, int64_t i) {
+    return static_cast<int32_t>((rank * 7 + i * 3) % 11) - 5;
+}
 
 // What rank `me` must hold at output element `o` (int32 sum), or false if unconstrained.
 bool expected(const schedule::schedule_info& info, int me, int64_t o, int32_t* out) {
-    int n = info.nranks;
+    int n       = info.nranks;
     auto sum_at = [&](int64_t i) {
         int32_t s = 0;
         for (int r = 0; r < n; ++r) {
@@ -40,14 +42,18 @@ bool expected(const schedule::schedule_info& info, int me, int64_t o, int32_t* o
         return s;
     };
     switch (info.coll) {
-        case schedule::collective::allreduce: *out = sum_at(o); return true;
+        case schedule::collective::allreduce:
+            *out = sum_at(o);
+            return true;
         case schedule::collective::reduce:
             if (me != info.root) {
                 return false;
             }
             *out = sum_at(o);
             return true;
-        case schedule::collective::broadcast: *out = input_value(info.root, o); return true;
+        case schedule::collective::broadcast:
+            *out = input_value(info.root, o);
+            return true;
         case schedule::collective::reduce_scatter:
             *out = sum_at(schedule::block_offset(info.count, n, me) + o);
             return true;
@@ -123,18 +129,18 @@ std::string run_case(rank_env& env, const algorithms::algorithm& a, algorithms::
                   std::to_string(want);
         }
     }
-    return err.empty() ? "" : std::string(schedule::collective_name(c.coll)) + " " +
-                                  std::string(a.name) + " N=" + std::to_string(c.nranks) +
-                                  " count=" + std::to_string(c.count) + " root=" +
-                                  std::to_string(c.root) + (in_place ? " in-place" : "") +
-                                  ": " + err;
+    return err.empty()
+               ? ""
+               : std::string(schedule::collective_name(c.coll)) + " " + std::string(a.name) +
+                     " N=" + std::to_string(c.nranks) + " count=" + std::to_string(c.count) +
+                     " root=" + std::to_string(c.root) + (in_place ? " in-place" : "") + ": " + err;
 }
 
 // Connects this rank: the file store in `dir`, the driver, an engine.
 bool connect_rank(rank_env& env, const std::string& driver, const std::string& dir) {
     bootstrap::identity me;
     me.rank = env.rank, me.size = env.size, me.source = "test";
-    me.job  = "engine-" + std::to_string(getppid());
+    me.job     = "engine-" + std::to_string(getppid());
     auto store = bootstrap::connect_store("file:" + dir, me, 20);
     if (!store) {
         std::fprintf(stderr, "rank %d: %s\n", env.rank, store.error().to_string().c_str());
@@ -144,9 +150,13 @@ bool connect_rank(rank_env& env, const std::string& driver, const std::string& d
     drivers::endpoint_config cfg;
     cfg.rank = env.rank, cfg.size = env.size, cfg.job = me.job, cfg.store = env.store.get();
     cfg.timeout_s = 20;
-    auto ep = drivers::open(env.size == 1 ? "self" : driver, cfg);
-    if (!ep || !(*ep)->connect()) {
-        std::fprintf(stderr, "rank %d: cannot open %s\n", env.rank, driver.c_str());
+    auto ep       = drivers::open(env.size == 1 ? "self" : driver, cfg);
+    if (!ep) {
+        std::fprintf(stderr, "rank %d: %s\n", env.rank, ep.error().to_string().c_str());
+        return false;
+    }
+    if (status st = (*ep)->connect(); !st) {
+        std::fprintf(stderr, "rank %d: %s\n", env.rank, st.to_string().c_str());
         return false;
     }
     env.ep = std::move(*ep);
@@ -161,8 +171,8 @@ int every_algorithm(rank_env& env) {
     int failures = 0, cases = 0;
     // The lattice algorithms run on a torus or ring of the same size.
     const char* lattice = size == 8 ? "torus:2x2x2" : size == 4 ? "torus:2x2" : nullptr;
-    auto shape = lattice ? *topology::shape::parse(lattice)
-                         : *topology::shape::parse("ring:" + std::to_string(size));
+    auto shape          = lattice ? *topology::shape::parse(lattice)
+                                  : *topology::shape::parse("ring:" + std::to_string(size));
     for (const auto* a : algorithms::catalogue()) {
         for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{size}, int64_t{65539}}) {
             for (int root : {0, size - 1}) {
@@ -223,11 +233,11 @@ int several_in_flight(rank_env& env) {
     for (auto [coll, algo] : {std::pair{"allreduce", "ring"}, std::pair{"broadcast", "binomial"},
                               std::pair{"alltoall", "pairwise"}, std::pair{"allgather", "pat"}}) {
         pending p;
-        p.c = star_call(coll, env.size, 1000, env.size - 1);
-        p.a = algorithms::find(p.c.coll, algo);
+        p.c         = star_call(coll, env.size, 1000, env.size - 1);
+        p.a         = algorithms::find(p.c.coll, algo);
         p.info.coll = p.c.coll, p.info.nranks = env.size, p.info.count = 1000;
         p.info.root = p.c.root, p.info.peer = p.c.peer, p.info.algorithm = algo;
-        auto rs = algorithms::generate_rank(*p.a, p.c, env.rank);
+        auto rs   = algorithms::generate_rank(*p.a, p.c, env.rank);
         auto plan = engine::compile(p.info, *rs, LOOM_INT32, 99);
         p.in.resize(schedule::input_count(p.info, env.rank));
         for (size_t i = 0; i < p.in.size(); ++i) {
@@ -236,8 +246,8 @@ int several_in_flight(rank_env& env) {
         p.out.assign(schedule::output_count(p.info, env.rank), 0);
         calls.push_back(std::move(p));
         auto& q = calls.back();
-        auto r  = env.eng->start(*plan, {q.in.data(), q.out.data(), LOOM_INT32, LOOM_SUM},
-                                 env.seq++, false, 20);
+        auto r = env.eng->start(*plan, {q.in.data(), q.out.data(), LOOM_INT32, LOOM_SUM}, env.seq++,
+                                false, 20);
         if (!r) {
             std::fprintf(stderr, "rank %d: %s\n", env.rank, r.error().to_string().c_str());
             return 1;
@@ -253,7 +263,8 @@ int several_in_flight(rank_env& env) {
         env.eng->release(it->r);
         for (size_t o = 0; o < it->out.size(); ++o) {
             int32_t want;
-            if (expected(it->info, env.rank, static_cast<int64_t>(o), &want) && it->out[o] != want) {
+            if (expected(it->info, env.rank, static_cast<int64_t>(o), &want) &&
+                it->out[o] != want) {
                 std::fprintf(stderr, "rank %d %s: output[%zu] wrong\n", env.rank,
                              it->a->name.data(), o);
                 return 1;
@@ -272,13 +283,13 @@ int expect_failure(rank_env& env, const algorithms::call& c, const char* algo, l
     schedule::schedule_info info;
     info.coll = c.coll, info.nranks = c.nranks, info.count = c.count, info.root = c.root;
     info.peer = c.peer, info.algorithm = algo;
-    auto rs   = algorithms::generate_rank(*a, c, env.rank);
+    auto rs            = algorithms::generate_rank(*a, c, env.rank);
     uint64_t signature = (static_cast<uint64_t>(c.coll) << 40) ^ static_cast<uint64_t>(c.count);
-    auto plan = engine::compile(info, *rs, LOOM_INT32, signature);
+    auto plan          = engine::compile(info, *rs, LOOM_INT32, signature);
     std::vector<int32_t> in(schedule::input_count(info, env.rank), 1);
     std::vector<int32_t> out(schedule::output_count(info, env.rank), -12345);
     double t0 = now_s();
-    auto r = env.eng->start(*plan, {in.data(), out.data(), LOOM_INT32, LOOM_SUM}, 0, false, 10);
+    auto r    = env.eng->start(*plan, {in.data(), out.data(), LOOM_INT32, LOOM_SUM}, 0, false, 10);
     loom_status_t st = env.eng->wait(*r, -1);
     double took      = now_s() - t0;
     std::string msg  = env.eng->failure_of(*r).message;
@@ -382,10 +393,10 @@ int main(int argc, char** argv) {
     all.push_back({"four different calls in flight at once, 5 ranks", 5, several_in_flight});
     all.push_back({"allreduce against broadcast: mismatch on every rank, buffers intact", 2,
                    mismatched_primitive});
-    all.push_back({"allreduce counts 100 against 101: mismatch on every rank", 3,
-                   mismatched_count});
-    all.push_back({"rank 2 SIGKILLed mid all-reduce: the others fail naming it, in time", 3,
-                   dead_peer, 2});
+    all.push_back(
+        {"allreduce counts 100 against 101: mismatch on every rank", 3, mismatched_count});
+    all.push_back(
+        {"rank 2 SIGKILLed mid all-reduce: the others fail naming it, in time", 3, dead_peer, 2});
     std::printf("1..%zu\n", all.size());
     int test = 0, failed = 0;
     for (const auto& sc : all) {

@@ -103,6 +103,12 @@ const char* loom_build_features(void);
  *    different communicators may be used concurrently from different threads. The
  *    progress thread of LOOM_PROGRESS=thread is internal and needs no care from callers.
  *  - Every failing call records its detail for loom_last_error() on the calling thread.
+ *  - A call that fails after it started (peer failure, timeout, mismatch, abort) hands its
+ *    buffers back: before the status is returned, everything still posted for the call is
+ *    withdrawn from the transport, so no byte is read from or written into them afterwards
+ *    (a peer reading a withdrawn message discards it and fails too). Like NCCL after an
+ *    asynchronous error, such a communicator is for loom_comm_destroy / loom_comm_abort
+ *    only: later calls on it are not guaranteed to succeed.
  * ------------------------------------------------------------------------------------- */
 
 /** A communicator: a group of ranks that run collectives together. Opaque. */
