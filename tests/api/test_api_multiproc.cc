@@ -1,7 +1,7 @@
 // The C API across real processes (fork; shm by default, the transport in argv[1]): every
 // collective × every algorithm that applies × N ∈ {1, 2, 3, 4, 5, 8} × counts {0, 1, 7, N,
-// 65539}, with every dtype and every op among the reductions (all pairs for small counts,
-// one rotating pair at 65539), roots 0, N-1 and N/2, in place against out of place, checked
+// 65539, 4194305}, with every dtype and every op among the reductions (all pairs for small
+// counts, one rotating pair at the large ones), roots 0, N-1 and N/2, in place against out of place, checked
 // against reference.hh; then point-to-point, five collectives in flight at once, 1000
 // back-to-back all-reduces and a split. The lattice-only algorithms (dims, dor-relay) run
 // on torus:2x2 and torus:2x4. One launch per N: many cases per launch.
@@ -68,13 +68,30 @@ std::vector<std::string> algorithms_for(call_kind kind, int n, size_t count,
     return out;
 }
 
+// The large count runs at every N in the normal build; under the sanitizers (several
+// times slower, and looking for memory errors, which do not depend on N) up to N = 3.
+#ifdef LOOM_TEST_SANITIZED
+constexpr int max_ranks_at_large_count = 3;
+#else
+constexpr int max_ranks_at_large_count = 8;
+#endif
+
 void sweep_primitive(rank_context& ctx, call_kind kind, const sweep_args& args,
                      const loom::topology::shape& topo, int* rotation) {
     int n                 = ctx.size;
-    const size_t counts[] = {0, 1, 7, static_cast<size_t>(n), 65539};
+    // 4194305 (16 MiB of float32, an odd count past every eager and rendezvous limit) with
+    // one rotating (dtype, op) pair; alltoall takes it as the whole send buffer, so each
+    // rank sends ceil(4194305 / N) elements to each peer (memory stays bounded at N = 8).
+    const size_t counts[] = {0, 1, 7, static_cast<size_t>(n), 65539, 4194305};
     const int roots[]     = {0, n - 1, n / 2};
     bool reduces          = loom::comm::kind_reduces(kind);
     for (size_t count : counts) {
+        if (count == 4194305 && n > max_ranks_at_large_count) {
+            continue;
+        }
+        if (count == 4194305 && kind == call_kind::alltoall) {
+            count = (count + static_cast<size_t>(n) - 1) / static_cast<size_t>(n);
+        }
         for (const std::string& algo : algorithms_for(kind, n, count, topo, args.lattice_only)) {
             bool big  = count > 1000;
             int npair = reduces && !big ? npairs : 1;
@@ -152,6 +169,7 @@ void expect_launch(int nranks, const char* topology, const sweep_args& args,
     o.nranks        = nranks;
     o.transport     = transport;
     o.topology      = topology;
+    o.timeout_s     = 200;  // N = 8 with 16 MiB vectors on 2 loaded cores takes ~50 s
     launch_result r = launch(o, sweep_workload, &args);
     std::printf("# %s\n", r.summary.c_str());
     if (!r.ok) {
