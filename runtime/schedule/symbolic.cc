@@ -85,8 +85,7 @@ std::string set_table::describe(set_id id) const {
         first = false;
         out += std::to_string(lo);
         if (hi - lo > 1) {
-            out += '-';  // not "-" + to_string(): GCC 12 -O3 misreports -Wrestrict there
-            out += std::to_string(hi - 1);
+            out += "-" + std::to_string(hi - 1);
         }
     }
     return out + "}";
