@@ -1,10 +1,10 @@
 // The C API across real processes (fork; shm by default, the transport in argv[1]): every
 // collective × every algorithm that applies × N ∈ {1, 2, 3, 4, 5, 8} × counts {0, 1, 7, N,
 // 65539, 4194305}, with every dtype and every op among the reductions (all pairs for small
-// counts, one rotating pair at the large ones), roots 0, N-1 and N/2, in place against out of place, checked
-// against reference.hh; then point-to-point, five collectives in flight at once, 1000
-// back-to-back all-reduces and a split. The lattice-only algorithms (dims, dor-relay) run
-// on torus:2x2 and torus:2x4. One launch per N: many cases per launch.
+// counts, one rotating pair at the large ones), roots 0, N-1 and N/2, in place against out of
+// place, checked against reference.hh; then point-to-point, five collectives in flight at once,
+// 1000 back-to-back all-reduces and a split. The lattice-only algorithms (dims, dor-relay) run on
+// torus:2x2 and torus:2x4. One launch per N: many cases per launch.
 #include <time.h>
 
 #include <cstdio>
@@ -78,7 +78,7 @@ constexpr int max_ranks_at_large_count = 8;
 
 void sweep_primitive(rank_context& ctx, call_kind kind, const sweep_args& args,
                      const loom::topology::shape& topo, int* rotation) {
-    int n                 = ctx.size;
+    int n = ctx.size;
     // 4194305 (16 MiB of float32, an odd count past every eager and rendezvous limit) with
     // one rotating (dtype, op) pair; alltoall takes it as the whole send buffer, so each
     // rank sends ceil(4194305 / N) elements to each peer (memory stays bounded at N = 8).
