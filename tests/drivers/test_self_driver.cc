@@ -164,6 +164,32 @@ static void close_fails_what_is_pending(void**) {
     assert_int_equal(c[0].status, LOOM_ERR_PEER_FAILURE);
 }
 
+// A withdrawn operation frees its pool entry, never completes and is never matched: a
+// later receive of the same tag waits for a new send.
+static void cancel_withdraws_unmatched_operations(void**) {
+    auto ep       = open_self_ep();
+    const auto& f = ep->fast();
+    char s = 's', r = 'r';
+    assert_int_equal(f.post_send(f.ctx, 0, 5, 1, &s, 1, 10), LOOM_SUCCESS);
+    assert_int_equal(f.post_recv(f.ctx, 0, 6, 1, &r, 1, 11), LOOM_SUCCESS);
+    assert_true(f.cancel(f.ctx, 10));
+    assert_true(f.cancel(f.ctx, 11));
+    assert_false(f.cancel(f.ctx, 10));
+    assert_false(f.cancel(f.ctx, 12));
+    assert_false(f.pending(f.ctx));
+    completion c[2];
+    assert_int_equal(f.poll(f.ctx, c, 2), 0);
+    assert_int_equal(f.post_recv(f.ctx, 0, 5, 1, &r, 1, 13), LOOM_SUCCESS);
+    assert_int_equal(f.poll(f.ctx, c, 2), 0);  // the cancelled send is gone
+    char t = 't';
+    assert_int_equal(f.post_send(f.ctx, 0, 5, 1, &t, 1, 14), LOOM_SUCCESS);
+    assert_int_equal(test::wait_completions(f, c, 2, 0.2), 2);
+    assert_int_equal(r, 't');
+    assert_int_equal(c[0].cookie + c[1].cookie, 13 + 14);
+    // Matched operations already completed: nothing to withdraw.
+    assert_false(f.cancel(f.ctx, 13));
+}
+
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(receive_posted_before_and_after_its_send),
@@ -173,6 +199,7 @@ int main() {
         cmocka_unit_test(zero_bytes_and_full_pool),
         cmocka_unit_test(other_peers_and_sizes_are_refused),
         cmocka_unit_test(close_fails_what_is_pending),
+        cmocka_unit_test(cancel_withdraws_unmatched_operations),
     };
     return LOOM_RUN_TESTS("drivers_self", tests);
 }
