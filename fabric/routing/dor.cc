@@ -183,6 +183,16 @@ std::string_view tie_rule_name(tie_rule t) {
     return t == tie_rule::toward_plus ? "toward-plus" : "source-parity";
 }
 
+bool parse_tie_rule(std::string_view text, tie_rule* out) {
+    for (tie_rule t : {tie_rule::toward_plus, tie_rule::source_parity}) {
+        if (text == tie_rule_name(t)) {
+            *out = t;
+            return true;
+        }
+    }
+    return false;
+}
+
 arc axis_arc(int n, bool wraps, int from, int to, tie_rule ties) {
     if (from == to) {
         return {0, 0};

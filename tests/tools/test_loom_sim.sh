@@ -107,10 +107,10 @@ ring4=(--collective allreduce --algorithm ring --ranks 4)
 expect_ok "--version exits 0" --version
 contains "--version prints the version and the build features" "$tmp/out" "features:"
 expect_ok "--help exits 0" --help
-for verb in algorithms schedule verify predict overview; do
+for verb in algorithms schedule verify predict overview run topology; do
     contains "--help names the verb $verb" "$tmp/out" "$verb"
 done
-for verb in algorithms schedule verify predict overview; do
+for verb in algorithms schedule verify predict overview run topology; do
     expect_ok "$verb --help exits 0" "$verb" --help
 done
 
@@ -310,6 +310,134 @@ else
     skip "not applicable: schedule says why" "$why"
     skip "not applicable: single predict says why" "$why"
 fi
+
+# ---- topology ------------------------------------------------------------------------------
+expect_ok "topology torus:4x4" topology torus:4x4
+contains "topology shows the diameter" "$tmp/out" "diameter: 4 hops"
+contains "topology shows the bisection" "$tmp/out" "bisection: 8 links"
+contains "topology lists a rank's neighbours" "$tmp/out" "0(0,0): 4 12 1 3"
+expect_ok "topology --route crosses the dateline" topology ring:8 --route 6 1
+contains "the hop over the wraparound is on vc1" "$tmp/out" "7(7) -> 0(0)  dim 0 +  port 0  vc1"
+expect_ok "topology --route with --ties source-parity" \
+    topology torus:4x4 --route 1 3 --ties source-parity
+contains "source parity sends odd sources -" "$tmp/out" "1(0,1) -> 0(0,0)  dim 1 -"
+expect_ok "topology summarises a large torus" topology torus:16x16x16
+contains "the summary counts ranks per neighbour number" "$tmp/out" "4096 ranks have 6"
+expect_ok "topology --json --route" topology torus:4x4x4 --route 0 42 --json
+cp "$tmp/out" "$tmp/topo.json"
+pycheck "topology --json: metrics, neighbours, route hops with vc" "$tmp/topo.json" '
+assert doc["ranks"] == 64 and doc["diameter"] == 6 and doc["bisection_links"] == 32
+assert doc["neighbour_counts"] == {"6": 64} and len(doc["neighbours"]) == 64
+hops = doc["route"]["hops"]
+assert len(hops) == 6 and hops[0]["from"] == 0 and hops[-1]["to"] == 42
+assert all(h["vc"] in (0, 1) for h in hops) and doc["route"]["vcs"] == "dateline"'
+cat >"$tmp/fabric.json" <<'JSON'
+{"format": "loom-fabric", "version": 1, "shape": "ring:4",
+ "classes": {"nvl": {"alpha": 1e-6, "bw": 25e9}},
+ "nodes": [{"id": "h0", "kind": "endpoint", "rank": 0}, {"id": "h1", "kind": "endpoint", "rank": 1},
+           {"id": "h2", "kind": "endpoint", "rank": 2}, {"id": "h3", "kind": "endpoint", "rank": 3},
+           {"id": "sw", "kind": "switch", "in_network": true}],
+ "links": [{"a": "h0", "b": "h1", "class": "nvl"}, {"a": "h1", "b": "h2", "class": "nvl"},
+           {"a": "h2", "b": "h3", "class": "nvl", "bw": 50e9},
+           {"a": "h3", "b": "h0", "class": "nvl"},
+           {"a": "h0", "b": "sw", "class": "eth", "alpha": 2e-6, "bw": 12.5e9}]}
+JSON
+expect_ok "topology reads a fabric file" topology "$tmp/fabric.json" --route 1 3
+contains "the fabric file's classes are counted" "$tmp/out" "class nvl: 4 links"
+contains "a route hop names the file's link and its BW" "$tmp/out" "link 2 nvl: alpha 1.000 us, bw 50 GB/s"
+sed 's/"b": "h2", "class"/"b": "h9", "class"/' "$tmp/fabric.json" >"$tmp/badlink.json"
+expect_error "fabric file: a link to an unknown node" 2 "names unknown node 'h9'" \
+    topology "$tmp/badlink.json"
+sed 's/"rank": 3}/"rank": 1}/' "$tmp/fabric.json" >"$tmp/twice.json"
+expect_error "fabric file: a rank given twice" 2 "rank 1 is given twice" topology "$tmp/twice.json"
+sed 's/"ring:4"/"torus:4x4"/' "$tmp/fabric.json" >"$tmp/size.json"
+expect_error "fabric file: shape and ranks disagree" 2 "torus:4x4 has 16 ranks" \
+    topology "$tmp/size.json"
+sed 's/"shape": "ring:4",//' "$tmp/fabric.json" >"$tmp/noshape.json"
+expect_error "--route on a fabric file without a shape" 2 "names no \"shape\"" \
+    topology "$tmp/noshape.json" --route 0 1
+expect_error "topology: malformed shape" 2 "topology 'torus:4x'" topology torus:4x
+expect_error "topology: route outside the fabric" 2 "rank 16 is outside torus:4x4" \
+    topology torus:4x4 --route 0 16
+expect_error "topology: route with one rank" 2 "--route" topology torus:4x4 --route 0
+expect_error "topology: non-numeric route rank" 2 "expected an integer" \
+    topology torus:4x4 --route 0 x
+expect_error "topology: unknown tie rule" 2 "toward-plus, source-parity" \
+    topology torus:4x4 --ties sideways
+expect_error "topology: missing fabric file" 2 "cannot open fabric file" \
+    topology "$tmp/nonesuch.json"
+expect_error "topology without a topology" 2 "topology is required" topology
+
+# ---- run (fabric/sim) --------------------------------------------------------------------
+expect_ok "run --help exits 0" run --help
+contains "run --help shows the simulator flags" "$tmp/out" "--efficiency"
+expect_ok "--help exits 0 and lists run" --help
+contains "--help names the verb run" "$tmp/out" "simulate a schedule on a modeled fabric"
+expect_ok "run simulates a generated schedule" run "${ring4[@]}" --bytes 1M
+contains "run prints the observed n_alpha beside the closed form" "$tmp/out" \
+    "n_alpha     6  (closed form 6)"
+contains "run names the critical path" "$tmp/out" "critical path: 6 steps"
+expect_ok "run --json exits 0" run "${ring4[@]}" --bytes 1M --json
+cp "$tmp/out" "$tmp/run.json"
+pycheck "run --json: time_s, n_alpha, n_beta equal ring's closed form" "$tmp/run.json" '
+assert doc["n_alpha"] == 6 and abs(doc["n_beta"] - 1.5) < 1e-9, doc
+p = doc["predicted"]
+assert abs(doc["time_s"] - p["time_s"]) <= 1e-9 * p["time_s"], (doc["time_s"], p)
+assert doc["critical_path"]["length"] == 6 and doc["links"] and doc["links_used"] == 4'
+expect_ok "run on a torus with single-port and ALU flags" run --collective allreduce \
+    --algorithm dims --ranks 16 --topology torus:4x4 --count 1600 --port-model single-port \
+    --alu 1us --efficiency 0.5 --json
+pycheck "run --json on torus:4x4: n_alpha is the closed form's, efficiency doubles n_beta" \
+    "$tmp/out" '
+assert doc["n_alpha"] == doc["predicted"]["n_alpha"] == 12, doc
+assert abs(doc["n_beta"] - 2 * doc["predicted"]["n_beta"]) < 1e-9, doc'
+expect_ok "run --schedule simulates a schedule file" run --schedule "$tmp/s.json" --json
+pycheck "run --schedule --json reports a positive time" "$tmp/out" '
+assert doc["time_s"] > 0 and doc["ranks"] == 5 and doc["n_alpha"] == 8, doc'
+cat >"$tmp/inc.json" <<'JSON'
+{"format": "loom-schedule", "version": 1, "collective": "allreduce", "ranks": 2, "count": 4,
+ "schedule": [
+  {"rank": 0, "steps": [{"kind": "inc_push", "peer": 2, "tag": 7, "src": ["in", 0, 4]},
+                        {"kind": "inc_pull", "peer": 2, "tag": 7, "dst": ["out", 0, 4],
+                         "deps": [0]}]},
+  {"rank": 1, "steps": [{"kind": "inc_push", "peer": 2, "tag": 7, "src": ["in", 0, 4]},
+                        {"kind": "inc_pull", "peer": 2, "tag": 7, "dst": ["out", 0, 4],
+                         "deps": [0]}]}]}
+JSON
+expect_ok "run --schedule with aggregation steps and --alu" run --schedule "$tmp/inc.json" \
+    --alu 2us --json
+pycheck "the ALU latency lies on the critical path" "$tmp/out" '
+assert abs(doc["other_s"] - 2e-6) < 1e-15 and doc["n_alpha"] == 2, doc'
+cat >"$tmp/deadlock.json" <<'JSON'
+{"format": "loom-schedule", "version": 1, "collective": "allreduce", "ranks": 2, "count": 4,
+ "schedule": [
+  {"rank": 0, "steps": [{"kind": "recv", "peer": 1, "dst": ["out", 0, 4]},
+                        {"kind": "send", "peer": 1, "src": ["in", 0, 4], "deps": [0]}]},
+  {"rank": 1, "steps": [{"kind": "recv", "peer": 0, "dst": ["out", 0, 4]},
+                        {"kind": "send", "peer": 0, "src": ["in", 0, 4], "deps": [0]}]}]}
+JSON
+expect_error "run: a deadlocked schedule" 2 "does not run: deadlock" \
+    run --schedule "$tmp/deadlock.json"
+expect_error "run: efficiency out of range" 2 "--efficiency: expected a number in (0, 1]" \
+    run "${ring4[@]}" --bytes 1M --efficiency 0
+expect_error "run: efficiency not a number" 2 "--efficiency" \
+    run "${ring4[@]}" --bytes 1M --efficiency fast
+expect_error "run: negative ALU latency" 2 "--alu must not be negative" \
+    run "${ring4[@]}" --bytes 1M --alu -1us
+expect_error "run: --count and --bytes together" 2 "not both" \
+    run "${ring4[@]}" --bytes 1M --count 8
+expect_error "run: bytes that are not whole elements" 2 "whole number" \
+    run --collective alltoall --algorithm pairwise --ranks 3 --bytes 10
+expect_error "run: missing schedule file" 2 "cannot open" run --schedule "$tmp/nonesuch.json"
+expect_error "run: --schedule with call flags" 2 "--schedule excludes" \
+    run --schedule "$tmp/s.json" --ranks 5
+expect_error "run: topology of the wrong size for the schedule" 2 "has 4 ranks" \
+    run --schedule "$tmp/s.json" --topology torus:2x2
+expect_error "run: unknown port model" 2 "allowed: per-edge, single-port" \
+    run "${ring4[@]}" --bytes 1M --port-model shared
+expect_error "run: not applicable" 2 "not applicable" \
+    run --collective allreduce --algorithm dims --ranks 4 --bytes 1M
+expect_error "run with nothing to run" 2 "--collective is required" run
 
 echo "1..$n"
 [ "$failures" -eq 0 ]

@@ -40,6 +40,8 @@ struct verb {
 void add_catalogue_verbs(CLI::App& app, std::vector<verb>& verbs);  // algorithms
 void add_schedule_verbs(CLI::App& app, std::vector<verb>& verbs);   // schedule, verify
 void add_predict_verbs(CLI::App& app, std::vector<verb>& verbs);    // predict, overview
+void add_run_verbs(CLI::App& app, std::vector<verb>& verbs);        // run (fabric/sim)
+void add_topology_verbs(CLI::App& app, std::vector<verb>& verbs);   // topology
 
 // ---- value parsers (options.cc); `flag` names the option in the message -----------------
 
