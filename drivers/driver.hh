@@ -105,6 +105,7 @@ struct endpoint_config {
     kv_store* store  = nullptr;  // address exchange; may be null when size == 1
     double timeout_s = 30;       // connect deadline
     std::vector<int> peers;      // ranks to connect to; empty: all other ranks
+    std::string fabric;          // fwd:<driver>: the lattice shape; empty: LOOM_FABRIC
 };
 
 /// One rank's endpoint of a driver: the control part. Not thread-safe; the engine owns it.
