@@ -90,6 +90,9 @@ std::vector<param> declarations() {
          "driver of a new communicator: shm, tcp, self, fault:<driver> or fwd:<driver> (routes "
          "over LOOM_FABRIC; needs LOOM_PROGRESS=thread); unset: self for one rank, shm "
          "otherwise (loom_config_t.transport overrides)"},
+        {"LOOM_LINK_STATS_DIR", type::string, "", "", "",
+         "directory where the world communicator of a fwd:<driver> transport writes its link "
+         "counters at loom_comm_destroy, as rank-<r>.txt (set by loomrun --link-stats)"},
         {"LOOM_TIMEOUT", type::real, "60", "s", "",
          "default deadline of every call on a communicator (loom_config_t.timeout_s and the "
          "per-call attribute override it)"},
