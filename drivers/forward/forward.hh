@@ -16,12 +16,14 @@
 // keeps forward_config::headers (4) header receives posted per link.
 //
 // Cut-through and flow control. A router posts the payload receive of a chunk it forwards
-// into one of LOOM_FWD_BUFFERS chunk buffers and sends it on as soon as it has landed; when
-// every buffer is busy, payloads wait in the inner driver (its eager copies or rendezvous),
-// which back-pressures the upstream rank. A source keeps at most forward_config::window (16)
-// chunks of a message in flight. At the destination the payload receive of a matched chunk lands
-// directly in the posted receive buffer; chunks that arrive before their receive are
-// parked (header only; the payload stays in the inner driver) until the receive is posted.
+// into one of LOOM_FWD_BUFFERS chunk buffers and sends it on as soon as it has landed. The
+// buffers are split into one class per lattice dimension: a chunk leaving along dimension d
+// takes a buffer of class d. When its class is busy, the payload waits in the inner driver
+// (its eager copies or rendezvous), which back-pressures the upstream rank. A source keeps at
+// most forward_config::window (16) chunks of a message in flight. At the destination the
+// payload receive of a matched chunk lands directly in the posted receive buffer; the payload
+// of a chunk that arrives before its receive is read at once into a private (heap) buffer,
+// so that it never holds a router's buffer, and copied out when the receive is posted.
 // The first header of a message is checked against the receive (imm, length, and the
 // same-call rule of driver.hh): a mismatch completes the receive with LOOM_ERR_MISMATCH and
 // the payload is drained into a sink, never into the receive buffer.
@@ -32,18 +34,18 @@
 // a receive's remaining chunks are drained into a sink. Counters: link_stats() below.
 //
 // Limits (not yet done):
-//  - deadlock: routes use no virtual channels and the LOOM_FWD_BUFFERS buffers are shared
-//    by all links. Destinations never need a buffer (payloads land in the receive buffer,
-//    or wait in the inner driver), so a chain of routers always drains toward them, but a
-//    cycle of routers whose buffers all hold chunks for the next one (heavy traffic around
-//    a wrapping dimension) could stall; dateline VCs with a buffer class per VC
+//  - deadlock: destinations always take payloads (into the receive or an early buffer;
+//    bounded by the chunk entries, LOOM_FWD_MAX_OPS) and dimension-ordered routes take
+//    buffer classes in increasing dimension, so on meshes and tori of sides <= 2 no buffer cycle
+//    can form; within one wrapping dimension of side > 2 a ring of routers whose class-d buffers
+//    all hold chunks for the next one still could: dateline VCs with a buffer class per VC
 //    (routing/dateline.hh) are the fix;
 //  - a send cancelled while chunks are with the inner driver: those are the inner
 //    driver's to finish or revoke; a revoked chunk travels on flagged void and the
 //    receive completes with LOOM_ERR_PEER_FAILURE and `withdrawn`;
 //  - a cancelled receive whose message had not yet arrived leaves that message parked at
-//    the destination (as any driver keeps an unmatched arrival), holding the forwarding
-//    buffers of the last router;
+//    the destination (as any driver keeps an unmatched arrival), holding its chunk entries
+//    and early buffers;
 //  - the fast path allocates (queues grow) and matching scans the posted operations
 //    (O(operations in flight) per message), unlike the drivers it wraps;
 //  - a failed link is not rerouted around: sends over it fail with the inner status, but a

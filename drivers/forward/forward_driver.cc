@@ -94,6 +94,9 @@ struct chunk {
     bool hdr_posted = false, pay_posted = false, rx_posted = false;
     /// A sink receive left behind by a cancelled receive (see cancel()): not pending.
     bool orphan = false;
+    /// Destination chunk that arrived before its receive: its payload is read into this
+    /// private buffer (so the upstream router's buffer is freed) and copied out on match.
+    std::unique_ptr<uint8_t[]> early;
 };
 
 struct link_state {
@@ -145,6 +148,7 @@ class forward_endpoint final : public endpoint {
     void match(int m, int r);
     void pump();
     void drain_parked(int m);
+    void read_early(int m);
 
     std::vector<std::unique_ptr<uint8_t[]>> bufs_;
     std::unique_ptr<uint8_t[]> sink_;
@@ -161,7 +165,11 @@ class forward_endpoint final : public endpoint {
     std::vector<int> free_ops_;
     std::vector<chunk> chunks_;
     std::vector<uint32_t> free_chunks_;
-    std::vector<int> free_bufs_;
+    /// Free forwarding buffers per class: a chunk a router sends on along dimension d takes
+    /// a buffer of class d (one class on star/full mesh). Dimension-ordered routes go up in
+    /// d, so the highest class always drains and no cycle of routers can hold every buffer.
+    std::vector<std::vector<int>> free_bufs_;
+    uint32_t per_class_ = 1;
     std::vector<in_msg> msgs_;
     std::vector<int> free_msgs_;
     std::vector<int> sends_;        // send ops still cutting chunks, in posting order
@@ -218,9 +226,16 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
         free_chunks_.push_back(i);
         free_msgs_.push_back(int(i));
     }
-    for (uint32_t i = 0; i < c.buffers; ++i) {
+    size_t classes = size_t(std::max(1, s.ndims()));
+    per_class_     = std::max<uint32_t>(1, c.buffers / uint32_t(classes));
+    free_bufs_.resize(classes);
+    for (uint32_t i = 0; i < per_class_ * classes; ++i) {
         bufs_.push_back(std::make_unique_for_overwrite<uint8_t[]>(c.chunk));
-        free_bufs_.push_back(int(c.buffers - 1 - i));
+    }
+    for (size_t k = 0; k < classes; ++k) {
+        for (uint32_t i = per_class_; i-- > 0;) {
+            free_bufs_[k].push_back(int(k * per_class_ + i));
+        }
     }
     sink_ = std::make_unique_for_overwrite<uint8_t[]>(c.chunk);
     sends_.reserve(c.max_ops);
@@ -294,8 +309,9 @@ int forward_endpoint::take_chunk() {
 void forward_endpoint::free_chunk(uint32_t c) {
     chunk& k = chunks_[c];
     if (k.buf >= 0) {
-        free_bufs_.push_back(k.buf);
+        free_bufs_[size_t(k.buf) / per_class_].push_back(k.buf);
     }
+    k.early.reset();
     k.state = ch_state::free;
     free_chunks_.push_back(c);
     live_chunks_ -= k.orphan ? 0 : 1;
@@ -522,6 +538,16 @@ void forward_endpoint::rx_done(uint32_t c, loom_status_t st, bool withdrawn) {
         m.status = LOOM_ERR_PEER_FAILURE;
     }
     m.withdrawn = m.withdrawn || withdrawn || (k.h.flags & flag_withdrawn) != 0;
+    if (k.early) {
+        if (m.rop < 0 && !m.drain) {
+            k.state = ch_state::parked;  // landed early: waits for its receive
+            m.parked.push_back(c);
+            return;
+        }
+        if (!m.drain) {
+            std::memcpy(ops_[size_t(m.rop)].dst + k.h.offset, k.early.get(), k.h.len);
+        }
+    }
     m.done_bytes += k.h.len;
     int mi = k.msg;
     free_chunk(c);
@@ -558,6 +584,14 @@ void forward_endpoint::drain_parked(int mi) {
     for (uint32_t c : m.parked) {
         user_op* o = m.rop >= 0 ? &ops_[size_t(m.rop)] : nullptr;
         if (chunks_[c].h.len == 0) {
+            free_chunk(c);
+            continue;
+        }
+        if (chunks_[c].early) {  // landed early: copy out (unless drained) and done
+            if (!m.drain && o != nullptr) {
+                std::memcpy(o->dst + chunks_[c].h.offset, chunks_[c].early.get(), chunks_[c].h.len);
+            }
+            m.done_bytes += chunks_[c].h.len;
             free_chunk(c);
             continue;
         }
@@ -623,6 +657,7 @@ void forward_endpoint::deliver(uint32_t c) {
         if (other >= 0) {
             finish(other, completion{0, LOOM_ERR_MISMATCH, m.src, size_t(m.total), m.tag, m.imm});
         }
+        read_early(mi);
         return;
     }
     in_msg& m = msgs_[size_t(mi)];
@@ -632,6 +667,26 @@ void forward_endpoint::deliver(uint32_t c) {
     if (m.rop >= 0 || m.drain) {
         drain_parked(mi);
         msg_progress(mi);
+    } else {
+        read_early(mi);
+    }
+}
+
+// Message m has no receive yet: read the payloads of its parked chunks into private
+// buffers now, so that the upstream router's forwarding buffers are freed instead of
+// waiting for the receive (a router blocked behind them may carry the traffic that the
+// receive is waiting for). Bounded by the chunk entries (max_ops).
+void forward_endpoint::read_early(int mi) {
+    std::vector<uint32_t> parked;
+    parked.swap(msgs_[size_t(mi)].parked);
+    for (uint32_t c : parked) {
+        chunk& k = chunks_[c];
+        if (k.h.len == 0 || k.early) {
+            msgs_[size_t(mi)].parked.push_back(c);
+            continue;
+        }
+        k.early = std::make_unique_for_overwrite<uint8_t[]>(k.h.len);
+        start_rx(c, k.early.get());
     }
 }
 
@@ -642,7 +697,11 @@ void forward_endpoint::on_header(int link, uint32_t slot, loom_status_t st) {
     if (st != LOOM_SUCCESS) {
         return;  // the link failed: its receives are gone (no repost)
     }
-    if (free_chunks_.empty() || (h.dst != rank_ && h.len > 0 && free_bufs_.empty())) {
+    size_t cls = 0;
+    if (h.dst != rank_) {
+        cls = size_t(std::clamp<int>(table_.to(h.dst).dim, 0, int(free_bufs_.size()) - 1));
+    }
+    if (free_chunks_.empty() || (h.dst != rank_ && h.len > 0 && free_bufs_[cls].empty())) {
         // No chunk entry, or no buffer to forward it through: the header waits in its slot,
         // unposted, so that link slows down (back-pressure) instead of holding an entry
         // or losing it; pump() takes it up again.
@@ -662,8 +721,8 @@ void forward_endpoint::on_header(int link, uint32_t slot, loom_status_t st) {
         if (h.len == 0) {
             start_tx(uint32_t(c));
         } else {
-            k.buf = free_bufs_.back();  // checked above
-            free_bufs_.pop_back();
+            k.buf = free_bufs_[cls].back();  // checked above
+            free_bufs_[cls].pop_back();
             start_rx(uint32_t(c), bufs_[size_t(k.buf)].get());
         }
         return;
@@ -834,8 +893,8 @@ bool forward_endpoint::cancel(uint64_t cookie) {
     const fast_path& f = inner_->fast();
     for (size_t c = 0; c < chunks_.size(); ++c) {
         chunk& k = chunks_[c];
-        if (k.state != ch_state::pay_rx || k.msg != o.msg) {
-            continue;
+        if (k.state != ch_state::pay_rx || k.msg != o.msg || k.early) {
+            continue;  // (an early read lands in its own buffer and is dropped: m.drain)
         }
         if (!k.rx_posted) {
             k.rx_into = sink_.get();  // still to post (retry): into the sink instead
