@@ -17,41 +17,49 @@
 //
 // Cut-through and flow control. A router posts the payload receive of a chunk it forwards
 // into one of LOOM_FWD_BUFFERS chunk buffers and sends it on as soon as it has landed. The
-// buffers are split into one class per lattice dimension: a chunk leaving along dimension d
-// takes a buffer of class d. When its class is busy, the payload waits in the inner driver
-// (its eager copies or rendezvous), which back-pressures the upstream rank. A source keeps at
-// most forward_config::window (16) chunks of a message in flight. At the destination the
-// payload receive of a matched chunk lands directly in the posted receive buffer; the payload
-// of a chunk that arrives before its receive is read at once into a private (heap) buffer,
-// so that it never holds a router's buffer, and copied out when the receive is posted.
-// The first header of a message is checked against the receive (imm, length, and the
-// same-call rule of driver.hh): a mismatch completes the receive with LOOM_ERR_MISMATCH and
-// the payload is drained into a sink, never into the receive buffer.
+// buffers are split into one class per output channel, (port, virtual channel): the VC is
+// the dateline rule of routing/dateline.hh, carried hop to hop in the header's flags, so a
+// buffer only ever waits for a buffer of the next channel on its route, and those waits are
+// acyclic (routing/channel_graph.hh checks every shape). A chunk whose class is busy waits
+// in that class's queue, its payload left with the inner driver (back-pressure on the
+// upstream send), while the link's other classes go on; at most an eighth of the chunk
+// entries wait so, beyond that a header stays unposted and the link slows down. A source
+// keeps at most forward_config::window (16) chunks of a message in flight. At the
+// destination the payload receive of a matched chunk lands directly in the posted receive
+// buffer; the payload of a chunk that arrives before its receive is read at once into an
+// early buffer (chunk-sized, recycled: allocated only when more are in use than ever
+// before), so that it never holds a router's buffer, and copied out when the receive is
+// posted. The first header of a message is checked against the receive (imm, length, and
+// the same-call rule of driver.hh): a mismatch completes the receive with
+// LOOM_ERR_MISMATCH and the payload is drained into a sink, never into the receive buffer.
 //
 // Control tags travel as header-only chunks and are delivered as control completions.
 // Sends to oneself go straight to the inner driver. cancel(): the chunks of a send not yet
 // handed to the inner driver go on from a private copy (those already handed: see below);
 // a receive's remaining chunks are drained into a sink. Counters: link_stats() below.
 //
+// Hot path: operations, chunks, messages and buffers come from pools sized at open; the
+// queues are fixed arrays that only grow past an earlier peak (fifo.hh); matching scans
+// only the messages and receives in flight. cancel() is not on it (it scans and copies).
+//
 // Limits (not yet done):
-//  - deadlock: destinations always take payloads (into the receive or an early buffer;
-//    bounded by the chunk entries, LOOM_FWD_MAX_OPS) and dimension-ordered routes take
-//    buffer classes in increasing dimension, so on meshes and tori of sides <= 2 no buffer cycle
-//    can form; within one wrapping dimension of side > 2 a ring of routers whose class-d buffers
-//    all hold chunks for the next one still could: dateline VCs with a buffer class per VC
-//    (routing/dateline.hh) are the fix;
+//  - the deadlock argument above covers the forwarder's own buffers; the inner driver's
+//    per-peer queues (shm: LOOM_SHM_UNEXPECTED early arrivals, then the ring) are shared by
+//    all classes of a link, so a payload parked there can still hold up a later header of
+//    another class once they are full (not seen in the tests: torus 2x2x2, 3x3, 4x4, mesh
+//    3x3, all collectives, up to 16 MiB per call);
 //  - a send cancelled while chunks are with the inner driver: those are the inner
 //    driver's to finish or revoke; a revoked chunk travels on flagged void and the
 //    receive completes with LOOM_ERR_PEER_FAILURE and `withdrawn`;
 //  - a cancelled receive whose message had not yet arrived leaves that message parked at
 //    the destination (as any driver keeps an unmatched arrival), holding its chunk entries
 //    and early buffers;
-//  - the fast path allocates (queues grow) and matching scans the posted operations
-//    (O(operations in flight) per message), unlike the drivers it wraps;
 //  - a failed link is not rerouted around: sends over it fail with the inner status, but a
 //    receive whose message would have crossed it is not failed by the wrapper (it waits
 //    for the caller's deadline; the engine's failure notices still reach the other ranks
-//    over the remaining routes only if those avoid the dead rank).
+//    over the remaining routes only if those avoid the dead rank);
+//  - communicators split from one over fwd:<driver> connect their members directly over
+//    the inner driver (runtime/comm/comm_split.cc): forwarding within a child is not done.
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,13 @@
 // The forwarding wrapper (forward.hh).
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/check.hh"
 #include "base/params.hh"
+#include "drivers/forward/fifo.hh"
 #include "drivers/forward/forward.hh"
 #include "drivers/registry_internal.hh"
 #include "routing/dor.hh"
@@ -20,6 +20,7 @@ namespace {
 
 constexpr uint32_t flag_control   = 1;
 constexpr uint32_t flag_withdrawn = 2;  // the payload was revoked on the way: void
+constexpr uint32_t flag_vc1       = 4;  // the hop this header travels is on VC1 (dateline.hh)
 
 struct header {
     int32_t src;
@@ -59,7 +60,8 @@ struct user_op {
     bool first_issued    = false;
     uint32_t chunks_out  = 0;  // sends: chunks not yet handed to the first hop
     loom_status_t status = LOOM_SUCCESS;
-    int msg              = -1;  // receives: the matched incoming message
+    int msg              = -1;     // receives: the matched incoming message
+    bool listed          = false;  // receives: in open_recvs_ (posted, not yet matched)
     std::unique_ptr<uint8_t[]> copy;
 };
 
@@ -73,10 +75,13 @@ struct in_msg {
     bool withdrawn       = false;
     loom_status_t status = LOOM_SUCCESS;
     uint64_t done_bytes  = 0;
-    std::vector<uint32_t> parked;  // chunks waiting for their receive
+    int parked_head      = -1;  // chunks waiting for their receive: a list through chunk::next
+    int parked_tail      = -1;
 };
 
-enum class ch_state : uint8_t { free, pay_rx, parked, tx };
+// waiting: a forwarded chunk whose header was taken but whose buffer class was busy; its
+// payload stays with the inner driver until a buffer of the class frees (pump()).
+enum class ch_state : uint8_t { free, pay_rx, parked, tx, waiting };
 
 struct chunk {
     ch_state state = ch_state::free;
@@ -86,6 +91,8 @@ struct chunk {
     int out_link        = -1;
     uint32_t out_seq    = 0;
     int buf             = -1;  // forwarding buffer
+    int cls             = -1;  // its buffer class (output port, VC) when forwarded
+    int next            = -1;  // the next chunk of a parked list
     int sop             = -1;  // source's send op
     int msg             = -1;  // destination message
     uint8_t* rx_into    = nullptr;
@@ -96,11 +103,13 @@ struct chunk {
     bool orphan = false;
     /// Destination chunk that arrived before its receive: its payload is read into this
     /// private buffer (so the upstream router's buffer is freed) and copied out on match.
-    std::unique_ptr<uint8_t[]> early;
+    /// An index into early_store_; -1 when none.
+    int early = -1;
 };
 
 struct link_state {
     int peer;
+    int dim         = -1;  // the dimension this link runs along
     uint32_t tx_seq = 0;
     uint32_t rx_seq = 0;  // the next header seq to post a receive for
     std::vector<header> hdr;
@@ -149,6 +158,13 @@ class forward_endpoint final : public endpoint {
     void pump();
     void drain_parked(int m);
     void read_early(int m);
+    int out_vc_of(const header& h, int in_link) const;
+    int class_of(const header& h, int in_link) const;
+    void park(int m, uint32_t c);
+    int take_early();
+    uint8_t* early_data(const chunk& k) { return early_store_[size_t(k.early)].get(); }
+    void unlist_recv(int i);
+    void unlist_msg(int m);
 
     std::vector<std::unique_ptr<uint8_t[]>> bufs_;
     std::unique_ptr<uint8_t[]> sink_;
@@ -165,20 +181,31 @@ class forward_endpoint final : public endpoint {
     std::vector<int> free_ops_;
     std::vector<chunk> chunks_;
     std::vector<uint32_t> free_chunks_;
-    /// Free forwarding buffers per class: a chunk a router sends on along dimension d takes
-    /// a buffer of class d (one class on star/full mesh). Dimension-ordered routes go up in
-    /// d, so the highest class always drains and no cycle of routers can hold every buffer.
+    /// Free forwarding buffers per class, a class per output channel (port, VC): a chunk
+    /// a router sends on takes a buffer of the channel it leaves on, so a buffer waits only
+    /// on the next channel of its route. The dateline VCs make those waits acyclic
+    /// (routing/channel_graph.hh proves it per shape), so no cycle of routers can hold
+    /// every buffer. A chunk whose class is busy waits in its class queue (waiting_) without
+    /// blocking the link's other classes.
     std::vector<std::vector<int>> free_bufs_;
+    std::vector<fifo<uint32_t>> waiting_;
     uint32_t per_class_ = 1;
+    int vcs_            = 1;
     std::vector<in_msg> msgs_;
     std::vector<int> free_msgs_;
-    std::vector<int> sends_;        // send ops still cutting chunks, in posting order
-    std::deque<uint32_t> retry_;    // chunks whose inner post was refused (NO_RESOURCE)
-    std::deque<uint32_t> stalled_;  // header slots (link * headers + slot) awaiting a chunk
-    std::deque<completion> done_;   // user completions ready
-    int live_chunks_     = 0;
-    int live_ops_        = 0;
-    uint32_t own_chunks_ = 0;  // chunks of this rank's sends: at most half of them all
+    std::vector<int> live_msgs_;   // messages in progress at this destination
+    std::vector<int> open_recvs_;  // posted receives not yet matched, in posting order
+    /// Early-arrival buffers (chunk-sized), recycled: made on first need, never freed.
+    std::vector<std::unique_ptr<uint8_t[]>> early_store_;
+    std::vector<int> free_early_;
+    std::vector<int> sends_;  // send ops still cutting chunks, in posting order
+    fifo<uint32_t> retry_;    // chunks whose inner post was refused (NO_RESOURCE)
+    fifo<uint32_t> stalled_;  // header slots (link * headers + slot) awaiting a chunk
+    fifo<completion> done_;   // user completions ready
+    int live_chunks_         = 0;
+    uint32_t waiting_chunks_ = 0;  // chunks in waiting_
+    int live_ops_            = 0;
+    uint32_t own_chunks_     = 0;  // chunks of this rank's sends: at most half of them all
 };
 
 loom_status_t fp_post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
@@ -204,8 +231,11 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
     : inner_(std::move(inner)),
       cfg_(c),
       shape_(s),
-      table_(routing::route_table::build(s, rank, ties, routing::vc_policy::none)),
-      rank_(rank) {
+      table_(routing::route_table::build(s, rank, ties, routing::vc_policy::dateline)),
+      rank_(rank),
+      retry_(c.max_ops),
+      stalled_(size_t(c.headers) * 8),
+      done_(c.max_ops) {
     name_ = std::string("fwd:") + inner_->capabilities().name;
     fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending, fp_cancel};
     link_of_.assign(size_t(s.size()), -1);
@@ -213,6 +243,7 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
         link_of_[size_t(p)] = int(links_.size());
         link_state l;
         l.peer = p;
+        l.dim  = table_.to(p).dim;
         l.hdr.resize(c.headers);
         l.hdr_seq.resize(c.headers);
         l.stat.peer = p;
@@ -226,9 +257,15 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
         free_chunks_.push_back(i);
         free_msgs_.push_back(int(i));
     }
-    size_t classes = size_t(std::max(1, s.ndims()));
-    per_class_     = std::max<uint32_t>(1, c.buffers / uint32_t(classes));
+    int ports = 1;
+    for (const routing::route_entry& e : table_.entries()) {
+        ports = std::max(ports, int(e.port) + 1);
+    }
+    vcs_           = routing::vc_count(s, routing::vc_policy::dateline);
+    size_t classes = size_t(ports * vcs_);
+    per_class_     = std::max<uint32_t>(2, c.buffers / uint32_t(classes));
     free_bufs_.resize(classes);
+    waiting_.resize(classes, fifo<uint32_t>(64));
     for (uint32_t i = 0; i < per_class_ * classes; ++i) {
         bufs_.push_back(std::make_unique_for_overwrite<uint8_t[]>(c.chunk));
     }
@@ -239,6 +276,10 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
     }
     sink_ = std::make_unique_for_overwrite<uint8_t[]>(c.chunk);
     sends_.reserve(c.max_ops);
+    live_msgs_.reserve(c.max_ops);
+    open_recvs_.reserve(c.max_ops);
+    early_store_.reserve(c.max_ops);
+    free_early_.reserve(c.max_ops);
 }
 
 caps forward_endpoint::capabilities() const {
@@ -289,10 +330,60 @@ int forward_endpoint::take_op() {
 
 void forward_endpoint::release_op(int i) {
     user_op& o = ops_[size_t(i)];
-    o.live     = false;
+    unlist_recv(i);
+    o.live = false;
     o.copy.reset();
     free_ops_.push_back(i);
     --live_ops_;
+}
+
+// Keeps open_recvs_ in posting order (matching takes the first that fits), without
+// allocating: erase shifts within the reserved array.
+void forward_endpoint::unlist_recv(int i) {
+    if (!ops_[size_t(i)].listed) {
+        return;
+    }
+    ops_[size_t(i)].listed = false;
+    open_recvs_.erase(std::find(open_recvs_.begin(), open_recvs_.end(), i));
+}
+
+void forward_endpoint::unlist_msg(int mi) {
+    auto at = std::find(live_msgs_.begin(), live_msgs_.end(), mi);
+    *at     = live_msgs_.back();
+    live_msgs_.pop_back();
+}
+
+int forward_endpoint::take_early() {
+    if (free_early_.empty()) {
+        early_store_.push_back(std::make_unique_for_overwrite<uint8_t[]>(cfg_.chunk));
+        return int(early_store_.size()) - 1;
+    }
+    int e = free_early_.back();
+    free_early_.pop_back();
+    return e;
+}
+
+void forward_endpoint::park(int mi, uint32_t c) {
+    in_msg& m       = msgs_[size_t(mi)];
+    chunks_[c].next = -1;
+    if (m.parked_tail >= 0) {
+        chunks_[size_t(m.parked_tail)].next = int(c);
+    } else {
+        m.parked_head = int(c);
+    }
+    m.parked_tail = int(c);
+}
+
+// The VC chunk `h` leaves on (routing/route_table.hh): its route entry's rule applied to
+// the link it came in on (-1 at the source) and the VC it travelled there.
+int forward_endpoint::out_vc_of(const header& h, int in_link) const {
+    const routing::route_entry& e = table_.to(h.dst);
+    int arrival_dim               = in_link >= 0 ? links_[size_t(in_link)].dim : -1;
+    return routing::out_vc(e.vc, arrival_dim, (h.flags & flag_vc1) != 0 ? 1 : 0, e.dim);
+}
+
+int forward_endpoint::class_of(const header& h, int in_link) const {
+    return table_.to(h.dst).port * vcs_ + out_vc_of(h, in_link);
 }
 
 int forward_endpoint::take_chunk() {
@@ -310,8 +401,12 @@ void forward_endpoint::free_chunk(uint32_t c) {
     chunk& k = chunks_[c];
     if (k.buf >= 0) {
         free_bufs_[size_t(k.buf) / per_class_].push_back(k.buf);
+        k.buf = -1;
     }
-    k.early.reset();
+    if (k.early >= 0) {
+        free_early_.push_back(k.early);
+        k.early = -1;
+    }
     k.state = ch_state::free;
     free_chunks_.push_back(c);
     live_chunks_ -= k.orphan ? 0 : 1;
@@ -382,9 +477,20 @@ loom_status_t forward_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, 
     return LOOM_SUCCESS;
 }
 
-// Takes up stalled headers, then cuts chunks of the pending sends while chunks, windows and
-// the sends' half of the chunks allow (arrivals first: they free chunks downstream).
+// Gives freed buffers to the chunks waiting for their class, takes up stalled headers, then
+// cuts chunks of the pending sends while chunks, windows and the sends' half of the chunks
+// allow (arrivals first: they free chunks downstream).
 void forward_endpoint::pump() {
+    for (size_t cls = 0; cls < waiting_.size(); ++cls) {
+        while (!waiting_[cls].empty() && !free_bufs_[cls].empty()) {
+            uint32_t c = waiting_[cls].front();
+            waiting_[cls].pop_front();
+            --waiting_chunks_;
+            chunks_[c].buf = free_bufs_[cls].back();
+            free_bufs_[cls].pop_back();
+            start_rx(c, bufs_[size_t(chunks_[c].buf)].get());
+        }
+    }
     for (size_t n = stalled_.size(); n > 0 && !free_chunks_.empty(); --n) {
         uint32_t at = stalled_.front();
         stalled_.pop_front();
@@ -420,6 +526,7 @@ void forward_endpoint::pump() {
 
 void forward_endpoint::start_tx(uint32_t c) {
     chunk& k     = chunks_[c];
+    k.h.flags    = (k.h.flags & ~flag_vc1) | (out_vc_of(k.h, k.in_link) == 1 ? flag_vc1 : 0);
     k.state      = ch_state::tx;
     k.out_link   = link_of_[size_t(table_.to(k.h.dst).next)];
     k.out_seq    = links_[size_t(k.out_link)].tx_seq++;
@@ -538,14 +645,14 @@ void forward_endpoint::rx_done(uint32_t c, loom_status_t st, bool withdrawn) {
         m.status = LOOM_ERR_PEER_FAILURE;
     }
     m.withdrawn = m.withdrawn || withdrawn || (k.h.flags & flag_withdrawn) != 0;
-    if (k.early) {
+    if (k.early >= 0) {
         if (m.rop < 0 && !m.drain) {
             k.state = ch_state::parked;  // landed early: waits for its receive
-            m.parked.push_back(c);
+            park(k.msg, c);
             return;
         }
         if (!m.drain) {
-            std::memcpy(ops_[size_t(m.rop)].dst + k.h.offset, k.early.get(), k.h.len);
+            std::memcpy(ops_[size_t(m.rop)].dst + k.h.offset, early_data(k), k.h.len);
         }
     }
     m.done_bytes += k.h.len;
@@ -555,9 +662,9 @@ void forward_endpoint::rx_done(uint32_t c, loom_status_t st, bool withdrawn) {
 }
 
 int forward_endpoint::find_msg(int src, uint64_t tag) const {
-    for (size_t m = 0; m < msgs_.size(); ++m) {
-        if (msgs_[m].live && msgs_[m].src == src && msgs_[m].tag == tag) {
-            return int(m);
+    for (int m : live_msgs_) {
+        if (msgs_[size_t(m)].src == src && msgs_[size_t(m)].tag == tag) {
+            return m;
         }
     }
     return -1;
@@ -574,22 +681,27 @@ void forward_endpoint::msg_progress(int mi) {
         c.withdrawn = m.withdrawn;
         finish(m.rop, c);
     }
-    m.live = false;
-    m.parked.clear();
+    m.live        = false;
+    m.parked_head = m.parked_tail = -1;
+    unlist_msg(mi);
     free_msgs_.push_back(mi);
 }
 
 void forward_endpoint::drain_parked(int mi) {
-    in_msg& m = msgs_[size_t(mi)];
-    for (uint32_t c : m.parked) {
+    in_msg& m     = msgs_[size_t(mi)];
+    int next      = m.parked_head;
+    m.parked_head = m.parked_tail = -1;
+    while (next >= 0) {
+        auto c     = uint32_t(next);
+        next       = chunks_[c].next;
         user_op* o = m.rop >= 0 ? &ops_[size_t(m.rop)] : nullptr;
         if (chunks_[c].h.len == 0) {
             free_chunk(c);
             continue;
         }
-        if (chunks_[c].early) {  // landed early: copy out (unless drained) and done
+        if (chunks_[c].early >= 0) {  // landed early: copy out (unless drained) and done
             if (!m.drain && o != nullptr) {
-                std::memcpy(o->dst + chunks_[c].h.offset, chunks_[c].early.get(), chunks_[c].h.len);
+                std::memcpy(o->dst + chunks_[c].h.offset, early_data(chunks_[c]), chunks_[c].h.len);
             }
             m.done_bytes += chunks_[c].h.len;
             free_chunk(c);
@@ -597,7 +709,6 @@ void forward_endpoint::drain_parked(int mi) {
         }
         start_rx(c, m.drain || o == nullptr ? sink_.get() : o->dst + chunks_[c].h.offset);
     }
-    m.parked.clear();
 }
 
 // Receive r meets message m: matched, or a mismatch (receive completes, message drains).
@@ -610,6 +721,7 @@ void forward_endpoint::match(int mi, int r) {
     } else {
         m.rop = r;
         o.msg = mi;
+        unlist_recv(r);
     }
     drain_parked(mi);
     msg_progress(mi);
@@ -626,32 +738,34 @@ void forward_endpoint::deliver(uint32_t c) {
         }
         mi = free_msgs_.back();
         free_msgs_.pop_back();
-        in_msg& m    = msgs_[size_t(mi)];
-        m.live       = true;
-        m.src        = k.h.src;
-        m.tag        = k.h.tag;
-        m.imm        = k.h.imm;
-        m.total      = k.h.total;
-        m.rop        = -1;
-        m.drain      = false;
-        m.withdrawn  = false;
-        m.status     = LOOM_SUCCESS;
-        m.done_bytes = 0;
-        k.msg        = mi;
-        m.parked.push_back(c);
+        in_msg& m     = msgs_[size_t(mi)];
+        m.live        = true;
+        m.src         = k.h.src;
+        m.tag         = k.h.tag;
+        m.imm         = k.h.imm;
+        m.total       = k.h.total;
+        m.rop         = -1;
+        m.drain       = false;
+        m.withdrawn   = false;
+        m.status      = LOOM_SUCCESS;
+        m.done_bytes  = 0;
+        m.parked_head = m.parked_tail = -1;
+        live_msgs_.push_back(mi);
+        k.msg = mi;
+        park(mi, c);
         k.state   = ch_state::parked;
         int other = -1;
-        for (size_t r = 0; r < ops_.size(); ++r) {
-            const user_op& o = ops_[r];
-            if (!o.live || o.kind != op_kind::recv || o.msg >= 0 || o.peer != m.src) {
+        for (int r : open_recvs_) {
+            const user_op& o = ops_[size_t(r)];
+            if (o.peer != m.src) {
                 continue;
             }
             if (o.tag == m.tag) {
-                match(mi, int(r));
+                match(mi, r);
                 return;
             }
             if (other < 0 && same_call_other_imm(o.tag, o.imm, m.tag, m.imm)) {
-                other = int(r);
+                other = r;
             }
         }
         if (other >= 0) {
@@ -663,7 +777,7 @@ void forward_endpoint::deliver(uint32_t c) {
     in_msg& m = msgs_[size_t(mi)];
     k.msg     = mi;
     k.state   = ch_state::parked;
-    m.parked.push_back(c);
+    park(mi, c);
     if (m.rop >= 0 || m.drain) {
         drain_parked(mi);
         msg_progress(mi);
@@ -677,16 +791,19 @@ void forward_endpoint::deliver(uint32_t c) {
 // waiting for the receive (a router blocked behind them may carry the traffic that the
 // receive is waiting for). Bounded by the chunk entries (max_ops).
 void forward_endpoint::read_early(int mi) {
-    std::vector<uint32_t> parked;
-    parked.swap(msgs_[size_t(mi)].parked);
-    for (uint32_t c : parked) {
+    in_msg& m     = msgs_[size_t(mi)];
+    int next      = m.parked_head;
+    m.parked_head = m.parked_tail = -1;
+    while (next >= 0) {
+        auto c   = uint32_t(next);
         chunk& k = chunks_[c];
-        if (k.h.len == 0 || k.early) {
-            msgs_[size_t(mi)].parked.push_back(c);
+        next     = k.next;
+        if (k.h.len == 0 || k.early >= 0) {
+            park(mi, c);
             continue;
         }
-        k.early = std::make_unique_for_overwrite<uint8_t[]>(k.h.len);
-        start_rx(c, k.early.get());
+        k.early = take_early();
+        start_rx(c, early_data(k));
     }
 }
 
@@ -697,14 +814,13 @@ void forward_endpoint::on_header(int link, uint32_t slot, loom_status_t st) {
     if (st != LOOM_SUCCESS) {
         return;  // the link failed: its receives are gone (no repost)
     }
-    size_t cls = 0;
-    if (h.dst != rank_) {
-        cls = size_t(std::clamp<int>(table_.to(h.dst).dim, 0, int(free_bufs_.size()) - 1));
-    }
-    if (free_chunks_.empty() || (h.dst != rank_ && h.len > 0 && free_bufs_[cls].empty())) {
-        // No chunk entry, or no buffer to forward it through: the header waits in its slot,
-        // unposted, so that link slows down (back-pressure) instead of holding an entry
-        // or losing it; pump() takes it up again.
+    bool blocked = h.dst != rank_ && h.len > 0 && waiting_chunks_ >= cfg_.max_ops / 8 &&
+                   free_bufs_[size_t(class_of(h, link))].empty();
+    if (free_chunks_.empty() || blocked) {
+        // No chunk entry, or a forwarded chunk whose class is busy while an eighth of the
+        // entries already wait for theirs (the rest are kept for the sources and for
+        // arrivals): the header waits in its slot, unposted, so that link slows down
+        // (back-pressure) instead of losing it; pump() takes it up again.
         stalled_.push_back(uint32_t(link) * cfg_.headers + slot);
         return;
     }
@@ -720,11 +836,20 @@ void forward_endpoint::on_header(int link, uint32_t slot, loom_status_t st) {
     if (h.dst != rank_) {
         if (h.len == 0) {
             start_tx(uint32_t(c));
-        } else {
-            k.buf = free_bufs_[cls].back();  // checked above
-            free_bufs_[cls].pop_back();
-            start_rx(uint32_t(c), bufs_[size_t(k.buf)].get());
+            return;
         }
+        k.cls = class_of(h, link);
+        if (free_bufs_[size_t(k.cls)].empty()) {
+            // Its channel's buffers are busy: the chunk waits (its payload with the inner
+            // driver, back-pressuring the upstream send), the link's other classes go on.
+            k.state = ch_state::waiting;
+            waiting_[size_t(k.cls)].push_back(uint32_t(c));
+            ++waiting_chunks_;
+            return;
+        }
+        k.buf = free_bufs_[size_t(k.cls)].back();
+        free_bufs_[size_t(k.cls)].pop_back();
+        start_rx(uint32_t(c), bufs_[size_t(k.buf)].get());
         return;
     }
     if ((h.flags & flag_control) != 0) {
@@ -785,24 +910,22 @@ loom_status_t forward_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, 
     o.imm  = imm;
     o.dst  = static_cast<uint8_t*>(buf);
     o.len  = len;
-    for (size_t m = 0; m < msgs_.size(); ++m) {
-        const in_msg& x = msgs_[m];
-        if (!x.live || x.src != peer || x.rop >= 0 || x.drain) {
-            continue;
-        }
-        if (x.tag == tag) {
-            match(int(m), i);
+    for (int m : live_msgs_) {
+        const in_msg& x = msgs_[size_t(m)];
+        if (x.src == peer && x.rop < 0 && !x.drain && x.tag == tag) {
+            match(m, i);
             return LOOM_SUCCESS;
         }
     }
-    for (size_t m = 0; m < msgs_.size(); ++m) {
-        const in_msg& x = msgs_[m];
-        if (x.live && x.src == peer && x.rop < 0 && !x.drain &&
-            same_call_other_imm(tag, imm, x.tag, x.imm)) {
+    for (int m : live_msgs_) {
+        const in_msg& x = msgs_[size_t(m)];
+        if (x.src == peer && x.rop < 0 && !x.drain && same_call_other_imm(tag, imm, x.tag, x.imm)) {
             finish(i, completion{0, LOOM_ERR_MISMATCH, peer, size_t(x.total), x.tag, x.imm});
             return LOOM_SUCCESS;
         }
     }
+    o.listed = true;
+    open_recvs_.push_back(i);
     return LOOM_SUCCESS;
 }
 
@@ -893,7 +1016,7 @@ bool forward_endpoint::cancel(uint64_t cookie) {
     const fast_path& f = inner_->fast();
     for (size_t c = 0; c < chunks_.size(); ++c) {
         chunk& k = chunks_[c];
-        if (k.state != ch_state::pay_rx || k.msg != o.msg || k.early) {
+        if (k.state != ch_state::pay_rx || k.msg != o.msg || k.early >= 0) {
             continue;  // (an early read lands in its own buffer and is dropped: m.drain)
         }
         if (!k.rx_posted) {

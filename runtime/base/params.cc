@@ -80,8 +80,9 @@ std::vector<param> declarations() {
         {"LOOM_FWD_CHUNK", type::integer, "65536", "bytes", "",
          "largest chunk fwd:<driver> cuts a message into (forwarded cut-through, chunk by chunk)"},
         {"LOOM_FWD_BUFFERS", type::integer, "64", "chunks", "",
-         "chunk buffers a fwd:<driver> rank forwards through; when all are busy, payloads wait "
-         "in the inner driver (back-pressure)"},
+         "chunk buffers a fwd:<driver> rank forwards through, split evenly (at least 2 each) "
+         "over its output channels (port and dateline VC); a chunk whose channel has none "
+         "free waits, its payload in the inner driver (back-pressure)"},
         {"LOOM_FWD_MAX_OPS", type::integer, "4096", "operations", "",
          "operations and chunks in flight through a fwd:<driver> rank; when chunks run out, "
          "arriving headers wait (back-pressure) and new operations get LOOM_ERR_NO_RESOURCE"},

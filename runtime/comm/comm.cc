@@ -51,7 +51,7 @@ call_shape shape_of(const call_args& a, int rank) {
 
 // The call as a generator sees it, on this communicator's topology.
 algorithms::call to_call(const call_args& a, const call_options& o, int rank, int size,
-                         const topology::shape& topo) {
+                         const topology::shape& topo, routing::tie_rule ties) {
     call_shape s = shape_of(a, rank);
     algorithms::call c;
     c.coll   = primitive_of(a.kind);
@@ -64,6 +64,7 @@ algorithms::call to_call(const call_args& a, const call_options& o, int rank, in
     c.segments = o.segments;
     c.channels = o.channels;
     c.topo     = topo;
+    c.ties     = ties;
     return c;
 }
 
@@ -210,7 +211,7 @@ result<cached_plan> communicator::plan_for(const call_args& a, const call_option
     if (auto it = plans_.find(key); it != plans_.end() && it->second.requested == o.algorithm) {
         return it->second;
     }
-    algorithms::call c = to_call(a, o, rank(), size(), settings_.topo);
+    algorithms::call c = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
     auto chosen        = choose_algorithm(c, o.algorithm, settings_.algos);
     if (!chosen) {
         return status(chosen.error()).prefix("rank " + std::to_string(rank()) + ": ");

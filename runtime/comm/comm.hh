@@ -37,6 +37,7 @@
 #include "drivers/driver.hh"
 #include "drivers/forward/forward.hh"
 #include "engine/engine.hh"
+#include "routing/dor.hh"
 #include "topology/topology.hh"
 
 namespace loom::comm {
@@ -159,6 +160,7 @@ struct settings {
     std::string transport;  // driver name for drivers::open
     std::string job;
     topology::shape topo           = topology::shape::star(1);
+    routing::tie_rule ties         = routing::tie_rule::toward_plus;  // LOOM_ROUTE_TIES
     double timeout_s               = 60;
     engine::progress_mode progress = engine::progress_mode::caller;
     int max_inflight               = 16;
