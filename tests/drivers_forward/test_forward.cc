@@ -18,18 +18,11 @@
 using namespace loom;
 using loom::drivers::completion;
 using loom::test::file_store;
+using loom::test::store_dir;
 
 namespace {
 
 const size_t sizes[] = {0, 100, 300 * 1024};
-
-struct store_dir {
-    explicit store_dir(const char* label) : path(file_store::make_dir(label)) {
-        assert_false(path.empty());
-    }
-    ~store_dir() { file_store::remove_dir(path); }
-    std::string path;
-};
 
 result<std::unique_ptr<drivers::endpoint>> open_fwd(const std::string& driver,
                                                     const std::string& fabric, int rank, int size,
