@@ -31,7 +31,6 @@ engine::engine(const fabric& f, const schedule::schedule_info& info, const optio
 
 status engine::init() {
     const int n = info_.nranks;
-    bw_eff_     = f_.bw_bytes_per_s * f_.efficiency;
     progs_.assign(n, {});
     added_.assign(n, 0);
     ranks_.assign(n, {});
@@ -238,9 +237,10 @@ void engine::rendezvous(int r, uint32_t i) {
 }
 
 stamp engine::reserve(int64_t bytes, int owner_rank, uint32_t owner_step, uint32_t* gated) {
-    const double busy = static_cast<double>(bytes) / bw_eff_;
-    stamp head        = now_;
-    *gated            = UINT32_MAX;
+    const auto b = static_cast<double>(bytes);
+    double busy  = 0;  // B over the slowest link crossed so far (uniform: every link's)
+    stamp head   = now_;
+    *gated       = UINT32_MAX;
     for (const hop& h : path_) {
         link_state& l = links_[h.link];
         if (l.free.t > head.t) {
@@ -248,13 +248,16 @@ stamp engine::reserve(int64_t bytes, int owner_rank, uint32_t owner_step, uint32
             *gated = static_cast<uint32_t>(blockers_.size());
             blockers_.push_back({l.owner_rank, l.owner_step, h.link});
         }
-        l.free       = plus(head, 0, 0, busy, 0);
-        l.owner_rank = owner_rank;
-        l.owner_step = owner_step;
+        const double own = b / l.rate;
+        busy             = std::max(busy, own);
+        l.free           = plus(head, 0, 0, busy, 0);
+        l.owner_rank     = owner_rank;
+        l.owner_step     = owner_step;
         l.bytes += bytes;
         l.messages++;
-        l.busy_s += busy;
-        head = plus(head, h.alpha_units, f_.alpha_s, 0, 0);
+        l.busy_s += own;
+        head.t += h.alpha_units * l.alpha_s;
+        head.hops += h.alpha_units * l.alpha_units;
     }
     return plus(head, 0, 0, busy, 0);
 }

@@ -90,7 +90,6 @@ class engine {
     fabric f_;
     schedule::schedule_info info_;
     options o_;
-    double bw_eff_ = 1;
     arena mem_;  // before progs_: the ops outlive nothing that points at them
     std::vector<rank_program> progs_;
     std::vector<uint8_t> added_;

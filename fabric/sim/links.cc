@@ -1,10 +1,13 @@
 // Links and paths of the modeled fabric (links.hh).
 #include "links.hh"
 
+#include <algorithm>
+
 namespace loom::sim::detail {
 
 status link_table::init(const fabric& f, int nranks) {
     f_     = f;
+    costs_ = f_.per_link.get();
     n_     = nranks;
     wraps_ = f.topo.wraps();
     links_.clear();
@@ -21,11 +24,21 @@ status link_table::init(const fabric& f, int nranks) {
         for (int r = 0; r < nranks; ++r) {
             for (int d = 0; d < k; ++d) {
                 for (int way = 0; way < 2; ++way) {
-                    int step = way == 0 ? 1 : -1;
-                    int to   = dims_[d] > 1 && !(way == 1 && wraps_ && dims_[d] == 2)
-                                   ? f.topo.neighbour(r, d, step)
-                                   : -1;
-                    add(r, to, false);
+                    int step    = way == 0 ? 1 : -1;
+                    int to      = dims_[d] > 1 && !(way == 1 && wraps_ && dims_[d] == 2)
+                                      ? f.topo.neighbour(r, d, step)
+                                      : -1;
+                    uint32_t id = add(r, to, false);
+                    if (costs_ == nullptr || to < 0) {
+                        continue;
+                    }
+                    const link_costs::cost* c = pair_cost(r, to);
+                    if (c == nullptr) {
+                        return invalid_argument("per-link costs: no link between ranks " +
+                                                std::to_string(r) + " and " + std::to_string(to) +
+                                                " of " + f.topo.to_string());
+                    }
+                    set_cost(id, *c);
                 }
             }
         }
@@ -33,8 +46,11 @@ status link_table::init(const fabric& f, int nranks) {
         mode_ = mode::single_port;
         links_.reserve(static_cast<size_t>(nranks) * 2);
         for (int r = 0; r < nranks; ++r) {
-            add(r, -1, false);
-            add(-1, r, false);
+            uint32_t up = add(r, -1, false), down = add(-1, r, false);
+            if (costs_ != nullptr) {  // check_fabric: a star's ports, one per rank
+                set_cost(up, costs_->port[r]);
+                set_cost(down, costs_->port[r]);
+            }
         }
     } else {
         mode_ = mode::per_edge;
@@ -44,11 +60,25 @@ status link_table::init(const fabric& f, int nranks) {
 
 uint32_t link_table::add(int32_t from, int32_t to, bool agg) {
     link_state l;
-    l.from = from;
-    l.to   = to;
-    l.agg  = agg;
+    l.from    = from;
+    l.to      = to;
+    l.agg     = agg;
+    l.alpha_s = f_.alpha_s;
+    l.rate    = f_.bw_bytes_per_s * f_.efficiency;  // the engine's uniform arithmetic
     links_.push_back(l);
     return static_cast<uint32_t>(links_.size() - 1);
+}
+
+void link_table::set_cost(uint32_t id, const link_costs::cost& c) {
+    link_state& l = links_[id];
+    l.alpha_s     = c.alpha_s;
+    l.rate        = c.bw_bytes_per_s * f_.efficiency;
+    l.alpha_units = f_.alpha_s > 0 ? c.alpha_s / f_.alpha_s : 1;
+}
+
+const link_costs::cost* link_table::pair_cost(int a, int b) const {
+    auto it = costs_->pair.find(link_costs::key(a, b));
+    return it == costs_->pair.end() ? nullptr : &it->second;
 }
 
 void link_table::path(int src, int dst, std::vector<hop>& out) {
@@ -58,6 +88,14 @@ void link_table::path(int src, int dst, std::vector<hop>& out) {
             uint64_t key = (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);
             uint32_t* id = pair_.find(key);
             uint32_t l   = id != nullptr ? *id : pair_.insert(key, add(src, dst, false));
+            if (id == nullptr && costs_ != nullptr) {
+                if (!costs_->port.empty()) {  // star: the sender's α, the slower port's BW
+                    const link_costs::cost &a = costs_->port[src], &b = costs_->port[dst];
+                    set_cost(l, {a.alpha_s, std::min(a.bw_bytes_per_s, b.bw_bytes_per_s)});
+                } else if (const link_costs::cost* c = pair_cost(src, dst)) {
+                    set_cost(l, *c);  // full mesh (check_fabric: every pair)
+                }
+            }
             out.push_back({l, 1});
             return;
         }
@@ -101,6 +139,9 @@ uint32_t link_table::agg_link(int rank, bool up) {
     uint32_t& id = agg_[2 * rank + (up ? 0 : 1)];
     if (id == UINT32_MAX) {
         id = up ? add(rank, -1, true) : add(-1, rank, true);
+        if (costs_ != nullptr && !costs_->port.empty()) {
+            set_cost(id, costs_->port[rank]);  // a star's aggregation node is its switch
+        }
     }
     return id;
 }

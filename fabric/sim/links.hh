@@ -6,6 +6,9 @@
 // (rank → switch) and 2·rank + 1 (switch → rank). Per-edge: created on first use, one per
 // ordered pair. Aggregation-node links follow all of these (or are the switch ports under
 // single-port).
+//
+// Costs. Every link carries its own α, rate (efficiency·BW) and α units (its α in units of
+// fabric::alpha_s, for n_alpha): the fabric's uniform values, or per_link's (sim.hh).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,9 @@ struct hop {
 
 struct link_state {
     stamp free;  // when the last reservation ends
+    double alpha_s      = 0;
+    double rate         = 1;  // efficiency·BW, bytes/s
+    double alpha_units  = 1;  // alpha_s / fabric::alpha_s (1 when that is 0)
     int32_t owner_rank  = -1;
     uint32_t owner_step = 0;
     int64_t bytes       = 0;
@@ -59,10 +65,15 @@ class link_table {
     enum class mode { per_edge, single_port, lattice };
     uint32_t add(int32_t from, int32_t to, bool agg);
     uint32_t agg_link(int rank, bool up);
+    /// Sets link `id`'s α and rate from `c` (add() gives every link the uniform values).
+    void set_cost(uint32_t id, const link_costs::cost& c);
+    /// per_link's cost of the link between two ranks; null when it has none.
+    const link_costs::cost* pair_cost(int a, int b) const;
 
     mode mode_ = mode::per_edge;
     int n_     = 0;
     fabric f_;
+    const link_costs* costs_ = nullptr;  // f_.per_link, or null (uniform)
     std::vector<int> dims_, stride_;
     bool wraps_ = false;
     std::vector<link_state> links_;

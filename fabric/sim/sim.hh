@@ -25,6 +25,16 @@
 //   and an inc_pull delivers it (it starts when both it and the result are ready).
 //   Local steps (local_reduce, local_copy) take γ per byte of their destination (default
 //   0); the reduction inside recv_reduce is part of the transfer.
+//   Per-link α and BW (fabric::per_link, from a fabric file: on_fabric()). Each link
+//   direction has its own α and efficiency·BW; without per_link every link has alpha_s and
+//   bw_bytes_per_s (the uniform case: the same arithmetic, nothing looked up). A transfer's
+//   bytes then pass each link at the pace of the slowest link they have crossed so far:
+//   link k is held for B / min(rate_1..rate_k) and the transfer finishes at
+//   s_h + α_h + B / min(rate_1..rate_h) (uniform: B/(efficiency·BW), as above). Which file
+//   link a modeled link takes: ring/torus/mesh and fullmesh, the link between the two ranks;
+//   star, the rank's link to the switch (per-edge: a pair's link has the sender's α and the
+//   slower of the two ports' BW; single-port: the rank's port both ways; one α per star hop,
+//   the sender's). Aggregation links: a star rank's port; elsewhere alpha_s, bw_bytes_per_s.
 // Semantics are the verifier's (runtime/schedule/verifier.hh): a step is ready when its
 // dependencies are done; the k-th send a → b with tag t meets the k-th receive at b from a
 // with tag t; a transfer starts when both its send and its receive are ready (rendezvous),
@@ -42,16 +52,39 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "algorithms/algorithm.hh"
 #include "base/status.hh"
 #include "routing/dor.hh"
 #include "schedule/schedule.hh"
+#include "topology/fabric.hh"
 #include "topology/topology.hh"
 
 namespace loom::sim {
+
+/// The α and BW of each link of a shape, taken from a fabric file (on_fabric()).
+struct link_costs {
+    struct cost {
+        double alpha_s        = 0;
+        double bw_bytes_per_s = 0;
+    };
+    topology::shape shape;  // the shape they are for (fabric::topo must be the same)
+    /// star: rank r's link to the switch; empty otherwise.
+    std::vector<cost> port;
+    /// ring, torus, mesh, fullmesh: the link between two ranks, keyed (low << 32 | high).
+    std::unordered_map<uint64_t, cost> pair;
+    /// The slowest link among them: the largest α, the smallest BW (maybe different links).
+    cost slowest;
+
+    static uint64_t key(int a, int b) {
+        auto lo = static_cast<uint64_t>(a < b ? a : b), hi = static_cast<uint64_t>(a < b ? b : a);
+        return lo << 32 | hi;
+    }
+};
 
 /// The modeled fabric. Units per DESIGN.md "Conventions".
 struct fabric {
@@ -63,10 +96,30 @@ struct fabric {
     double efficiency            = 1;     // (0, 1]: the share of BW a hop delivers
     double alu_latency_s         = 0;     // aggregation node: last push → result ready
     double gamma_s_per_byte      = 0;     // local_reduce / local_copy
+    /// Each link's own α and BW; null: every link has alpha_s and bw_bytes_per_s. With it,
+    /// alpha_s and bw_bytes_per_s are only the units of the report's n_alpha and n_beta
+    /// (on_fabric() sets them to the slowest link's).
+    std::shared_ptr<const link_costs> per_link;
 };
 
+/// The shape a fabric's ranks form, for routing: the file's "shape" when it names one; else
+/// inferred: coordinates on every rank give a mesh, or a torus/ring where every dimension
+/// longer than 2 has its wraparound link (a dimension of 2 or less: torus); without
+/// coordinates a switch linked to every rank is a star, a link between every pair of ranks
+/// a full mesh, links r to r+1 mod N a ring. invalid_argument says what is missing.
+result<topology::shape> shape_of(const topology::fabric& f);
+
+/// A simulator fabric on a topology::fabric (a fabric file or fabric_from_shape()): its
+/// shape (shape_of), each link's α and BW (per_link), and alpha_s/bw_bytes_per_s set to the
+/// slowest link's; the other fields from `base`. invalid_argument names a link the shape
+/// needs and the file lacks, a link between two ranks the shape does not have, or a star
+/// rank without a switch link; a non-empty `origin` (the file's path) is named in it.
+result<fabric> on_fabric(const topology::fabric& f, const fabric& base = {},
+                         std::string_view origin = "");
+
 /// ok, or invalid_argument naming the bad field (rates > 0, times ≥ 0 and finite,
-/// 0 < efficiency ≤ 1, topology of `nranks` ranks).
+/// 0 < efficiency ≤ 1, topology of `nranks` ranks, per_link for that topology; a full mesh
+/// with per_link is per-edge only).
 status check_fabric(const fabric& f, int nranks);
 
 /// What started a step of the critical path last.

@@ -1,4 +1,5 @@
 // The entry points of sim.hh: check the fabric, feed the engine rank by rank, run, report.
+#include <algorithm>
 #include <cmath>
 
 #include "engine.hh"
@@ -22,6 +23,48 @@ std::string_view gate_name(gate g) {
     return "?";
 }
 
+namespace {
+
+// What link_table::init and path() rely on: costs for this shape, a port per star rank, a
+// pair per full-mesh pair (a lattice's neighbour pairs are checked as its links are made).
+status check_per_link(const fabric& f, const link_costs& c) {
+    if (c.shape.to_string() != f.topo.to_string()) {
+        return invalid_argument("the per-link costs are for " + c.shape.to_string() +
+                                ", the topology is " + f.topo.to_string());
+    }
+    const int64_t n = f.topo.size();
+    if (f.topo.type() == topology::kind::star && static_cast<int64_t>(c.port.size()) != n) {
+        return invalid_argument("the per-link costs of " + f.topo.to_string() + " give " +
+                                std::to_string(c.port.size()) + " switch ports for " +
+                                std::to_string(n) + " ranks");
+    }
+    if (f.topo.type() == topology::kind::full_mesh) {
+        if (f.ports == algorithms::port_model::single_port) {
+            return invalid_argument(
+                "a full mesh with per-link costs is per-edge only: single-port models one port "
+                "per rank into a switch, and a full-mesh fabric has none");
+        }
+        if (static_cast<int64_t>(c.pair.size()) != n * (n - 1) / 2) {
+            return invalid_argument("the per-link costs of " + f.topo.to_string() + " give " +
+                                    std::to_string(c.pair.size()) + " of its " +
+                                    std::to_string(n * (n - 1) / 2) + " links");
+        }
+    }
+    auto bad = [](const link_costs::cost& x) {
+        return !std::isfinite(x.alpha_s) || x.alpha_s < 0 || !std::isfinite(x.bw_bytes_per_s) ||
+               x.bw_bytes_per_s <= 0;
+    };
+    bool any_bad =
+        std::any_of(c.port.begin(), c.port.end(), bad) ||
+        std::any_of(c.pair.begin(), c.pair.end(), [&](const auto& p) { return bad(p.second); });
+    if (any_bad) {
+        return invalid_argument("per-link α must be finite and ≥ 0, BW positive and finite");
+    }
+    return status::ok();
+}
+
+}  // namespace
+
 status check_fabric(const fabric& f, int nranks) {
     auto finite_nonneg = [](double x) { return std::isfinite(x) && x >= 0; };
     if (!finite_nonneg(f.alpha_s)) {
@@ -44,6 +87,9 @@ status check_fabric(const fabric& f, int nranks) {
         return invalid_argument("topology " + f.topo.to_string() + " has " +
                                 std::to_string(f.topo.size()) + " ranks, the schedule " +
                                 std::to_string(nranks));
+    }
+    if (f.per_link) {
+        return check_per_link(f, *f.per_link);
     }
     return status::ok();
 }

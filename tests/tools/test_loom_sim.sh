@@ -107,10 +107,10 @@ ring4=(--collective allreduce --algorithm ring --ranks 4)
 expect_ok "--version exits 0" --version
 contains "--version prints the version and the build features" "$tmp/out" "features:"
 expect_ok "--help exits 0" --help
-for verb in algorithms schedule verify predict overview run topology; do
+for verb in algorithms schedule verify predict overview run compare topology; do
     contains "--help names the verb $verb" "$tmp/out" "$verb"
 done
-for verb in algorithms schedule verify predict overview run topology; do
+for verb in algorithms schedule verify predict overview run compare topology; do
     expect_ok "$verb --help exits 0" "$verb" --help
 done
 
@@ -438,6 +438,175 @@ expect_error "run: unknown port model" 2 "allowed: per-edge, single-port" \
 expect_error "run: not applicable" 2 "not applicable" \
     run --collective allreduce --algorithm dims --ranks 4 --bytes 1M
 expect_error "run with nothing to run" 2 "--collective is required" run
+
+# ---- run / predict on a fabric file: per-link α and BW ---------------------------------------
+# ring_fabric FILE SHAPE_LINE SLOW_BW: ring:8 as a fabric file, α 1 µs and 25 GB/s on every link
+# but h3 - h4, which gets SLOW_BW; SHAPE_LINE is '"shape": "ring:8",' or empty (inferred).
+ring_fabric() {
+    local file=$1 shape=$2 slow=$3 r
+    {
+        echo "{\"format\": \"loom-fabric\", \"version\": 1, $shape"
+        echo ' "classes": {"nvl": {"alpha": 1e-6, "bw": 25e9}},'
+        echo -n ' "nodes": ['
+        for r in 0 1 2 3 4 5 6 7; do
+            echo -n "{\"id\": \"h$r\", \"kind\": \"endpoint\", \"rank\": $r}"
+            [ "$r" -lt 7 ] && echo -n ", "
+        done
+        echo '],'
+        echo -n ' "links": ['
+        for r in 0 1 2 3 4 5 6 7; do
+            echo -n "{\"a\": \"h$r\", \"b\": \"h$(((r + 1) % 8))\", \"class\": \"nvl\""
+            [ "$r" -eq 3 ] && echo -n ", \"bw\": $slow"
+            echo -n "}"
+            [ "$r" -lt 7 ] && echo -n ", "
+        done
+        echo ']}'
+    } >"$file"
+}
+ring_fabric "$tmp/ring8_slow.json" '"shape": "ring:8",' 12.5e9
+ring_fabric "$tmp/ring8_uniform.json" '' 25e9
+expect_ok "run --topology FILE.json (one link at half BW)" run --collective allreduce \
+    --algorithm ring --topology "$tmp/ring8_slow.json" --bytes 1M --json
+cp "$tmp/out" "$tmp/slow.json"
+pycheck "run on a fabric file: ring all-reduce is the closed form at the slow link's BW" \
+    "$tmp/slow.json" '
+assert doc["fabric_file"].endswith("ring8_slow.json") and doc["topology"] == "ring:8", doc
+assert doc["ranks"] == 8 and doc["bw_bytes_per_s"] == 12.5e9 and doc["alpha_s"] == 1e-6, doc
+want = 14 * 1e-6 + 14 / 8 * 1048576 / 12.5e9
+assert abs(doc["time_s"] - want) <= 1e-9 * want, (doc["time_s"], want)
+assert abs(doc["predicted"]["time_s"] - want) <= 1e-9 * want, doc["predicted"]'
+expect_ok "run on a fabric file as text" run --collective allreduce --algorithm ring \
+    --topology "$tmp/ring8_slow.json" --bytes 1M
+contains "run names the fabric file and its slowest link" "$tmp/out" \
+    "per-link α and BW from $tmp/ring8_slow.json (slowest: α = 1.000 µs, BW = 12.5 GB/s)"
+expect_ok "run on a uniform fabric file without a shape (inferred ring:8)" run \
+    --collective allreduce --algorithm ring --topology "$tmp/ring8_uniform.json" --bytes 1M --json
+cp "$tmp/out" "$tmp/uniform.json"
+expect_ok "run on ring:8 with --alpha 1us --bw 25GB/s" run --collective allreduce \
+    --algorithm ring --ranks 8 --topology ring:8 --bytes 1M --alpha 1us --bw 25GB/s --json
+cp "$tmp/out" "$tmp/shape.json"
+pycheck "a uniform fabric file simulates exactly like its shape" "$tmp/uniform.json" '
+shape = json.load(open(sys.argv[1].replace("uniform", "shape")))
+assert doc["topology"] == "ring:8", doc["topology"]
+for key in ("time_s", "n_alpha", "n_beta"):
+    assert doc[key] == shape[key], (key, doc[key], shape[key])'
+expect_ok "predict on a fabric file: the slowest link's α and BW" predict \
+    --collective allreduce --algorithm ring --topology "$tmp/ring8_slow.json" --bytes 1M --json
+pycheck "predict on a fabric file states ring's form at 12.5 GB/s" "$tmp/out" '
+assert doc["bw_bytes_per_s"] == 12.5e9 and doc["topology"] == "ring:8" and doc["ranks"] == 8'
+sed 's/"b": "h5", "class"/"b": "h9", "class"/' "$tmp/ring8_slow.json" >"$tmp/ring8_bad.json"
+expect_error "run: fabric file with a link to an unknown node" 2 "names unknown node 'h9'" \
+    run --collective allreduce --algorithm ring --topology "$tmp/ring8_bad.json" --bytes 1M
+expect_error "predict: fabric file with a link to an unknown node" 2 "names unknown node 'h9'" \
+    predict --collective allreduce --algorithm ring --topology "$tmp/ring8_bad.json" --bytes 1M
+sed 's/"b": "h0", "class"/"b": "h6", "class"/' "$tmp/ring8_uniform.json" >"$tmp/ring8_odd.json"
+expect_error "run: a fabric file whose shape cannot be inferred" 2 \
+    "cannot tell which shape the fabric's 8 ranks form" \
+    run --collective allreduce --algorithm ring --topology "$tmp/ring8_odd.json" --bytes 1M
+sed 's/"b": "h5", "class"/"b": "h6", "class"/' "$tmp/ring8_slow.json" >"$tmp/ring8_gap.json"
+expect_error "run: a fabric file lacking a link its shape needs" 2 \
+    "ring:8 needs a link between ranks 4 and 5 (nodes 'h4' and 'h5')" \
+    run --collective allreduce --algorithm ring --topology "$tmp/ring8_gap.json" --bytes 1M
+expect_error "run: --bw with a fabric file" 2 "gives each link its own α and BW" \
+    run --collective allreduce --algorithm ring --topology "$tmp/ring8_slow.json" --bytes 1M \
+    --bw 10GB/s
+expect_error "run: fabric file and --ranks disagree" 2 "does not match" \
+    run --collective allreduce --algorithm ring --ranks 4 --topology "$tmp/ring8_slow.json" \
+    --bytes 1M
+expect_error "run: missing fabric file" 2 "cannot open fabric file" \
+    run --collective allreduce --algorithm ring --topology "$tmp/nonesuch.json" --bytes 1M
+
+# ---- compare: predicted against simulated, every eligible algorithm -------------------------
+expect_ok "compare on star:8 over 1K,1M" compare --collective allreduce --topology star:8 \
+    --bytes 1K,1M
+contains "compare prints both columns" "$tmp/out" "predicted   simulated  sim/pred"
+contains "compare names the winner at 1K" "$tmp/out" "winner at 1K: "
+contains "compare names the winner at 1M" "$tmp/out" "winner at 1M: "
+contains "compare marks a winner in the table" "$tmp/out" "*"
+# The algorithms compare lists at each size are exactly predict's applicable ones.
+for topo in star:8 ring:8; do
+    for ports in per-edge single-port; do
+        expect_ok "compare --json on $topo, $ports" compare --collective allreduce \
+            --topology "$topo" --bytes 1K,1M --port-model "$ports" --json
+        cp "$tmp/out" "$tmp/cmp.json"
+        run predict --collective allreduce --algorithm all --ranks 8 --topology "$topo" \
+            --bytes 1K,1M --port-model "$ports" --json
+        cp "$tmp/out" "$tmp/cmp_pred.json"
+        # Exact on a switch: every exact form; on a lattice: ring and dims (the others are
+        # routed lockstep counts, which the asynchronous simulation need not meet).
+        pycheck "compare $topo $ports: every eligible algorithm, exact forms met, a winner per size" \
+            "$tmp/cmp.json" '
+pred = json.load(open(sys.argv[1].replace("cmp.json", "cmp_pred.json")))
+want = {(p["algorithm"], p["bytes"]) for p in pred if p["applicable"]}
+got = {(r["algorithm"], r["bytes"]) for r in doc["results"] if r["applicable"]}
+assert want == got and want, (want ^ got)
+star = doc["topology"].startswith("star")
+for r in doc["results"]:
+    if not r["applicable"]:
+        continue
+    p, s = r["predicted"]["time_s"], r["simulated"]["time_s"]
+    if r["predicted"]["exact"] and (star or r["algorithm"] in ("ring", "dims")):
+        assert abs(p - s) <= 1e-9 * p, (r["algorithm"], r["bytes"], p, s)
+assert [w["bytes"] for w in doc["winners"]] == [1024, 1048576], doc["winners"]
+for w in doc["winners"]:
+    times = {r["algorithm"]: r["simulated"]["time_s"] for r in doc["results"]
+             if r["applicable"] and r["bytes"] == w["bytes"]}
+    assert times[w["algorithm"]] == min(times.values()), (w, times)
+    assert [r for r in doc["results"] if r["bytes"] == w["bytes"] and r.get("winner")]'
+    done
+done
+expect_ok "compare on a fabric file with a slow link" compare --collective allreduce \
+    --topology "$tmp/ring8_slow.json" --bytes 1K,1M --json
+pycheck "compare on a fabric file: ring predicted (slowest link) equals simulated" "$tmp/out" '
+assert doc["fabric_file"].endswith("ring8_slow.json") and doc["bw_bytes_per_s"] == 12.5e9
+for r in doc["results"]:
+    if r["algorithm"] == "ring":
+        p, s = r["predicted"]["time_s"], r["simulated"]["time_s"]
+        assert abs(p - s) <= 1e-9 * p, (r["bytes"], p, s)'
+if command -v gnuplot >/dev/null 2>&1; then
+    expect_ok "compare --plot writes a PNG" compare --collective allreduce --topology star:8 \
+        --bytes 1K,64K,1M --plot "$tmp/cmp.png"
+    if [ -s "$tmp/cmp.png" ] && [ "$(head -c 4 "$tmp/cmp.png" | tail -c 3)" = "PNG" ]; then
+        pass "the plot is a non-empty PNG"
+    else
+        fail "the plot is a non-empty PNG" "$(ls -l "$tmp/cmp.png" 2>&1)"
+    fi
+    contains "compare --plot still prints the table" "$tmp/out" "winner at 64K: "
+else
+    skip "compare --plot writes a PNG" "gnuplot not found (Debian: gnuplot-nox)"
+    skip "the plot is a non-empty PNG" "gnuplot not found (Debian: gnuplot-nox)"
+    skip "compare --plot still prints the table" "gnuplot not found (Debian: gnuplot-nox)"
+fi
+# Without gnuplot on PATH: the table, then one line saying what to install, exit 2.
+mkdir -p "$tmp/empty_path"
+PATH="$tmp/empty_path" "$SIM" compare --collective allreduce --topology star:8 --bytes 1K \
+    --plot "$tmp/none.png" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+    grep -q -F "loom-sim: --plot: gnuplot not found on PATH" "$tmp/err" &&
+    grep -q -F "gnuplot-nox" "$tmp/err" && grep -q -F "winner at 1K: " "$tmp/out" &&
+    [ ! -e "$tmp/none.png" ]; then
+    pass "compare --plot without gnuplot: the table, then exit 2 saying to install gnuplot-nox"
+else
+    fail "compare --plot without gnuplot: the table, then exit 2 saying to install gnuplot-nox" \
+        "exit $rc" "stderr: $(head -c 300 "$tmp/err")"
+fi
+expect_error "compare: unknown collective" 2 "unknown collective 'allredux'" \
+    compare --collective allredux --topology star:8 --bytes 1K
+expect_error "compare: bad size list" 2 "--bytes: expected a number" \
+    compare --collective allreduce --topology star:8 --bytes 1K,lots
+expect_error "compare: empty size list" 2 "--bytes: expected a size or a comma list" \
+    compare --collective allreduce --topology star:8 --bytes ,
+expect_error "compare: unknown size unit" 2 "unknown unit" \
+    compare --collective allreduce --topology star:8 --bytes 1K,1Q
+expect_error "compare: missing --bytes" 2 "--bytes is required" \
+    compare --collective allreduce --topology star:8
+expect_error "compare: missing --topology" 2 "--topology is required" \
+    compare --collective allreduce --bytes 1K
+expect_error "compare: sizes that are not whole elements" 2 "not a whole number" \
+    compare --collective alltoall --topology star:8 --bytes 1K,1001
+expect_error "compare: unknown algorithm" 2 "allowed: ring" \
+    compare --collective allreduce --algorithm nonesuch --topology star:8 --bytes 1K
 
 echo "1..$n"
 [ "$failures" -eq 0 ]

@@ -5,6 +5,10 @@
 //                [--ties RULE] [--root R] [--alu S] [--efficiency F] [--gamma S] [--json]
 //   loom-sim run --schedule FILE [--topology T] [--ties RULE] [model flags]
 //
+// T is a shape or a fabric file (*.json, fabric/topology/fabric.hh): then each link has the
+// file's α and BW, the shape is the file's (or inferred, sim::shape_of), --ranks defaults to
+// its rank count, and the closed form is stated at the slowest link's α and BW.
+//
 // Prints the simulated time, n_alpha and n_beta as observed on the critical path beside the
 // algorithm's closed form (algorithms::predict), the critical path (the step and link that
 // finished last, the gates that led to it, its last steps), the busiest links and the
@@ -32,8 +36,8 @@ struct run_flags {
     call_flags call;
     std::string bytes;
     std::string file;
-    std::string alpha      = "1us";
-    std::string bw         = "25GB/s";
+    std::string alpha;  // default 1us; empty tells a fabric file that it was not given
+    std::string bw;     // default 25GB/s
     std::string ports      = params::registry::global().get_string("LOOM_PORT_MODEL");
     std::string alu        = "0";
     std::string efficiency = "1";
@@ -49,6 +53,7 @@ struct job {
     const algorithms::algorithm* algo = nullptr;
     std::optional<schedule::schedule> file;
     sim::fabric fabric;
+    std::string fabric_path;  // --topology FILE.json: per-link α and BW from it
     size_t chain = 8;
 };
 
@@ -94,8 +99,8 @@ result<schedule::schedule> read_schedule(const std::string& path) {
 }
 
 status parse_model(const run_flags& f, job& j) {
-    auto alpha = parse_seconds("--alpha", f.alpha);
-    auto bw    = parse_rate("--bw", f.bw);
+    auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
+    auto bw    = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
     auto alu   = parse_seconds("--alu", f.alu);
     auto gamma = parse_seconds("--gamma", f.gamma);
     for (const auto* r : {&alpha, &bw, &alu, &gamma}) {
@@ -126,6 +131,10 @@ status parse_model(const run_flags& f, job& j) {
     return status::ok();
 }
 
+bool given_alpha_or_bw(const run_flags& f) {
+    return !f.alpha.empty() || !f.bw.empty();
+}
+
 // The call flags that a schedule file states itself (all but --topology and --ties).
 bool call_flags_besides_fabric(const call_flags& c) {
     call_flags rest = c;
@@ -145,8 +154,16 @@ status load_schedule_job(const run_flags& f, job& j) {
         return s.error();
     }
     int n = s->info.nranks;
-    // The fabric: --topology, else the schedule's own "topology" when it parses, else a star.
-    std::string topo = !f.call.topology.empty() ? f.call.topology : s->info.topology;
+    // The fabric: --topology (a shape or a fabric file), else the schedule's own "topology"
+    // when it parses, else a star.
+    call_flags file_flags;
+    file_flags.topology = f.call.topology;
+    file_flags.ranks    = std::to_string(n);
+    auto file           = take_fabric_file(file_flags, j.fabric, given_alpha_or_bw(f));
+    if (!file) {
+        return file.error();
+    }
+    std::string topo = !f.call.topology.empty() ? file_flags.topology : s->info.topology;
     j.fabric.topo    = topology::shape::star(std::max(n, 1));
     if (!topo.empty()) {
         auto shape = topology::shape::parse(topo);
@@ -158,6 +175,10 @@ status load_schedule_job(const run_flags& f, job& j) {
                                     " ranks, the schedule " + std::to_string(n));
         }
         j.fabric.topo = *shape;
+    }
+    if (*file) {
+        j.fabric      = (*file)->fabric;
+        j.fabric_path = (*file)->path;
     }
     // --ties through the call flags' own parser (the same message as for generated calls).
     call_flags ties_only;
@@ -180,6 +201,14 @@ status load_call_job(const run_flags& f, job& j) {
     call_flags flags = f.call;
     if (!f.bytes.empty() && flags.dtype_size.empty()) {
         flags.dtype_size = "1";  // as predict: one-byte elements, so M is exactly --bytes
+    }
+    auto file = take_fabric_file(flags, j.fabric, given_alpha_or_bw(f));
+    if (!file) {
+        return file.error();
+    }
+    if (*file) {
+        j.fabric      = (*file)->fabric;
+        j.fabric_path = (*file)->path;
     }
     auto c = make_call(flags);
     if (!c) {
@@ -278,12 +307,16 @@ std::string title(const job& j, const sim::report& r) {
     const auto& f = j.fabric;
     std::string coll =
         std::string(schedule::collective_name(j.call ? j.call->coll : j.file->info.coll));
-    std::string what = j.algo ? coll + " " + std::string(j.algo->name) : coll + " (schedule file)";
-    int n            = f.topo.size();
+    std::string what  = j.algo ? coll + " " + std::string(j.algo->name) : coll + " (schedule file)";
+    int n             = f.topo.size();
+    std::string links = "α = " + format_us(f.alpha_s) +
+                        " µs, BW = " + format_number(f.bw_bytes_per_s / 1e9) + " GB/s";
+    if (!j.fabric_path.empty()) {
+        links = "per-link α and BW from " + j.fabric_path + " (slowest: " + links + ")";
+    }
     return what + " on " + f.topo.to_string() + " (" + std::to_string(n) +
            (n == 1 ? " rank), " : " ranks), ") + std::string(algorithms::port_model_name(f.ports)) +
-           ", α = " + format_us(f.alpha_s) + " µs, BW = " + format_number(f.bw_bytes_per_s / 1e9) +
-           " GB/s" + (f.efficiency < 1 ? " × " + format_number(f.efficiency) : "") +
+           ", " + links + (f.efficiency < 1 ? " × " + format_number(f.efficiency) : "") +
            (f.alu_latency_s > 0 ? ", ALU " + format_us(f.alu_latency_s) + " µs" : "") +
            ", M = " + format_size(static_cast<int64_t>(r.payload_bytes));
 }
@@ -306,7 +339,8 @@ void print_text(const job& j, const sim::report& r) {
     if (cost) {
         double t = cost->time_s(j.fabric.alpha_s, j.fabric.bw_bytes_per_s, r.payload_bytes);
         std::cout << "  predicted   " << format_us(t) << " µs"
-                  << (cost->exact ? "" : " (asymptotic form)") << '\n';
+                  << (cost->exact ? "" : " (asymptotic form)")
+                  << (j.fabric_path.empty() ? "" : " (every link as the slowest)") << '\n';
     }
     if (r.other_s > 0) {
         std::cout << "  other       " << format_us(r.other_s) << " µs (γ, ALU)\n";
@@ -380,6 +414,9 @@ json report_json(const job& j, const sim::report& r) {
                      {"events", r.events},
                      {"links_used", r.links_used},
                      {"link_bytes", r.link_bytes}};
+    if (!j.fabric_path.empty()) {
+        o["fabric_file"] = j.fabric_path;  // alpha_s, bw_bytes_per_s: its slowest link's
+    }
     o["collective"] =
         std::string(schedule::collective_name(j.call ? j.call->coll : j.file->info.coll));
     o["algorithm"] = j.algo ? std::string(j.algo->name) : j.file->info.algorithm;
@@ -465,8 +502,12 @@ void add_run_verbs(CLI::App& app, std::vector<verb>& verbs) {
                     "simulate this schedule file (text or JSON; '-' reads stdin) instead of "
                     "generating one; --topology and --ties still apply")
         ->type_name("FILE");
-    cmd->add_option("--alpha", rf->alpha, "latency per hop α (default 1us)")->type_name("S");
-    cmd->add_option("--bw", rf->bw, "bandwidth per link direction (default 25GB/s)")
+    cmd->add_option("--alpha", rf->alpha,
+                    "latency per hop α (default 1us; a fabric file gives each link's)")
+        ->type_name("S");
+    cmd->add_option("--bw", rf->bw,
+                    "bandwidth per link direction (default 25GB/s; a fabric file gives each "
+                    "link's)")
         ->type_name("B");
     cmd->add_option("--port-model", rf->ports,
                     "star/full mesh: per-edge (a link per pair) or single-port (one port per "
