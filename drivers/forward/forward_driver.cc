@@ -208,24 +208,6 @@ class forward_endpoint final : public endpoint {
     uint32_t own_chunks_     = 0;  // chunks of this rank's sends: at most half of them all
 };
 
-loom_status_t fp_post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
-                           size_t len, uint64_t cookie) {
-    return static_cast<forward_endpoint*>(ctx)->post_send(peer, tag, imm, buf, len, cookie);
-}
-loom_status_t fp_post_recv(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
-                           uint64_t cookie) {
-    return static_cast<forward_endpoint*>(ctx)->post_recv(peer, tag, imm, buf, len, cookie);
-}
-int fp_poll(void* ctx, completion* out, int max) {
-    return static_cast<forward_endpoint*>(ctx)->poll(out, max);
-}
-bool fp_pending(void* ctx) {
-    return static_cast<forward_endpoint*>(ctx)->pending();
-}
-bool fp_cancel(void* ctx, uint64_t cookie) {
-    return static_cast<forward_endpoint*>(ctx)->cancel(cookie);
-}
-
 forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forward_config& c,
                                    const topology::shape& s, routing::tie_rule ties, int rank)
     : inner_(std::move(inner)),
@@ -237,7 +219,7 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
       stalled_(size_t(c.headers) * 8),
       done_(c.max_ops) {
     name_ = std::string("fwd:") + inner_->capabilities().name;
-    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending, fp_cancel};
+    fast_ = fast_path_of(this);
     link_of_.assign(size_t(s.size()), -1);
     for (int p : s.neighbours(rank)) {
         link_of_[size_t(p)] = int(links_.size());

@@ -20,8 +20,8 @@ std::vector<int64_t> dimension_degrees(int d, bool wraps) {
     return h;
 }
 
-// Distinct neighbours add up across dimensions (a move changes one coordinate only), so
-// the histogram of the sum is the convolution of the per-dimension histograms.
+}  // namespace
+
 std::vector<int64_t> convolve(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
     std::vector<int64_t> out(a.size() + b.size() - 1, 0);
     for (size_t i = 0; i < a.size(); ++i) {
@@ -31,8 +31,6 @@ std::vector<int64_t> convolve(const std::vector<int64_t>& a, const std::vector<i
     }
     return out;
 }
-
-}  // namespace
 
 int64_t link_count(const shape& s) {
     const int64_t n = s.size();

@@ -17,4 +17,9 @@ int64_t link_count(const shape& s);
 /// switch is not a rank and is not counted.
 std::vector<int64_t> degree_histogram(const shape& s);
 
+/// The histogram of a sum of two independent counts: out[k] = Σ_{i+j=k} a[i]·b[j]. A lattice
+/// move changes one coordinate only, so per-dimension histograms (degrees, distances)
+/// combine across dimensions this way.
+std::vector<int64_t> convolve(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
 }  // namespace loom::topology

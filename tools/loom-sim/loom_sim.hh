@@ -164,6 +164,12 @@ std::string grid_title(const algorithms::call& base, const cost_model& model);
 /// algorithms that apply at no size with their reason.
 void print_grid(std::ostream& out, std::span<const int64_t> sizes,
                 const std::vector<prediction>& grid);
+/// Payload bytes (schedule::payload_bytes) per element of the call: its dtype_size, times N
+/// for all-to-all (M is the whole send buffer).
+int64_t payload_per_element(const algorithms::call& c);
+/// The count whose payload is exactly `bytes`; invalid_argument naming the element size,
+/// collective and N when `bytes` is not a whole number of elements.
+result<int64_t> count_for_bytes(const algorithms::call& c, int64_t bytes);
 /// One prediction as the JSON object predict --json prints.
 nlohmann::json prediction_json(const algorithms::call& base, const cost_model& model,
                                const prediction& p);

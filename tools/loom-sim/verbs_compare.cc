@@ -25,6 +25,7 @@
 #include <memory>
 #include <sstream>
 
+#include "base/check.hh"
 #include "base/params.hh"
 #include "loom_sim.hh"
 
@@ -65,22 +66,7 @@ result<algorithms::call> call_for_size(const algorithms::call& base, int64_t byt
     algorithms::call c = base;
     c.dtype_size       = 1;
     c.channels         = 1;
-    schedule::schedule_info unit;
-    unit.coll        = c.coll;
-    unit.nranks      = c.nranks;
-    unit.count       = 1;
-    unit.dtype_size  = 1;
-    auto per_element = static_cast<int64_t>(schedule::payload_bytes(unit));
-    if (per_element <= 0) {
-        per_element = 1;
-    }
-    if (bytes % per_element != 0) {
-        return invalid_argument("--bytes " + format_size(bytes) + " is not a whole number of " +
-                                std::to_string(per_element) + "-byte elements for " +
-                                std::string(schedule::collective_name(c.coll)) + " on " +
-                                std::to_string(c.nranks) + " ranks");
-    }
-    c.count = bytes / per_element;
+    LOOM_ASSIGN(c.count, count_for_bytes(c, bytes));
     return c;
 }
 

@@ -57,16 +57,6 @@ struct job {
     size_t chain = 8;
 };
 
-// Elements that make payload_bytes() equal `bytes` with elements of dtype_size bytes.
-result<int64_t> count_for_bytes(const algorithms::call& c, int64_t bytes) {
-    int64_t per_element = c.dtype_size * (c.coll == schedule::collective::alltoall ? c.nranks : 1);
-    if (bytes % per_element != 0) {
-        return invalid_argument("--bytes " + std::to_string(bytes) + " is not a whole number of " +
-                                std::to_string(per_element) + "-byte elements");
-    }
-    return bytes / per_element;
-}
-
 // A share in (0, 1], e.g. --efficiency 0.9375.
 result<double> parse_share(std::string_view flag, const std::string& text) {
     double v       = 0;

@@ -7,21 +7,15 @@
 #include <string>
 
 #include "routing/channel_graph.hh"
+#include "shape_of.hh"
 #include "test_main.hh"
 
 using namespace loom;
+using loom::test::shape_of;
 using routing::tie_rule;
 using routing::vc_policy;
 
 namespace {
-
-topology::shape shape_of(const char* text) {
-    auto s = topology::shape::parse(text);
-    if (!s) {
-        fail_msg("%s", s.error().to_string().c_str());
-    }
-    return *s;
-}
 
 constexpr tie_rule both_ties[] = {tie_rule::toward_plus, tie_rule::source_parity};
 

@@ -4,21 +4,15 @@
 #include <string>
 
 #include "routing/route_table.hh"
+#include "shape_of.hh"
 #include "test_main.hh"
 
 using namespace loom;
+using loom::test::shape_of;
 using routing::tie_rule;
 using routing::vc_policy;
 
 namespace {
-
-topology::shape shape_of(const char* text) {
-    auto s = topology::shape::parse(text);
-    if (!s) {
-        fail_msg("%s", s.error().to_string().c_str());
-    }
-    return *s;
-}
 
 const char* const table_shapes[] = {"ring:1",    "ring:2",    "ring:5",      "ring:6",
                                     "torus:4x4", "torus:2x3", "torus:3x4x5", "torus:2x2x2",

@@ -4,22 +4,16 @@
 #include <bit>
 #include <string>
 
+#include "shape_of.hh"
 #include "test_main.hh"
 #include "topology/census.hh"
 #include "topology/fabric.hh"
 #include "topology/lines.hh"
 
 using namespace loom;
+using loom::test::shape_of;
 
 namespace {
-
-topology::shape shape_of(const char* text) {
-    auto s = topology::shape::parse(text);
-    if (!s) {
-        fail_msg("%s", s.error().to_string().c_str());
-    }
-    return *s;
-}
 
 // Hop distances from `src` by breadth-first search over neighbours().
 std::vector<int> bfs(const topology::shape& s, int src) {
