@@ -1,4 +1,5 @@
-// The event loop (engine.hh): readiness, rendezvous, link reservations, aggregation slots.
+// The event loop (engine.hh): readiness, rendezvous, links served per head arrival,
+// aggregation slots.
 #include <algorithm>
 
 #include "engine.hh"
@@ -34,7 +35,9 @@ status engine::init() {
     progs_.assign(n, {});
     added_.assign(n, 0);
     ranks_.assign(n, {});
-    return links_.init(f_, n);
+    status st = links_.init(f_, n);
+    max_hops_ = links_.max_hops();
+    return st;
 }
 
 slot* engine::slot_of(uint32_t tag) {
@@ -116,14 +119,14 @@ status engine::run() {
                 break;
             case event_type::push_done: {
                 busy_end(e.r1);
-                slot* s = slot_of(progs_[e.r1].ops[e.i1].tag);
+                slot* s = &slots_[e.i2];
                 // Pushes arrive in time order, so the last one processed is the latest.
                 s->last      = now_;
                 s->last_rank = e.r1;
                 s->last_step = e.i1;
                 if (++s->pushed == s->expected) {
                     schedule(plus(now_, 0, 0, 0, f_.alu_latency_s), event_type::slot_ready, -1,
-                             *slot_index_.find(progs_[e.r1].ops[e.i1].tag), -1, 0);
+                             e.i2, -1, 0);
                 }
                 finish_op(e.r1, e.i1);
                 break;
@@ -132,6 +135,10 @@ status engine::run() {
             case event_type::local_done:
                 busy_end(e.r1);
                 finish_op(e.r1, e.i1);
+                break;
+            case event_type::hop_arrive:
+                --hop_events_;
+                next_hop(e.i1);
                 break;
             case event_type::slot_ready: {
                 slot& s = slots_[e.i1];
@@ -236,30 +243,110 @@ void engine::rendezvous(int r, uint32_t i) {
     }
 }
 
-stamp engine::reserve(int64_t bytes, int owner_rank, uint32_t owner_step, uint32_t* gated) {
-    const auto b = static_cast<double>(bytes);
-    double busy  = 0;  // B over the slowest link crossed so far (uniform: every link's)
-    stamp head   = now_;
-    *gated       = UINT32_MAX;
-    for (const hop& h : path_) {
-        link_state& l = links_[h.link];
-        if (l.free.t > head.t) {
-            head   = l.free;
-            *gated = static_cast<uint32_t>(blockers_.size());
-            blockers_.push_back({l.owner_rank, l.owner_step, h.link});
-        }
-        const double own = b / l.rate;
-        busy             = std::max(busy, own);
-        l.free           = plus(head, 0, 0, busy, 0);
-        l.owner_rank     = owner_rank;
-        l.owner_step     = owner_step;
-        l.bytes += bytes;
-        l.messages++;
-        l.busy_s += own;
-        head.t += h.alpha_units * l.alpha_s;
-        head.hops += h.alpha_units * l.alpha_units;
+void engine::gate_link(int a, uint32_t si, int b, uint32_t ri, uint32_t gated) {
+    op& s = progs_[a].ops[si];
+    s.flags |= op_link;
+    s.tag = gated;  // matched; an inc_pull's slot delivered, an inc_push's in its done event
+    if (b >= 0) {
+        op& d = progs_[b].ops[ri];
+        d.flags |= op_link;
+        d.tag = gated;
     }
-    return plus(head, 0, 0, busy, 0);
+}
+
+bool engine::serve_hop(flight& f, const hop& h) {
+    link_state& l = links_[h.link];
+    if (l.free.t > f.head.t) {  // busy: wait for its current owner (the last one served)
+        f.head = l.free;
+        f.wait = static_cast<uint32_t>(blockers_.size());
+        gate_link(f.a, f.si, f.b, f.ri, f.wait);
+        blockers_.push_back({l.owner_rank, l.owner_step, h.link, l.owner_wait});
+    }
+    const double own = static_cast<double>(f.bytes) / l.rate;
+    f.busy           = std::max(f.busy, own);
+    l.free           = plus(f.head, 0, 0, f.busy, 0);
+    l.owner_rank     = f.a;
+    l.owner_step     = f.si;
+    l.owner_wait     = f.wait;
+    l.bytes += f.bytes;
+    l.messages++;
+    l.busy_s += own;
+    f.head.t += h.alpha_units * l.alpha_s;
+    f.head.hops += h.alpha_units * l.alpha_units;
+    if (++f.next < f.nhops) {
+        return false;
+    }
+    schedule(plus(f.head, 0, 0, f.busy, 0), f.done, f.a, f.si, f.b, f.ri);
+    return true;
+}
+
+bool engine::hop_due_now() const {
+    return hop_events_ > 0 && heap_.front().at.t <= now_.t;
+}
+
+void engine::next_hop(uint32_t id) {
+    flight& f       = flights_[id];
+    const hop* hops = &flight_hops_[static_cast<size_t>(id) * max_hops_];
+    // Hops its head reaches at this same time (a star's switch → rank) are served now too,
+    // unless an earlier-scheduled arrival at this time is still to be served.
+    while (!serve_hop(f, hops[f.next])) {
+        if (f.head.t > now_.t || hop_due_now()) {
+            ++hop_events_;
+            schedule(f.head, event_type::hop_arrive, -1, id, -1, 0);
+            return;
+        }
+    }
+    f.next       = free_flight_;
+    free_flight_ = id;
+}
+
+void engine::launch(int64_t bytes, int a, uint32_t si, int b, uint32_t ri, event_type done) {
+    flight f;
+    f.head  = now_;
+    f.bytes = bytes;
+    f.a     = a;
+    f.si    = si;
+    f.b     = b;
+    f.ri    = ri;
+    f.nhops = static_cast<uint32_t>(path_.size());
+    f.done  = done;
+    // The head reaches hop 1 now. Served at once (and the hops after it that it reaches at
+    // this same time) unless a head that reached a link at this time is still to be served:
+    // its arrival was scheduled first, and ties go in that order. Otherwise it needs a
+    // record and an event; a one-hop path served at once needs neither.
+    if (!hop_due_now()) {
+        while (!serve_hop(f, path_[f.next])) {
+            if (f.head.t > now_.t || hop_due_now()) {
+                break;
+            }
+        }
+        if (f.next == f.nhops) {
+            return;
+        }
+    }
+    if (path_.size() > max_hops_) {  // not expected (links_.max_hops()); re-lay the hops
+        const size_t wide = path_.size();
+        std::vector<hop> hops(flights_.size() * wide);
+        for (size_t k = 0; k < flights_.size(); ++k) {
+            std::copy_n(flight_hops_.begin() + static_cast<std::ptrdiff_t>(k * max_hops_),
+                        max_hops_, hops.begin() + static_cast<std::ptrdiff_t>(k * wide));
+        }
+        flight_hops_.swap(hops);
+        max_hops_ = static_cast<uint32_t>(wide);
+    }
+    uint32_t id = free_flight_;
+    if (id != UINT32_MAX) {
+        free_flight_ = flights_[id].next;
+    } else {
+        id = static_cast<uint32_t>(flights_.size());
+        flights_.emplace_back();
+        flight_hops_.resize(flights_.size() * max_hops_);
+    }
+    flights_[id] = f;
+    std::copy(path_.begin(), path_.end(),
+              flight_hops_.begin() + static_cast<std::ptrdiff_t>(id) * max_hops_);
+    ++hop_events_;
+    schedule(f.head, event_type::hop_arrive, -1, id, -1, 0);
 }
 
 void engine::start_transfer(int a, uint32_t si, int b, uint32_t ri, bool send_was_later) {
@@ -277,38 +364,27 @@ void engine::start_transfer(int a, uint32_t si, int b, uint32_t ri, bool send_wa
     d.seq = si;
     s.flags |= op_started;
     d.flags |= op_started;
-    links_.path(a, b, path_);
-    uint32_t gated = UINT32_MAX;
-    stamp done     = reserve(count * info_.dtype_size, a, si, &gated);
-    if (gated != UINT32_MAX) {
-        set_gate(s, gate::link);
-        set_gate(d, gate::link);
-        s.tag = d.tag = gated;
-    } else {
-        set_gate(s, send_was_later ? gate::own : gate::partner);
-        set_gate(d, send_was_later ? gate::partner : gate::own);
-    }
+    // What started it; a link its head waits for overrides this (gate_link).
+    set_gate(s, send_was_later ? gate::own : gate::partner);
+    set_gate(d, send_was_later ? gate::partner : gate::own);
     busy_begin(a);
     busy_begin(b);
     ++transfers_;
-    schedule(done, event_type::transfer_done, a, si, b, ri);
+    links_.path(a, b, path_);
+    launch(count * info_.dtype_size, a, si, b, ri, event_type::transfer_done);
 }
 
 void engine::start_inc(int r, uint32_t i, bool push, gate why) {
     op& o = progs_[r].ops[i];
     o.flags |= op_started;
-    links_.inc_path(r, push, path_);
-    uint32_t gated = UINT32_MAX;
-    stamp done     = reserve(progs_[r].count_of(i) * info_.dtype_size, r, i, &gated);
-    if (gated != UINT32_MAX) {
-        set_gate(o, gate::link);
-        o.tag = gated;  // a pull's slot is no longer needed: the chain goes through the link
-    } else {
-        set_gate(o, why);
-    }
+    set_gate(o, why);
     busy_begin(r);
     ++transfers_;
-    schedule(done, push ? event_type::push_done : event_type::pull_done, r, i, -1, 0);
+    // A push's done event carries its slot: a link that gates it overwrites o.tag.
+    uint32_t slot_id = push ? *slot_index_.find(o.tag) : 0;
+    links_.inc_path(r, push, path_);
+    launch(progs_[r].count_of(i) * info_.dtype_size, r, i, -1, slot_id,
+           push ? event_type::push_done : event_type::pull_done);
 }
 
 status engine::check_finished() {

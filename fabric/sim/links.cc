@@ -132,6 +132,22 @@ void link_table::path(int src, int dst, std::vector<hop>& out) {
     }
 }
 
+uint32_t link_table::max_hops() const {
+    switch (mode_) {
+        case mode::per_edge:
+            return 1;
+        case mode::single_port:
+            return 2;
+        case mode::lattice:
+            break;
+    }
+    uint32_t h = 0;
+    for (int n : dims_) {
+        h += static_cast<uint32_t>(wraps_ ? n / 2 : n - 1);  // an arc is at most this long
+    }
+    return std::max<uint32_t>(h, 1);
+}
+
 uint32_t link_table::agg_link(int rank, bool up) {
     if (agg_.empty()) {
         agg_.assign(static_cast<size_t>(n_) * 2, UINT32_MAX);

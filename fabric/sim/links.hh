@@ -41,6 +41,7 @@ struct link_state {
     double alpha_units  = 1;  // alpha_s / fabric::alpha_s (1 when that is 0)
     int32_t owner_rank  = -1;
     uint32_t owner_step = 0;
+    uint32_t owner_wait = UINT32_MAX;  // the owner's last wait before it took this link
     int64_t bytes       = 0;
     int64_t messages    = 0;
     double busy_s       = 0;
@@ -56,6 +57,10 @@ class link_table {
     void path(int src, int dst, std::vector<hop>& out);
     /// inc_push (rank → aggregation node) or inc_pull (node → rank).
     void inc_path(int rank, bool push, std::vector<hop>& out);
+
+    /// The most hops a path() can have (per-edge 1, single-port 2, lattices the longest
+    /// dimension-ordered route); inc paths have one.
+    uint32_t max_hops() const;
 
     link_state& operator[](uint32_t id) { return links_[id]; }
     const std::vector<link_state>& all() const { return links_; }

@@ -23,11 +23,13 @@
 
 namespace loom::sim::detail {
 
-/// op::flags: bit 0 done, bits 1..3 the gate (sim.hh), bit 4 the transfer has started,
-/// bit 5 the dependents are in the overflow list.
+/// op::flags: bit 0 done, bits 1..3 the gate that started it (sim.hh), bit 4 the transfer
+/// has started, bit 5 the dependents are in the overflow list, bit 6 a link held it back
+/// after that (tag: the blocker record).
 constexpr uint8_t op_done     = 1;
 constexpr uint8_t op_started  = 16;
 constexpr uint8_t op_overflow = 32;
+constexpr uint8_t op_link     = 64;
 constexpr int gate_shift      = 1;
 constexpr uint8_t gate_mask   = 7 << gate_shift;
 
@@ -35,7 +37,7 @@ struct op {
     int32_t peer;      // transfers: the peer; inc_*: contributors; else -1
     uint32_t count;    // elements; wide_count: look in rank_program::wide
     uint32_t tag;      // until started: the matching tag (inc_*: the slot); then, when
-                       // the gate is a link, the index of its blocker record
+                       // a link held it back (op_link), the index of its blocker record
     uint32_t seq;      // until started: k of the matching rule; then the partner's step
     uint32_t pred;     // the dependency that completed last, or no_pred
     uint32_t deps;     // two 16-bit distances to dependents (0: none), or the overflow index

@@ -11,21 +11,34 @@ using schedule::step_kind;
 // From the last step back: each step names what started it last (its gate), and the walk
 // follows that — its own latest dependency, the peer's side of the rendezvous, the transfer
 // that held a link, or the last push into an aggregation slot — until a step that was ready
-// at time 0.
+// at time 0. Reached through a link, a transfer counts only what held it back before it
+// took that link (blocker::prev): its own start, or an earlier wait on its path.
 void engine::walk_critical_path(report& out) {
-    int r         = last_rank_;
-    uint32_t i    = last_step_;
-    int64_t limit = steps_ + 1;  // a walk never revisits a step; this only guards a bug
+    int r      = last_rank_;
+    uint32_t i = last_step_;
+    // A step's last wait (via_link false), or the wait blocker::prev names (true).
+    bool via_link = false;
+    uint32_t wait = UINT32_MAX;
+    // Each blocker record is used once and each step once for its own gate; this only
+    // guards a bug.
+    auto limit = static_cast<int64_t>(steps_ + blockers_.size() + 1);
     while (r >= 0 && limit-- > 0) {
         const rank_program& p = progs_[r];
         const op& o           = p.ops[i];
         chain_step c;
-        c.rank          = r;
-        c.step          = i;
-        c.kind          = o.kind;
-        c.peer          = schedule::is_transfer(o.kind) ? o.peer : -1;
-        c.bytes         = p.count_of(i) * info_.dtype_size;
-        c.why           = o.pred == no_pred && gate_of(o) == gate::own ? gate::none : gate_of(o);
+        c.rank     = r;
+        c.step     = i;
+        c.kind     = o.kind;
+        c.peer     = schedule::is_transfer(o.kind) ? o.peer : -1;
+        c.bytes    = p.count_of(i) * info_.dtype_size;
+        gate g     = gate_of(o);
+        uint32_t b = o.tag;
+        if (via_link) {
+            g = wait != UINT32_MAX ? gate::link : start_gate_of(o);
+            b = wait;
+        }
+        via_link        = false;
+        c.why           = o.pred == no_pred && g == gate::own ? gate::none : g;
         int next_r      = -1;
         uint32_t next_i = 0;
         switch (c.why) {
@@ -46,10 +59,12 @@ void engine::walk_critical_path(report& out) {
                 break;
             }
             case gate::link: {
-                const blocker& b = blockers_[o.tag];
-                c.link           = links_.name(b.link);
-                next_r           = b.rank;
-                next_i           = b.step;
+                const blocker& k = blockers_[b];
+                c.link           = links_.name(k.link);
+                next_r           = k.rank;
+                next_i           = k.step;
+                via_link         = true;
+                wait             = k.prev;
                 break;
             }
             case gate::slot: {

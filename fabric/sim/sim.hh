@@ -7,9 +7,12 @@
 //   links of its path; it pays α per hop and B/(efficiency·BW) once (cut-through: the
 //   chunks of a message pipeline over the hops, so the bytes are paid over the bottleneck
 //   only). On link k of its path it holds the link for B/(efficiency·BW) from the moment
-//   its head gets there and the link is free: s_k = max(s_{k-1} + lat_{k-1}, free_k),
-//   s_1 = max(start, free_1), finish = s_h + lat_h + B/(efficiency·BW). A link serves
-//   transfers in the order they are started (a reservation, no back-filling).
+//   its head gets there and the link is free: the head reaches link 1 at t_1 = start and
+//   link k+1 at t_{k+1} = s_k + lat_k, where s_k = max(t_k, free_k); finish =
+//   s_h + lat_h + B/(efficiency·BW). Each link direction is a FIFO server in the order the
+//   heads reach it (ties: the order those arrivals were scheduled), so a transfer started
+//   later whose head gets to a free link first uses it, as a real link would; hops are
+//   events, served when the head gets there (a one-hop path needs no extra event).
 //   Paths:
 //     star/fullmesh, per-edge     one link per ordered pair of ranks, α (f000's model)
 //     star/fullmesh, single-port  rank → switch (α) then switch → rank (no second α:
@@ -47,8 +50,8 @@
 // parts of the first found are kept.
 //
 // Lean at scale: each rank's steps are generated on demand (algorithms::generate_rank) and
-// compiled into 28-byte records with their dependents; events live in one heap; nothing is
-// allocated per event.
+// compiled into 28-byte records with their dependents; events live in one heap; transfers
+// whose head is still crossing links are pooled records; nothing is allocated per event.
 #pragma once
 
 #include <cstdint>
@@ -127,7 +130,8 @@ enum class gate : uint8_t {
     none,     // ready at time 0 (no dependencies)
     own,      // its own dependencies (local steps; the later side of a rendezvous)
     partner,  // the matching step on the peer became ready later
-    link,     // a link of its path was still busy with another transfer
+    link,     // a link of its path was still busy with another transfer (the chain goes on
+              // from what held that one back before it took the link)
     slot,     // inc_pull: the aggregation slot's result
 };
 std::string_view gate_name(gate g);

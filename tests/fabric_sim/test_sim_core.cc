@@ -1,7 +1,7 @@
 // The simulator's model on schedules small enough to time by hand: α per hop and bytes once
-// (cut-through), FIFO sharing of a link direction, full duplex, the two port models, the
-// rendezvous, dimension-ordered paths, aggregation slots, efficiency, γ, the critical path,
-// idle time; hand-written JSON schedules; and every kind of bad input as an error.
+// (cut-through), FIFO sharing of a link direction in head-arrival order, full duplex, the two port
+// models, the rendezvous, dimension-ordered paths, aggregation slots, efficiency, γ, the critical
+// path, idle time; hand-written JSON schedules; and every kind of bad input as an error.
 #include "sim/links.hh"
 #include "sim_test.hh"
 
@@ -113,6 +113,68 @@ static void a_link_direction_is_fifo_and_full_duplex(void**) {
     assert_int_equal(r.last_rank >= 0, 1);
 }
 
+static void a_link_serves_heads_in_arrival_order(void**) {
+    // ring:4: 0 → 2 crosses 0→1 then 1→2; 1 → 2 crosses 1→2 only. 0 → 2 starts first (rank
+    // 2 receives from 0 first), but 1 → 2's head reaches 1→2 at once and 0 → 2's only after
+    // α: 1 → 2 has the link first, and 0 → 2 waits for it only while its bytes last.
+    for (int count : {1000, 10000}) {
+        std::string n = std::to_string(count);
+        auto s        = parse_or_fail(R"({"format": "loom-schedule", "version": 1, "collective":
+          "allreduce", "ranks": 4, "count": )" +
+                                      n + R"(, "schedule": [
+          {"rank": 0, "steps": [{"kind": "send", "peer": 2, "src": ["in", 0, )" +
+                                      n + R"(]}]},
+          {"rank": 1, "steps": [{"kind": "send", "peer": 2, "src": ["in", 0, )" +
+                                      n + R"(]}]},
+          {"rank": 2, "scratch": )" +
+                                      n + R"(, "steps": [
+            {"kind": "recv", "peer": 0, "dst": ["out", 0, )" +
+                                      n + R"(]},
+            {"kind": "recv", "peer": 1, "dst": ["tmp", 0, )" +
+                                      n + R"(]}]},
+          {"rank": 3, "steps": []}]})");
+        auto r        = run_or_fail(s, on("ring:4"));
+        double alpha = 1.3e-6, tb = count * 4 / 7e9;
+        bool waits      = tb > alpha;  // 10000: 1→2 is still busy when 0 → 2's head arrives
+        double expected = waits ? tb + alpha + tb : 2 * alpha + tb;
+        expect_time(r, expected, "0 -> 2 behind 1 -> 2, " + n + " elements");
+        assert_int_equal(r.last_rank, 0);
+        if (waits) {  // the chain goes back through 1→2 to 1 → 2
+            assert_true(r.chain.back().why == sim::gate::link);
+            assert_string_equal(r.chain.back().link.c_str(), "1->2");
+            assert_int_equal(r.chain.size(), 2);
+            assert_int_equal(r.chain[0].rank, 1);
+        } else {
+            assert_true(r.chain.back().why != sim::gate::link);
+        }
+    }
+}
+
+static void critical_path_through_link_waits_reaches_the_start(void**) {
+    // Recursive doubling and Rabenseifner on a ring and a torus, 64 MiB: multi-hop transfers
+    // wait behind each other, and two transfers can each wait for the other on different
+    // links. The walk follows each wait to what held the blocker back before it took that
+    // link, so it goes back in time and ends at a step ready at the start.
+    for (const char* topo : {"ring:16", "torus:4x4"}) {
+        for (const char* name : {"recursive-doubling", "rabenseifner"}) {
+            const auto& a = test::find_algorithm(collective::allreduce, name);
+            auto f        = on(topo);
+            auto r =
+                test::simulate_call(a, test::make_call(collective::allreduce, f.topo, 16 << 20), f);
+            bool waited = false;
+            for (const auto& c : r.chain) {
+                waited = waited || c.why == sim::gate::link;
+            }
+            if (r.chain.empty() || r.chain.front().why != sim::gate::none || !waited ||
+                static_cast<int64_t>(r.chain.size()) > r.steps) {
+                LOOM_FAIL(std::string(name) + " on " + topo + ": critical path of " +
+                          std::to_string(r.chain.size()) + " steps (of " + std::to_string(r.steps) +
+                          ")");
+            }
+        }
+    }
+}
+
 static void a_transfer_starts_when_both_sides_are_ready(void**) {
     // Rank 1 first receives from 2, then from 0; rank 0's send is ready at once but must
     // wait for rank 1's second receive (rendezvous).
@@ -145,12 +207,14 @@ static void lattice_paths_are_routing_routes(void**) {
             sim::detail::link_table links;
             assert_true(links.init(f, f.topo.size()).is_ok());
             std::vector<sim::detail::hop> path;
+            size_t longest = 0;  // max_hops() is the longest path (the engine's pool stride)
             for (int a = 0; a < f.topo.size(); ++a) {
                 for (int b = 0; b < f.topo.size(); ++b) {
                     if (a == b) {
                         continue;
                     }
                     links.path(a, b, path);
+                    longest   = std::max(longest, path.size());
                     auto want = routing::route(f.topo, a, b, ties);
                     std::vector<int> got{a};
                     for (const auto& h : path) {
@@ -166,6 +230,7 @@ static void lattice_paths_are_routing_routes(void**) {
                     }
                 }
             }
+            assert_int_equal(links.max_hops(), longest);
         }
     }
 }
@@ -193,6 +258,33 @@ static void aggregation_slot_sums_then_multicasts_after_the_alu(void**) {
         assert_true(r.chain[1].why == sim::gate::slot);
         assert_true(r.chain[0].kind == schedule::step_kind::inc_push);
         assert_true(r.last_link.find("->") != std::string::npos);
+    }
+    // Two slots: each rank's second push waits for its link behind the first (the gate
+    // then names the link, and the push still lands in its own slot).
+    text = R"({"format": "loom-schedule", "version": 1, "collective": "allreduce",
+      "ranks": 3, "count": 8, "schedule": [)";
+    for (int r = 0; r < 3; ++r) {
+        text += std::string(r ? "," : "") + R"({"rank": )" + std::to_string(r) + R"(, "steps": [
+          {"kind": "inc_push", "peer": 3, "tag": 5, "src": ["in", 0, 4]},
+          {"kind": "inc_push", "peer": 3, "tag": 6, "src": ["in", 4, 4]},
+          {"kind": "inc_pull", "peer": 3, "tag": 5, "dst": ["out", 0, 4], "deps": [0]},
+          {"kind": "inc_pull", "peer": 3, "tag": 6, "dst": ["out", 4, 4], "deps": [1]}]})";
+    }
+    text += "]}";
+    s = parse_or_fail(text);
+    for (port_model p : {port_model::per_edge, port_model::single_port}) {
+        sim::fabric f   = on("star:3", p);
+        f.alu_latency_s = 5e-7;
+        auto r          = run_or_fail(s, f);
+        double tb       = 16 / f.bw_bytes_per_s;
+        // Push 6 lands at α + 2tb; its pull starts after the ALU, as pull 5 frees the link.
+        expect_time(r, 2 * f.alpha_s + 3 * tb + f.alu_latency_s, "two slots, pushes in turn");
+        // Pull 6 ← slot 6 ← push 6, which waited on the link ← push 5, ready at the start.
+        assert_true(r.chain.size() >= 3);
+        assert_true(r.chain[0].kind == schedule::step_kind::inc_push &&
+                    r.chain[0].why == sim::gate::none);
+        assert_true(r.chain[1].kind == schedule::step_kind::inc_push &&
+                    r.chain[1].why == sim::gate::link);
     }
 }
 
@@ -328,6 +420,8 @@ int main() {
         cmocka_unit_test(one_transfer_pays_alpha_per_hop_and_bytes_once),
         cmocka_unit_test(single_port_serialises_a_ranks_sends_per_edge_does_not),
         cmocka_unit_test(a_link_direction_is_fifo_and_full_duplex),
+        cmocka_unit_test(a_link_serves_heads_in_arrival_order),
+        cmocka_unit_test(critical_path_through_link_waits_reaches_the_start),
         cmocka_unit_test(a_transfer_starts_when_both_sides_are_ready),
         cmocka_unit_test(lattice_paths_are_routing_routes),
         cmocka_unit_test(aggregation_slot_sums_then_multicasts_after_the_alu),
