@@ -98,6 +98,26 @@ struct fast_path {
 };
 static_assert(sizeof(fast_path) <= 128, "the fast path fits two cache lines (G4)");
 
+/// The fast path of an endpoint class E whose public members post_send, post_recv, poll,
+/// pending and cancel have the table's shapes (without ctx): one generated trampoline per
+/// entry, a single indirect call into E.
+template <typename E>
+fast_path fast_path_of(E* e) {
+    return fast_path{
+        e,
+        [](void* c, int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len,
+           uint64_t cookie) {
+            return static_cast<E*>(c)->post_send(peer, tag, imm, buf, len, cookie);
+        },
+        [](void* c, int peer, uint64_t tag, uint64_t imm, void* buf, size_t len, uint64_t cookie) {
+            return static_cast<E*>(c)->post_recv(peer, tag, imm, buf, len, cookie);
+        },
+        [](void* c, completion* out, int max) { return static_cast<E*>(c)->poll(out, max); },
+        [](void* c) { return static_cast<E*>(c)->pending(); },
+        [](void* c, uint64_t cookie) { return static_cast<E*>(c)->cancel(cookie); },
+    };
+}
+
 struct endpoint_config {
     int rank = 0;
     int size = 1;
@@ -105,6 +125,7 @@ struct endpoint_config {
     kv_store* store  = nullptr;  // address exchange; may be null when size == 1
     double timeout_s = 30;       // connect deadline
     std::vector<int> peers;      // ranks to connect to; empty: all other ranks
+    std::string fabric;          // fwd:<driver>: the lattice shape; empty: LOOM_FABRIC
 };
 
 /// One rank's endpoint of a driver: the control part. Not thread-safe; the engine owns it.

@@ -1,4 +1,5 @@
 // Driver names -> factories: the only place that knows which drivers exist (STYLE.md G5).
+#include "drivers/forward/forward.hh"
 #include "drivers/registry_internal.hh"
 
 namespace loom::drivers {
@@ -20,12 +21,15 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
         }
         return open_fault(std::move(inner).value(), config);
     }
+    if (name.substr(0, 4) == "fwd:") {
+        return forward::open(name.substr(4), config);  // opens the inner one itself
+    }
     return invalid_argument("unknown driver '" + std::string(name) +
-                            "' (available: self, shm, tcp, fault:<driver>)");
+                            "' (available: self, shm, tcp, fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
-    return {"self", "shm", "tcp", "fault"};
+    return {"self", "shm", "tcp", "fault", "fwd"};
 }
 
 }  // namespace loom::drivers

@@ -95,29 +95,11 @@ class fault_endpoint final : public endpoint {
     uint64_t local_head_ = 0, local_tail_ = 0;
 };
 
-loom_status_t fp_post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
-                           size_t len, uint64_t cookie) {
-    return static_cast<fault_endpoint*>(ctx)->post_send(peer, tag, imm, buf, len, cookie);
-}
-loom_status_t fp_post_recv(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
-                           uint64_t cookie) {
-    return static_cast<fault_endpoint*>(ctx)->post_recv(peer, tag, imm, buf, len, cookie);
-}
-int fp_poll(void* ctx, completion* out, int max) {
-    return static_cast<fault_endpoint*>(ctx)->poll(out, max);
-}
-bool fp_pending(void* ctx) {
-    return static_cast<fault_endpoint*>(ctx)->pending();
-}
-bool fp_cancel(void* ctx, uint64_t cookie) {
-    return static_cast<fault_endpoint*>(ctx)->cancel(cookie);
-}
-
 fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank,
                                int size)
     : inner_(std::move(inner)), config_(c) {
     name_ = std::string("fault:") + inner_->capabilities().name;
-    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending, fp_cancel};
+    fast_ = fast_path_of(this);
     // Ranks draw different streams from one seed.
     rng_       = c.seed ^ (uint64_t(uint32_t(rank)) + 1) * 0x9e3779b97f4a7c15ull;
     dup_limit_ = inner_->capabilities().eager_limit;

@@ -329,7 +329,7 @@ class shm_endpoint final : public endpoint {
     void flush_queued(peer_state& ps);
     void check_liveness();
     bool peer_gone(const peer_state& ps) const;
-    void fail_peer(peer_state& ps, const char* why);
+    void fail_peer(peer_state& ps, const char* why, bool orderly_close);
     void fail_all(loom_status_t code);
     int harvest(completion* out, int max);
 

@@ -19,27 +19,6 @@
 namespace loom::drivers::shm {
 namespace {
 
-shm_endpoint* self_of(void* ctx) {
-    return static_cast<shm_endpoint*>(ctx);
-}
-loom_status_t fp_post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
-                           size_t len, uint64_t cookie) {
-    return self_of(ctx)->post_send(peer, tag, imm, buf, len, cookie);
-}
-loom_status_t fp_post_recv(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
-                           uint64_t cookie) {
-    return self_of(ctx)->post_recv(peer, tag, imm, buf, len, cookie);
-}
-int fp_poll(void* ctx, completion* out, int max) {
-    return self_of(ctx)->poll(out, max);
-}
-bool fp_pending(void* ctx) {
-    return self_of(ctx)->pending();
-}
-bool fp_cancel(void* ctx, uint64_t cookie) {
-    return self_of(ctx)->cancel(cookie);
-}
-
 std::string address_key(const std::string& job, int rank) {
     return "shm/" + job + "/" + std::to_string(rank);
 }
@@ -64,7 +43,7 @@ shm_endpoint::shm_endpoint(const endpoint_config& config, const shm_params& p, s
         ops_[i].next  = free_ops_;
         free_ops_     = &ops_[i];
     }
-    fast_ = fast_path{this, &fp_post_send, &fp_post_recv, &fp_poll, &fp_pending, &fp_cancel};
+    fast_ = fast_path_of(this);
 }
 
 shm_endpoint::~shm_endpoint() {

@@ -72,7 +72,7 @@ void shm_endpoint::drain_inbound(peer_state& ps) {
                            "%u, len %llu)",
                            config_.rank, ps.rank, h.seq, ps.recv_seq, unsigned(h.kind),
                            (unsigned long long)h.len);
-            fail_peer(ps, "sent a corrupt ring slot");
+            fail_peer(ps, "sent a corrupt ring slot", false);
             return;
         }
         if (!accept_message(ps, h, slot + sizeof(h))) {
@@ -122,7 +122,7 @@ void shm_endpoint::check_liveness() {
         }
         bool closed =
             ps->seg.header()->state.load(std::memory_order_acquire) == state_closed;  // A7
-        fail_peer(*ps, closed ? "closed its endpoint" : "died");
+        fail_peer(*ps, closed ? "closed its endpoint" : "died", closed);
     }
 }
 
@@ -148,11 +148,20 @@ int fail_ops(peer_state& ps, intrusive_list<op>& done, loom_status_t code) {
 
 }  // namespace
 
-void shm_endpoint::fail_peer(peer_state& ps, const char* why) {
+void shm_endpoint::fail_peer(peer_state& ps, const char* why, bool orderly_close) {
     ps.failed = true;
-    int n     = fail_ops(ps, done_, LOOM_ERR_PEER_FAILURE);
+    // Receives still waiting on a peer that closed in order (not one that died) are what a
+    // teardown leaves, e.g. a forwarder's standing header receives: worth a debug line only.
+    bool teardown = orderly_close && ps.queued.empty() && ps.await_ack.empty() && ps.pulls.empty();
+    int n         = fail_ops(ps, done_, LOOM_ERR_PEER_FAILURE);
     if (n == 0) {
         return;  // it finished everything we had with it first: nothing failed
+    }
+    if (teardown) {
+        LOOM_LOG_DEBUG(log::subsystem::net,
+                       "shm: rank %d: peer rank %d closed its endpoint; %d posted receives fail",
+                       config_.rank, ps.rank, n);
+        return;
     }
     LOOM_LOG_WARN(log::subsystem::net,
                   "shm: rank %d: peer rank %d (pid %d) %s; %d pending operations fail with peer "

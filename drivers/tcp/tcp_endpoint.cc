@@ -15,25 +15,6 @@ namespace loom::drivers {
 namespace tcp {
 namespace {
 
-// The fast-path table's trampolines: one indirect call into the endpoint.
-loom_status_t fp_post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
-                           size_t len, uint64_t cookie) {
-    return static_cast<tcp_endpoint*>(ctx)->post_send(peer, tag, imm, buf, len, cookie);
-}
-loom_status_t fp_post_recv(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
-                           uint64_t cookie) {
-    return static_cast<tcp_endpoint*>(ctx)->post_recv(peer, tag, imm, buf, len, cookie);
-}
-int fp_poll(void* ctx, completion* out, int max) {
-    return static_cast<tcp_endpoint*>(ctx)->poll(out, max);
-}
-bool fp_pending(void* ctx) {
-    return static_cast<tcp_endpoint*>(ctx)->pending();
-}
-bool fp_cancel(void* ctx, uint64_t cookie) {
-    return static_cast<tcp_endpoint*>(ctx)->cancel(cookie);
-}
-
 // Events taken from epoll per poll(): a batch covers every peer of an 8-rank job at once.
 constexpr int max_events = 16;
 
@@ -44,7 +25,7 @@ tcp_endpoint::tcp_endpoint(const endpoint_config& config, settings s)
       settings_(std::move(s)),
       peers_(size_t(config.size)),
       loop_(std::make_unique<self::loopback>(config.rank, self::max_ops_param())) {
-    fast_ = fast_path{this, fp_post_send, fp_post_recv, fp_poll, fp_pending, fp_cancel};
+    fast_ = fast_path_of(this);
 }
 
 tcp_endpoint::~tcp_endpoint() {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "topology/census.hh"
+
 namespace loom::routing {
 namespace {
 
@@ -80,16 +82,6 @@ std::vector<int64_t> distance_histogram(int n, bool wraps, int v) {
     return h;
 }
 
-std::vector<int64_t> convolve(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-    std::vector<int64_t> out(a.size() + b.size() - 1, 0);
-    for (size_t i = 0; i < a.size(); ++i) {
-        for (size_t j = 0; j < b.size(); ++j) {
-            out[i + j] += a[i] * b[j];
-        }
-    }
-    return out;
-}
-
 // Raises per_round[t] to the largest load any dimension-`dim` link carries as hop t, given
 // `prefix`: the histogram of hops already taken in the dimensions before `dim`.
 void raise_wave(const axis_model& ax, const std::vector<int64_t>& prefix, int64_t mult,
@@ -129,7 +121,7 @@ std::vector<std::vector<int64_t>> mesh_prefixes(const std::vector<int>& dims, in
         next.reserve(out.size() * half);
         for (const auto& h : out) {
             for (int v = 0; v < half; ++v) {
-                next.push_back(convolve(h, distance_histogram(dims[j], false, v)));
+                next.push_back(topology::convolve(h, distance_histogram(dims[j], false, v)));
             }
         }
         out.swap(next);
@@ -181,6 +173,16 @@ suffix_table suffixes(const topology::shape& s, int at, int p, tie_rule ties) {
 
 std::string_view tie_rule_name(tie_rule t) {
     return t == tie_rule::toward_plus ? "toward-plus" : "source-parity";
+}
+
+bool parse_tie_rule(std::string_view text, tie_rule* out) {
+    for (tie_rule t : {tie_rule::toward_plus, tie_rule::source_parity}) {
+        if (text == tie_rule_name(t)) {
+            *out = t;
+            return true;
+        }
+    }
+    return false;
 }
 
 arc axis_arc(int n, bool wraps, int from, int to, tie_rule ties) {
@@ -314,7 +316,7 @@ all_to_all_load count_all_to_all(const topology::shape& s, tie_rule ties) {
             }
         }
         if (count_wave && s.wraps()) {
-            torus_prefix = convolve(torus_prefix, distance_histogram(ax.n, true, 0));
+            torus_prefix = topology::convolve(torus_prefix, distance_histogram(ax.n, true, 0));
         }
     }
     load.wave = 0;

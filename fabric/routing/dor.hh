@@ -18,8 +18,8 @@
 // lead to the same neighbour over the same link.
 //
 // Routes are shortest paths: their length is topology::shape::hops().
-// Depends on fabric/topology only (DESIGN.md "Layout"); a later issue adds virtual channels
-// (dateline) and route tables here.
+// Depends on fabric/topology only (DESIGN.md "Layout"). Virtual channels (dateline.hh), the
+// deadlock check (channel_graph.hh) and per-router tables (route_table.hh) build on it.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,8 @@ namespace loom::routing {
 /// Antipodal tie rule on an even wrapping dimension (ERRATA A10).
 enum class tie_rule { toward_plus, source_parity };
 std::string_view tie_rule_name(tie_rule t);  // "toward-plus", "source-parity"
+/// The rule named by tie_rule_name(); false for any other text.
+bool parse_tie_rule(std::string_view text, tie_rule* out);
 
 /// The way from coordinate `from` to `to` along one dimension of size n: step +1/-1 (0 when
 /// equal) and its length in hops.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <map>
 
 namespace loom::topology {
 namespace {
@@ -19,6 +20,42 @@ result<int> parse_positive(std::string_view text, std::string_view whole) {
                            "' is not a positive integer");
     }
     return value;
+}
+
+// Links cut by a balanced split of a lattice with these dimensions (sorted, all > 1), the
+// cheapest cut across one dimension i. Each line along i is cut once (open line, 2-ring) or
+// twice (ring). With d_i even a straight cut halves every line. With d_i odd a line splits
+// ⌊d_i/2⌋ / ⌈d_i/2⌉, so half the lines must put the extra rank on the other side: a
+// one-step staircase, whose step costs the balanced bisection of the other dimensions
+// (mesh 2x5: 2 + 1 = 3 beats the straight cut's 5). Exact against brute force on every
+// shape the tests try; the multiset of dimensions is memoised.
+int64_t lattice_bisection(const std::vector<int>& dims, bool wraps,
+                          std::map<std::vector<int>, int64_t>& memo) {
+    if (dims.empty()) {
+        return 0;
+    }
+    if (auto it = memo.find(dims); it != memo.end()) {
+        return it->second;
+    }
+    int64_t n = 1;
+    for (int d : dims) {
+        n *= d;
+    }
+    int64_t best = -1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+        if (i > 0 && dims[i] == dims[i - 1]) {
+            continue;  // same size, same cut
+        }
+        const int d = dims[i];
+        int64_t cut = n / d * ((wraps && d > 2) ? 2 : 1);
+        if (d % 2 != 0) {
+            std::vector<int> rest = dims;
+            rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+            cut += lattice_bisection(rest, wraps, memo);
+        }
+        best = best < 0 ? cut : std::min(best, cut);
+    }
+    return memo[dims] = best;
 }
 
 }  // namespace
@@ -190,16 +227,15 @@ int64_t shape::bisection_links() const {
     if (kind_ == kind::full_mesh) {
         return (n / 2) * (n - n / 2);
     }
-    // Cut the largest dimension in half: N / d_max lines cross it, each line contributes
-    // 2 links on a ring closing through the wraparound (1 if d_max = 2: the two links of a
-    // 2-ring are the same link) and 1 on an open line.
-    int dmax      = max_dim();
-    int64_t lines = n / dmax;
-    if (dmax == 1) {
-        return 0;
+    std::vector<int> dims;
+    for (int d : dims_) {
+        if (d > 1) {
+            dims.push_back(d);  // a dimension of size 1 has no links and changes no cut
+        }
     }
-    int per_line = (wraps() && dmax > 2) ? 2 : 1;
-    return lines * per_line;
+    std::sort(dims.begin(), dims.end());
+    std::map<std::vector<int>, int64_t> memo;
+    return lattice_bisection(dims, wraps(), memo);
 }
 
 std::string shape::to_string() const {

@@ -71,10 +71,29 @@ std::vector<param> declarations() {
          "seed of fault:<driver>'s decisions (mixed with the rank)"},
         {"LOOM_FAULT_MAX_OPS", type::integer, "65536", "operations", "",
          "operations in flight through fault:<driver>; one more is LOOM_ERR_NO_RESOURCE"},
+        // forwarding wrapper (drivers/forward/forward.hh): routes over a lattice.
+        {"LOOM_FABRIC", type::string, "", "", "",
+         "shape fwd:<driver> routes over (torus:4x4, mesh:3x3, ring:8); endpoint_config.fabric "
+         "overrides"},
+        {"LOOM_ROUTE_TIES", type::choice, "toward-plus", "", "toward-plus|source-parity",
+         "which way fwd:<driver> takes an antipodal tie on an even wrapping dimension"},
+        {"LOOM_FWD_CHUNK", type::integer, "65536", "bytes", "",
+         "largest chunk fwd:<driver> cuts a message into (forwarded cut-through, chunk by chunk)"},
+        {"LOOM_FWD_BUFFERS", type::integer, "64", "chunks", "",
+         "chunk buffers a fwd:<driver> rank forwards through, split evenly (at least 2 each) "
+         "over its output channels (port and dateline VC); a chunk whose channel has none "
+         "free waits, its payload in the inner driver (back-pressure)"},
+        {"LOOM_FWD_MAX_OPS", type::integer, "4096", "operations", "",
+         "operations and chunks in flight through a fwd:<driver> rank; when chunks run out, "
+         "arriving headers wait (back-pressure) and new operations get LOOM_ERR_NO_RESOURCE"},
         // Communicators and the C API (runtime/comm).
         {"LOOM_TRANSPORT", type::string, "", "", "",
-         "driver of a new communicator: shm, tcp, self or fault:<driver>; unset: self for one "
-         "rank, shm otherwise (loom_config_t.transport overrides)"},
+         "driver of a new communicator: shm, tcp, self, fault:<driver> or fwd:<driver> (routes "
+         "over LOOM_FABRIC; needs LOOM_PROGRESS=thread); unset: self for one rank, shm "
+         "otherwise (loom_config_t.transport overrides)"},
+        {"LOOM_LINK_STATS_DIR", type::string, "", "", "",
+         "directory where the world communicator of a fwd:<driver> transport writes its link "
+         "counters at loom_comm_destroy, as rank-<r>.txt (set by loomrun --link-stats)"},
         {"LOOM_TIMEOUT", type::real, "60", "s", "",
          "default deadline of every call on a communicator (loom_config_t.timeout_s and the "
          "per-call attribute override it)"},

@@ -185,6 +185,32 @@ loom_status_t loom_comm_split(loom_comm_t comm, int color, int key, loom_comm_t*
     });
 }
 
+loom_status_t loom_comm_link_stats(loom_comm_t comm, loom_link_stat_t* out, int max, int* n) {
+    if (!comm || !n) {
+        return null_argument("loom_comm_link_stats", comm ? "n" : "comm");
+    }
+    if (max < 0 || (max > 0 && !out)) {
+        return loom::comm::record_error(
+            loom::invalid_argument("loom_comm_link_stats: max must be >= 0, and out non-NULL "
+                                   "when max > 0"),
+            comm->impl->rank(), "");
+    }
+    *n = 0;
+    return guarded("loom_comm_link_stats", [&]() -> loom_status_t {
+        auto stats = comm->impl->link_stats();
+        if (!stats) {
+            return loom::comm::record_error(stats.error(), comm->impl->rank(), "");
+        }
+        *n = static_cast<int>(stats->size());
+        for (int i = 0; i < max && i < *n; ++i) {
+            const auto& s = (*stats)[static_cast<size_t>(i)];
+            out[i]        = loom_link_stat_t{s.peer,      s.sent_bytes, s.recv_bytes,
+                                      s.sent_msgs, s.recv_msgs,  s.forwarded};
+        }
+        return LOOM_SUCCESS;
+    });
+}
+
 int loom_comm_rank(loom_comm_t comm) {
     return comm ? comm->impl->rank() : -1;
 }

@@ -1,10 +1,13 @@
 // The communicator: connect, plan (with the per-communicator cache), start, wait.
 #include "comm/comm.hh"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "base/check.hh"
 #include "base/log.hh"
+#include "base/params.hh"
 #include "engine/reduce.hh"
 
 namespace loom::comm {
@@ -48,7 +51,7 @@ call_shape shape_of(const call_args& a, int rank) {
 
 // The call as a generator sees it, on this communicator's topology.
 algorithms::call to_call(const call_args& a, const call_options& o, int rank, int size,
-                         const topology::shape& topo) {
+                         const topology::shape& topo, routing::tie_rule ties) {
     call_shape s = shape_of(a, rank);
     algorithms::call c;
     c.coll   = primitive_of(a.kind);
@@ -61,6 +64,7 @@ algorithms::call to_call(const call_args& a, const call_options& o, int rank, in
     c.segments = o.segments;
     c.channels = o.channels;
     c.topo     = topo;
+    c.ties     = ties;
     return c;
 }
 
@@ -112,6 +116,7 @@ communicator::~communicator() {
         engine_.reset();
     }
     if (endpoint_) {
+        write_link_stats();
         endpoint_->close();
     }
 }
@@ -206,7 +211,7 @@ result<cached_plan> communicator::plan_for(const call_args& a, const call_option
     if (auto it = plans_.find(key); it != plans_.end() && it->second.requested == o.algorithm) {
         return it->second;
     }
-    algorithms::call c = to_call(a, o, rank(), size(), settings_.topo);
+    algorithms::call c = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
     auto chosen        = choose_algorithm(c, o.algorithm, settings_.algos);
     if (!chosen) {
         return status(chosen.error()).prefix("rank " + std::to_string(rank()) + ": ");
@@ -338,6 +343,49 @@ void communicator::abort(const std::string& reason) {
     aborted_.store(true, std::memory_order_release);  // R: pairs with the acquire in start()
     engine_->abort(LOOM_ERR_PEER_FAILURE,
                    "rank " + std::to_string(rank()) + " aborted the communicator: " + reason);
+}
+
+}  // namespace loom::comm
+
+namespace loom::comm {
+
+result<std::vector<drivers::link_stat>> communicator::link_stats() const {
+    if (settings_.transport.rfind("fwd:", 0) != 0 || !endpoint_) {
+        return not_supported(
+            "link statistics need a fwd:<driver> transport (this "
+            "communicator's is '" +
+            settings_.transport + "'; set LOOM_FABRIC and LOOM_TRANSPORT=fwd:shm)");
+    }
+    return drivers::link_stats(*endpoint_);
+}
+
+void communicator::write_link_stats() const {
+    const std::string dir = params::registry::global().get_string("LOOM_LINK_STATS_DIR");
+    if (dir.empty() || settings_.comm_id != 0) {
+        return;
+    }
+    auto stats = link_stats();
+    if (!stats) {
+        LOOM_LOG_WARN(log::subsystem::coll, "LOOM_LINK_STATS_DIR: %s",
+                      stats.error().message().c_str());
+        return;
+    }
+    const std::string path = dir + "/rank-" + std::to_string(rank()) + ".txt";
+    std::FILE* f           = std::fopen(path.c_str(), "w");
+    if (!f) {
+        LOOM_LOG_WARN(log::subsystem::coll, "LOOM_LINK_STATS_DIR: cannot write %s: %s",
+                      path.c_str(), std::strerror(errno));
+        return;
+    }
+    for (const auto& s : *stats) {
+        std::fprintf(f, "%d %llu %llu %llu %llu %llu\n", s.peer,
+                     static_cast<unsigned long long>(s.sent_bytes),
+                     static_cast<unsigned long long>(s.recv_bytes),
+                     static_cast<unsigned long long>(s.sent_msgs),
+                     static_cast<unsigned long long>(s.recv_msgs),
+                     static_cast<unsigned long long>(s.forwarded));
+    }
+    std::fclose(f);
 }
 
 }  // namespace loom::comm

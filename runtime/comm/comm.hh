@@ -35,7 +35,9 @@
 #include "base/kv_store.hh"
 #include "base/status.hh"
 #include "drivers/driver.hh"
+#include "drivers/forward/forward.hh"
 #include "engine/engine.hh"
+#include "routing/dor.hh"
 #include "topology/topology.hh"
 
 namespace loom::comm {
@@ -158,6 +160,7 @@ struct settings {
     std::string transport;  // driver name for drivers::open
     std::string job;
     topology::shape topo           = topology::shape::star(1);
+    routing::tie_rule ties         = routing::tie_rule::toward_plus;  // LOOM_ROUTE_TIES
     double timeout_s               = 60;
     engine::progress_mode progress = engine::progress_mode::caller;
     int max_inflight               = 16;
@@ -222,6 +225,10 @@ class communicator {
     /// MPI_Comm_split; *out stays null for color LOOM_UNDEFINED.
     status split(int color, int key, std::unique_ptr<communicator>* out);
 
+    /// The endpoint's per-neighbour link counters (drivers::link_stats); not_supported when
+    /// the transport is not fwd:<driver>.
+    result<std::vector<drivers::link_stat>> link_stats() const;
+
   private:
     communicator(settings s, std::shared_ptr<kv_store> store);
     status connect();
@@ -231,6 +238,10 @@ class communicator {
     uint32_t* counter_for(const call_args& a);
     loom_status_t finish(engine::request* r, call_kind kind, loom_status_t code);
     status exchange_colors(int color, int key, std::vector<int>* all);
+    /// At destruction, with LOOM_LINK_STATS_DIR set: the world communicator (comm id 0) of a
+    /// fwd transport writes DIR/rank-<r>.txt, one line "peer sent_bytes recv_bytes
+    /// sent_msgs recv_msgs forwarded" per link.
+    void write_link_stats() const;
 
     struct plan_key {
         uint8_t kind;

@@ -115,6 +115,15 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
              text_field(c, &loom_config_t::topology, offsetof(loom_config_t, topology) + sizeof(char*)),
              "LOOM_TOPOLOGY");
     if (topo.empty()) {
+        // Over a fabric (LOOM_FABRIC) the communicator's topology is that fabric, so the
+        // lattice algorithms (dims, dor-relay) apply and route as the forwarder does.
+        topo = params::registry::global().get_string("LOOM_FABRIC");
+    }
+    std::string ties = params::registry::global().get_string("LOOM_ROUTE_TIES");
+    if (!routing::parse_tie_rule(ties, &s->ties)) {
+        return invalid_argument("LOOM_ROUTE_TIES=" + ties + " (toward-plus or source-parity)");
+    }
+    if (topo.empty()) {
         s->topo = topology::shape::star(s->size);
     } else {
         auto shape = topology::shape::parse(topo);

@@ -104,6 +104,10 @@ status communicator::split(int color, int key, std::unique_ptr<communicator>* ou
     s.comm_id = static_cast<uint16_t>((settings_.comm_id + 1 + number) % 1024);
     if (s.size == 1) {
         s.transport = "self";  // a child of one rank talks to nobody
+    } else if (s.transport.starts_with("fwd:")) {
+        // The child's ranks are no lattice of LOOM_FABRIC: it connects them directly over
+        // the inner driver (forwarding within a child is not done yet).
+        s.transport = s.transport.substr(4);
     }
     auto store = std::make_shared<prefixed_store>(store_, s.job + "/");
     auto child = create(std::move(s), std::move(store));

@@ -371,6 +371,21 @@ void split_of_one_rank_gives_one_or_none(void**) {
     loom_comm_destroy(child);
 }
 
+// Link counters exist only over fwd:<driver>; anything else says so.
+void link_stats_need_a_forwarding_transport(void**) {
+    loom_comm_t comm = make_comm();
+    loom_link_stat_t stats[4];
+    int n = -1;
+    assert_int_equal(loom_comm_link_stats(comm, stats, 4, &n), LOOM_ERR_NOT_SUPPORTED);
+    assert_int_equal(n, 0);
+    expect_message_has("fwd:");
+    assert_int_equal(loom_comm_link_stats(comm, nullptr, 1, &n), LOOM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(loom_comm_link_stats(comm, stats, -1, &n), LOOM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(loom_comm_link_stats(comm, stats, 4, nullptr), LOOM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(loom_comm_link_stats(nullptr, stats, 4, &n), LOOM_ERR_INVALID_ARGUMENT);
+    loom_comm_destroy(comm);
+}
+
 }  // namespace
 
 int main() {
@@ -387,6 +402,7 @@ int main() {
         cmocka_unit_test(last_error_is_versioned_and_names_the_call),
         cmocka_unit_test(abort_fails_later_calls_promptly),
         cmocka_unit_test(split_of_one_rank_gives_one_or_none),
+        cmocka_unit_test(link_stats_need_a_forwarding_transport),
     };
     return LOOM_RUN_TESTS("api_errors", tests);
 }

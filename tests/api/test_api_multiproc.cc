@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "algorithms/algorithm.hh"
 #include "api_test_util.hh"
 #include "base/clock.hh"
+#include "fabric_checks.hh"
 #include "proc_launch.hh"
 #include "sweep_cases.hh"
 #include "test_main.hh"
@@ -45,6 +47,7 @@ struct sweep_args {
     const char* topology = nullptr;  // NULL: star:N, every algorithm
     bool lattice_only    = false;    // run only the topology-aware algorithms
     bool extras          = true;     // p2p, concurrency, back-to-back, split
+    bool large           = true;     // the 4194305-element count (false: --from-env --light)
 };
 
 // The catalogue's algorithms for `kind` that apply to (N, count) on `topo`.
@@ -86,7 +89,7 @@ void sweep_primitive(rank_context& ctx, call_kind kind, const sweep_args& args,
     const int roots[]     = {0, n - 1, n / 2};
     bool reduces          = loom::comm::kind_reduces(kind);
     for (size_t count : counts) {
-        if (count == 4194305 && n > max_ranks_at_large_count) {
+        if (count == 4194305 && (n > max_ranks_at_large_count || !args.large)) {
             continue;
         }
         if (count == 4194305 && kind == call_kind::alltoall) {
@@ -300,8 +303,11 @@ void deadlines_and_abort_end_calls(void**) {
 }
 
 // Under a launcher (loomrun, mpirun): one rank, everything from the environment
-// (loom_comm_create(NULL)), the whole star sweep; the exit status says whether it passed.
-int run_from_environment() {
+// (loom_comm_create(NULL)), the whole sweep; the exit status says whether it passed. Over a
+// fabric (LOOM_FABRIC, loomrun --fabric) the communicator's topology is the fabric, so the
+// sweep includes the lattice algorithms, and `fabric_checks` adds the link-counter checks
+// of fabric_checks.hh. `light` leaves out the 4194305-element count.
+int run_from_environment(bool light, bool fabric_checks) {
     rank_context ctx;
     if (loom_comm_create(nullptr, &ctx.comm) != LOOM_SUCCESS) {
         std::fprintf(stderr, "loom_comm_create(NULL): %s\n", loom_last_error_message());
@@ -310,7 +316,25 @@ int run_from_environment() {
     ctx.rank = loom_comm_rank(ctx.comm);
     ctx.size = loom_comm_size(ctx.comm);
     sweep_args args;
+    args.large              = !light;
+    const char* fabric_text = std::getenv("LOOM_FABRIC");
+    const char* topo_text   = std::getenv("LOOM_TOPOLOGY");
+    if (fabric_text && *fabric_text && !(topo_text && *topo_text)) {
+        args.topology = fabric_text;
+    }
     sweep_workload(ctx, &args);
+    if (fabric_checks) {
+        auto fabric                  = loom::topology::shape::parse(fabric_text ? fabric_text : "");
+        const char* ties_text        = std::getenv("LOOM_ROUTE_TIES");
+        loom::routing::tie_rule ties = loom::routing::tie_rule::toward_plus;
+        ctx.check(fabric.is_ok() && (!ties_text || loom::routing::parse_tie_rule(ties_text, &ties)),
+                  "--fabric-checks needs LOOM_FABRIC (and a valid LOOM_ROUTE_TIES)");
+        if (fabric.is_ok()) {
+            check_links_are_neighbours(ctx, *fabric);
+            check_dor_relay_link_loads(ctx, *fabric, ties);
+            check_dims_phases(ctx, *fabric, ties);
+        }
+    }
     loom_comm_destroy(ctx.comm);
     std::printf("rank %d of %d: %ld checks, %d failed\n", ctx.rank, ctx.size, ctx.checks,
                 ctx.failures);
@@ -321,7 +345,12 @@ int run_from_environment() {
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "--from-env") == 0) {
-        return run_from_environment();
+        bool light = false, fabric_checks = false;
+        for (int i = 2; i < argc; ++i) {
+            light         = light || std::strcmp(argv[i], "--light") == 0;
+            fabric_checks = fabric_checks || std::strcmp(argv[i], "--fabric-checks") == 0;
+        }
+        return run_from_environment(light, fabric_checks);
     }
     if (argc > 1) {
         transport = argv[1];

@@ -51,6 +51,18 @@ std::string prefixed(int rank, const std::vector<std::string>& chunks, bool fini
 
 }  // namespace
 
+// --fabric: a lattice whose size is -n; --link-stats only with it.
+static void fabric_must_be_a_lattice_of_n_ranks(void**) {
+    parsed p = parse({"-n", "8", "--fabric", "torus:2x2x2", "--link-stats", "--", "./app"});
+    assert_int_equal(static_cast<int>(p.what), static_cast<int>(parsed::action::run));
+    assert_string_equal(p.opts.fabric.c_str(), "torus:2x2x2");
+    assert_true(p.opts.link_stats);
+    expect_fail({"-n", "4", "--fabric", "torus:2x2x2", "--", "./app"}, "must be equal");
+    expect_fail({"-n", "8", "--fabric", "star:8", "--", "./app"}, "lattice");
+    expect_fail({"-n", "8", "--fabric", "torus:2xq", "--", "./app"}, "torus:2xq");
+    expect_fail({"-n", "8", "--link-stats", "--", "./app"}, "--fabric");
+}
+
 static void program_after_double_dash_keeps_its_own_flags(void**) {
     parsed p = parse({"-n", "4", "--transport", "tcp", "--", "./app", "-n", "7", "--timeout"});
     assert_int_equal(static_cast<int>(p.what), static_cast<int>(parsed::action::run));
@@ -123,6 +135,7 @@ static void every_line_gets_its_rank_prefix(void**) {
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(program_after_double_dash_keeps_its_own_flags),
+        cmocka_unit_test(fabric_must_be_a_lattice_of_n_ranks),
         cmocka_unit_test(program_without_double_dash_starts_at_first_word),
         cmocka_unit_test(bad_command_lines_say_what_is_allowed),
         cmocka_unit_test(help_version_and_config_need_no_program),

@@ -14,6 +14,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -26,6 +27,18 @@
 #include "file_store.hh"
 
 namespace loom::test {
+
+/// A fresh store directory for one test, removed afterwards.
+struct store_dir {
+    explicit store_dir(const char* label) : path(file_store::make_dir(label)) {
+        if (path.empty()) {
+            std::fprintf(stderr, "store_dir: cannot make a store directory for %s\n", label);
+            std::abort();
+        }
+    }
+    ~store_dir() { file_store::remove_dir(path); }
+    std::string path;
+};
 
 /// Fails the current rank's body: prints and returns 1 from the enclosing function.
 #define RANK_CHECK(rank, cond, ...)                                                              \

@@ -14,16 +14,9 @@
 using namespace loom;
 using loom::drivers::completion;
 using loom::test::file_store;
+using loom::test::store_dir;
 
 namespace {
-
-struct store_dir {
-    explicit store_dir(const char* label) : path(file_store::make_dir(label)) {
-        assert_false(path.empty());
-    }
-    ~store_dir() { file_store::remove_dir(path); }
-    std::string path;
-};
 
 // Rank `rank` of a 2-rank ping-pong: rank 0 sends size bytes, rank 1 checks and answers
 // with another pattern, rank 0 checks the answer.

@@ -20,16 +20,9 @@
 using namespace loom;
 using loom::drivers::completion;
 using loom::test::file_store;
+using loom::test::store_dir;
 
 namespace {
-
-struct store_dir {
-    explicit store_dir(const char* label) : path(file_store::make_dir(label)) {
-        assert_false(path.empty());
-    }
-    ~store_dir() { file_store::remove_dir(path); }
-    std::string path;
-};
 
 // Any segment of (job, rank), whichever process made it.
 bool segment_exists(const std::string& job, int rank) {

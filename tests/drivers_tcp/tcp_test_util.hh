@@ -15,13 +15,6 @@
 
 namespace loom::test {
 
-/// A fresh store directory for one test, removed afterwards.
-struct store_dir {
-    explicit store_dir(const char* label) : path(file_store::make_dir(label)) {}
-    ~store_dir() { file_store::remove_dir(path); }
-    std::string path;
-};
-
 /// Every tcp test runs over real sockets on 127.0.0.1, whatever interfaces the host has.
 inline void use_loopback() {
     (void)params::registry::global().set("LOOM_TCP_ADDR", "127.0.0.1");

@@ -107,10 +107,10 @@ ring4=(--collective allreduce --algorithm ring --ranks 4)
 expect_ok "--version exits 0" --version
 contains "--version prints the version and the build features" "$tmp/out" "features:"
 expect_ok "--help exits 0" --help
-for verb in algorithms schedule verify predict overview; do
+for verb in algorithms schedule verify predict overview run compare topology; do
     contains "--help names the verb $verb" "$tmp/out" "$verb"
 done
-for verb in algorithms schedule verify predict overview; do
+for verb in algorithms schedule verify predict overview run compare topology; do
     expect_ok "$verb --help exits 0" "$verb" --help
 done
 
@@ -310,6 +310,308 @@ else
     skip "not applicable: schedule says why" "$why"
     skip "not applicable: single predict says why" "$why"
 fi
+
+# ---- topology ------------------------------------------------------------------------------
+expect_ok "topology torus:4x4" topology torus:4x4
+contains "topology shows the diameter" "$tmp/out" "diameter: 4 hops"
+contains "topology shows the bisection" "$tmp/out" "bisection: 8 links"
+contains "topology lists a rank's neighbours" "$tmp/out" "0(0,0): 4 12 1 3"
+expect_ok "topology --route crosses the dateline" topology ring:8 --route 6 1
+contains "the hop over the wraparound is on vc1" "$tmp/out" "7(7) -> 0(0)  dim 0 +  port 0  vc1"
+expect_ok "topology --route with --ties source-parity" \
+    topology torus:4x4 --route 1 3 --ties source-parity
+contains "source parity sends odd sources -" "$tmp/out" "1(0,1) -> 0(0,0)  dim 1 -"
+expect_ok "topology summarises a large torus" topology torus:16x16x16
+contains "the summary counts ranks per neighbour number" "$tmp/out" "4096 ranks have 6"
+expect_ok "topology --json --route" topology torus:4x4x4 --route 0 42 --json
+cp "$tmp/out" "$tmp/topo.json"
+pycheck "topology --json: metrics, neighbours, route hops with vc" "$tmp/topo.json" '
+assert doc["ranks"] == 64 and doc["diameter"] == 6 and doc["bisection_links"] == 32
+assert doc["neighbour_counts"] == {"6": 64} and len(doc["neighbours"]) == 64
+hops = doc["route"]["hops"]
+assert len(hops) == 6 and hops[0]["from"] == 0 and hops[-1]["to"] == 42
+assert all(h["vc"] in (0, 1) for h in hops) and doc["route"]["vcs"] == "dateline"'
+cat >"$tmp/fabric.json" <<'JSON'
+{"format": "loom-fabric", "version": 1, "shape": "ring:4",
+ "classes": {"nvl": {"alpha": 1e-6, "bw": 25e9}},
+ "nodes": [{"id": "h0", "kind": "endpoint", "rank": 0}, {"id": "h1", "kind": "endpoint", "rank": 1},
+           {"id": "h2", "kind": "endpoint", "rank": 2}, {"id": "h3", "kind": "endpoint", "rank": 3},
+           {"id": "sw", "kind": "switch", "in_network": true}],
+ "links": [{"a": "h0", "b": "h1", "class": "nvl"}, {"a": "h1", "b": "h2", "class": "nvl"},
+           {"a": "h2", "b": "h3", "class": "nvl", "bw": 50e9},
+           {"a": "h3", "b": "h0", "class": "nvl"},
+           {"a": "h0", "b": "sw", "class": "eth", "alpha": 2e-6, "bw": 12.5e9}]}
+JSON
+expect_ok "topology reads a fabric file" topology "$tmp/fabric.json" --route 1 3
+contains "the fabric file's classes are counted" "$tmp/out" "class nvl: 4 links"
+contains "a route hop names the file's link and its BW" "$tmp/out" "link 2 nvl: alpha 1.000 us, bw 50 GB/s"
+sed 's/"b": "h2", "class"/"b": "h9", "class"/' "$tmp/fabric.json" >"$tmp/badlink.json"
+expect_error "fabric file: a link to an unknown node" 2 "names unknown node 'h9'" \
+    topology "$tmp/badlink.json"
+sed 's/"rank": 3}/"rank": 1}/' "$tmp/fabric.json" >"$tmp/twice.json"
+expect_error "fabric file: a rank given twice" 2 "rank 1 is given twice" topology "$tmp/twice.json"
+sed 's/"ring:4"/"torus:4x4"/' "$tmp/fabric.json" >"$tmp/size.json"
+expect_error "fabric file: shape and ranks disagree" 2 "torus:4x4 has 16 ranks" \
+    topology "$tmp/size.json"
+sed 's/"shape": "ring:4",//' "$tmp/fabric.json" >"$tmp/noshape.json"
+expect_error "--route on a fabric file without a shape" 2 "names no \"shape\"" \
+    topology "$tmp/noshape.json" --route 0 1
+expect_error "topology: malformed shape" 2 "topology 'torus:4x'" topology torus:4x
+expect_error "topology: route outside the fabric" 2 "rank 16 is outside torus:4x4" \
+    topology torus:4x4 --route 0 16
+expect_error "topology: route with one rank" 2 "--route" topology torus:4x4 --route 0
+expect_error "topology: non-numeric route rank" 2 "expected an integer" \
+    topology torus:4x4 --route 0 x
+expect_error "topology: unknown tie rule" 2 "toward-plus, source-parity" \
+    topology torus:4x4 --ties sideways
+expect_error "topology: missing fabric file" 2 "cannot open fabric file" \
+    topology "$tmp/nonesuch.json"
+expect_error "topology without a topology" 2 "topology is required" topology
+
+# ---- run (fabric/sim) --------------------------------------------------------------------
+expect_ok "run --help exits 0" run --help
+contains "run --help shows the simulator flags" "$tmp/out" "--efficiency"
+expect_ok "--help exits 0 and lists run" --help
+contains "--help names the verb run" "$tmp/out" "simulate a schedule on a modeled fabric"
+expect_ok "run simulates a generated schedule" run "${ring4[@]}" --bytes 1M
+contains "run prints the observed n_alpha beside the closed form" "$tmp/out" \
+    "n_alpha     6  (closed form 6)"
+contains "run names the critical path" "$tmp/out" "critical path: 6 steps"
+expect_ok "run --json exits 0" run "${ring4[@]}" --bytes 1M --json
+cp "$tmp/out" "$tmp/run.json"
+pycheck "run --json: time_s, n_alpha, n_beta equal ring's closed form" "$tmp/run.json" '
+assert doc["n_alpha"] == 6 and abs(doc["n_beta"] - 1.5) < 1e-9, doc
+p = doc["predicted"]
+assert abs(doc["time_s"] - p["time_s"]) <= 1e-9 * p["time_s"], (doc["time_s"], p)
+assert doc["critical_path"]["length"] == 6 and doc["links"] and doc["links_used"] == 4'
+expect_ok "run on a torus with single-port and ALU flags" run --collective allreduce \
+    --algorithm dims --ranks 16 --topology torus:4x4 --count 1600 --port-model single-port \
+    --alu 1us --efficiency 0.5 --json
+pycheck "run --json on torus:4x4: n_alpha is the closed form's, efficiency doubles n_beta" \
+    "$tmp/out" '
+assert doc["n_alpha"] == doc["predicted"]["n_alpha"] == 12, doc
+assert abs(doc["n_beta"] - 2 * doc["predicted"]["n_beta"]) < 1e-9, doc'
+expect_ok "run --schedule simulates a schedule file" run --schedule "$tmp/s.json" --json
+pycheck "run --schedule --json reports a positive time" "$tmp/out" '
+assert doc["time_s"] > 0 and doc["ranks"] == 5 and doc["n_alpha"] == 8, doc'
+cat >"$tmp/inc.json" <<'JSON'
+{"format": "loom-schedule", "version": 1, "collective": "allreduce", "ranks": 2, "count": 4,
+ "schedule": [
+  {"rank": 0, "steps": [{"kind": "inc_push", "peer": 2, "tag": 7, "src": ["in", 0, 4]},
+                        {"kind": "inc_pull", "peer": 2, "tag": 7, "dst": ["out", 0, 4],
+                         "deps": [0]}]},
+  {"rank": 1, "steps": [{"kind": "inc_push", "peer": 2, "tag": 7, "src": ["in", 0, 4]},
+                        {"kind": "inc_pull", "peer": 2, "tag": 7, "dst": ["out", 0, 4],
+                         "deps": [0]}]}]}
+JSON
+expect_ok "run --schedule with aggregation steps and --alu" run --schedule "$tmp/inc.json" \
+    --alu 2us --json
+pycheck "the ALU latency lies on the critical path" "$tmp/out" '
+assert abs(doc["other_s"] - 2e-6) < 1e-15 and doc["n_alpha"] == 2, doc'
+cat >"$tmp/deadlock.json" <<'JSON'
+{"format": "loom-schedule", "version": 1, "collective": "allreduce", "ranks": 2, "count": 4,
+ "schedule": [
+  {"rank": 0, "steps": [{"kind": "recv", "peer": 1, "dst": ["out", 0, 4]},
+                        {"kind": "send", "peer": 1, "src": ["in", 0, 4], "deps": [0]}]},
+  {"rank": 1, "steps": [{"kind": "recv", "peer": 0, "dst": ["out", 0, 4]},
+                        {"kind": "send", "peer": 0, "src": ["in", 0, 4], "deps": [0]}]}]}
+JSON
+expect_error "run: a deadlocked schedule" 2 "does not run: deadlock" \
+    run --schedule "$tmp/deadlock.json"
+expect_error "run: efficiency out of range" 2 "--efficiency: expected a number in (0, 1]" \
+    run "${ring4[@]}" --bytes 1M --efficiency 0
+expect_error "run: efficiency not a number" 2 "--efficiency" \
+    run "${ring4[@]}" --bytes 1M --efficiency fast
+expect_error "run: negative ALU latency" 2 "--alu must not be negative" \
+    run "${ring4[@]}" --bytes 1M --alu -1us
+expect_error "run: --count and --bytes together" 2 "not both" \
+    run "${ring4[@]}" --bytes 1M --count 8
+expect_error "run: bytes that are not whole elements" 2 "whole number" \
+    run --collective alltoall --algorithm pairwise --ranks 3 --bytes 10
+expect_error "run: missing schedule file" 2 "cannot open" run --schedule "$tmp/nonesuch.json"
+expect_error "run: --schedule with call flags" 2 "--schedule excludes" \
+    run --schedule "$tmp/s.json" --ranks 5
+expect_error "run: topology of the wrong size for the schedule" 2 "has 4 ranks" \
+    run --schedule "$tmp/s.json" --topology torus:2x2
+expect_error "run: unknown port model" 2 "allowed: per-edge, single-port" \
+    run "${ring4[@]}" --bytes 1M --port-model shared
+expect_error "run: not applicable" 2 "not applicable" \
+    run --collective allreduce --algorithm dims --ranks 4 --bytes 1M
+expect_error "run with nothing to run" 2 "--collective is required" run
+
+# ---- run / predict on a fabric file: per-link α and BW ---------------------------------------
+# ring_fabric FILE SHAPE_LINE SLOW_BW: ring:8 as a fabric file, α 1 µs and 25 GB/s on every link
+# but h3 - h4, which gets SLOW_BW; SHAPE_LINE is '"shape": "ring:8",' or empty (inferred).
+ring_fabric() {
+    local file=$1 shape=$2 slow=$3 r
+    {
+        echo "{\"format\": \"loom-fabric\", \"version\": 1, $shape"
+        echo ' "classes": {"nvl": {"alpha": 1e-6, "bw": 25e9}},'
+        echo -n ' "nodes": ['
+        for r in 0 1 2 3 4 5 6 7; do
+            echo -n "{\"id\": \"h$r\", \"kind\": \"endpoint\", \"rank\": $r}"
+            [ "$r" -lt 7 ] && echo -n ", "
+        done
+        echo '],'
+        echo -n ' "links": ['
+        for r in 0 1 2 3 4 5 6 7; do
+            echo -n "{\"a\": \"h$r\", \"b\": \"h$(((r + 1) % 8))\", \"class\": \"nvl\""
+            [ "$r" -eq 3 ] && echo -n ", \"bw\": $slow"
+            echo -n "}"
+            [ "$r" -lt 7 ] && echo -n ", "
+        done
+        echo ']}'
+    } >"$file"
+}
+ring_fabric "$tmp/ring8_slow.json" '"shape": "ring:8",' 12.5e9
+ring_fabric "$tmp/ring8_uniform.json" '' 25e9
+expect_ok "run --topology FILE.json (one link at half BW)" run --collective allreduce \
+    --algorithm ring --topology "$tmp/ring8_slow.json" --bytes 1M --json
+cp "$tmp/out" "$tmp/slow.json"
+pycheck "run on a fabric file: ring all-reduce is the closed form at the slow link's BW" \
+    "$tmp/slow.json" '
+assert doc["fabric_file"].endswith("ring8_slow.json") and doc["topology"] == "ring:8", doc
+assert doc["ranks"] == 8 and doc["bw_bytes_per_s"] == 12.5e9 and doc["alpha_s"] == 1e-6, doc
+want = 14 * 1e-6 + 14 / 8 * 1048576 / 12.5e9
+assert abs(doc["time_s"] - want) <= 1e-9 * want, (doc["time_s"], want)
+assert abs(doc["predicted"]["time_s"] - want) <= 1e-9 * want, doc["predicted"]'
+expect_ok "run on a fabric file as text" run --collective allreduce --algorithm ring \
+    --topology "$tmp/ring8_slow.json" --bytes 1M
+contains "run names the fabric file and its slowest link" "$tmp/out" \
+    "per-link α and BW from $tmp/ring8_slow.json (slowest: α = 1.000 µs, BW = 12.5 GB/s)"
+expect_ok "run on a uniform fabric file without a shape (inferred ring:8)" run \
+    --collective allreduce --algorithm ring --topology "$tmp/ring8_uniform.json" --bytes 1M --json
+cp "$tmp/out" "$tmp/uniform.json"
+expect_ok "run on ring:8 with --alpha 1us --bw 25GB/s" run --collective allreduce \
+    --algorithm ring --ranks 8 --topology ring:8 --bytes 1M --alpha 1us --bw 25GB/s --json
+cp "$tmp/out" "$tmp/shape.json"
+pycheck "a uniform fabric file simulates exactly like its shape" "$tmp/uniform.json" '
+shape = json.load(open(sys.argv[1].replace("uniform", "shape")))
+assert doc["topology"] == "ring:8", doc["topology"]
+for key in ("time_s", "n_alpha", "n_beta"):
+    assert doc[key] == shape[key], (key, doc[key], shape[key])'
+expect_ok "predict on a fabric file: the slowest link's α and BW" predict \
+    --collective allreduce --algorithm ring --topology "$tmp/ring8_slow.json" --bytes 1M --json
+pycheck "predict on a fabric file states ring's form at 12.5 GB/s" "$tmp/out" '
+assert doc["bw_bytes_per_s"] == 12.5e9 and doc["topology"] == "ring:8" and doc["ranks"] == 8'
+sed 's/"b": "h5", "class"/"b": "h9", "class"/' "$tmp/ring8_slow.json" >"$tmp/ring8_bad.json"
+expect_error "run: fabric file with a link to an unknown node" 2 "names unknown node 'h9'" \
+    run --collective allreduce --algorithm ring --topology "$tmp/ring8_bad.json" --bytes 1M
+expect_error "predict: fabric file with a link to an unknown node" 2 "names unknown node 'h9'" \
+    predict --collective allreduce --algorithm ring --topology "$tmp/ring8_bad.json" --bytes 1M
+sed 's/"b": "h0", "class"/"b": "h6", "class"/' "$tmp/ring8_uniform.json" >"$tmp/ring8_odd.json"
+expect_error "run: a fabric file whose shape cannot be inferred" 2 \
+    "cannot tell which shape the fabric's 8 ranks form" \
+    run --collective allreduce --algorithm ring --topology "$tmp/ring8_odd.json" --bytes 1M
+sed 's/"b": "h5", "class"/"b": "h6", "class"/' "$tmp/ring8_slow.json" >"$tmp/ring8_gap.json"
+expect_error "run: a fabric file lacking a link its shape needs" 2 \
+    "ring:8 needs a link between ranks 4 and 5 (nodes 'h4' and 'h5')" \
+    run --collective allreduce --algorithm ring --topology "$tmp/ring8_gap.json" --bytes 1M
+expect_error "run: --bw with a fabric file" 2 "gives each link its own α and BW" \
+    run --collective allreduce --algorithm ring --topology "$tmp/ring8_slow.json" --bytes 1M \
+    --bw 10GB/s
+expect_error "run: fabric file and --ranks disagree" 2 "does not match" \
+    run --collective allreduce --algorithm ring --ranks 4 --topology "$tmp/ring8_slow.json" \
+    --bytes 1M
+expect_error "run: missing fabric file" 2 "cannot open fabric file" \
+    run --collective allreduce --algorithm ring --topology "$tmp/nonesuch.json" --bytes 1M
+
+# ---- compare: predicted against simulated, every eligible algorithm -------------------------
+expect_ok "compare on star:8 over 1K,1M" compare --collective allreduce --topology star:8 \
+    --bytes 1K,1M
+contains "compare prints both columns" "$tmp/out" "predicted   simulated  sim/pred"
+contains "compare names the winner at 1K" "$tmp/out" "winner at 1K: "
+contains "compare names the winner at 1M" "$tmp/out" "winner at 1M: "
+contains "compare marks a winner in the table" "$tmp/out" "*"
+# The algorithms compare lists at each size are exactly predict's applicable ones.
+for topo in star:8 ring:8; do
+    for ports in per-edge single-port; do
+        expect_ok "compare --json on $topo, $ports" compare --collective allreduce \
+            --topology "$topo" --bytes 1K,1M --port-model "$ports" --json
+        cp "$tmp/out" "$tmp/cmp.json"
+        run predict --collective allreduce --algorithm all --ranks 8 --topology "$topo" \
+            --bytes 1K,1M --port-model "$ports" --json
+        cp "$tmp/out" "$tmp/cmp_pred.json"
+        # Exact on a switch: every exact form; on a lattice: ring and dims. The others are
+        # routed lockstep counts (hops·α + link load·M/BW a round), which the simulation
+        # does not exceed: links serve heads in arrival order, so a round's later hops and
+        # the next round's heads overlap the link time (recursive doubling at 1K: 7.123 µs
+        # against 7.287; it was 14.3 when links were reserved in transfer start order).
+        pycheck "compare $topo $ports: every eligible algorithm, exact forms met, a winner per size" \
+            "$tmp/cmp.json" '
+pred = json.load(open(sys.argv[1].replace("cmp.json", "cmp_pred.json")))
+want = {(p["algorithm"], p["bytes"]) for p in pred if p["applicable"]}
+got = {(r["algorithm"], r["bytes"]) for r in doc["results"] if r["applicable"]}
+assert want == got and want, (want ^ got)
+star = doc["topology"].startswith("star")
+for r in doc["results"]:
+    if not r["applicable"]:
+        continue
+    p, s = r["predicted"]["time_s"], r["simulated"]["time_s"]
+    if r["predicted"]["exact"] and (star or r["algorithm"] in ("ring", "dims")):
+        assert abs(p - s) <= 1e-9 * p, (r["algorithm"], r["bytes"], p, s)
+    elif not star:
+        assert s <= p * (1 + 1e-9), ("above the routed form", r["algorithm"], r["bytes"], p, s)
+assert [w["bytes"] for w in doc["winners"]] == [1024, 1048576], doc["winners"]
+for w in doc["winners"]:
+    times = {r["algorithm"]: r["simulated"]["time_s"] for r in doc["results"]
+             if r["applicable"] and r["bytes"] == w["bytes"]}
+    assert times[w["algorithm"]] == min(times.values()), (w, times)
+    assert [r for r in doc["results"] if r["bytes"] == w["bytes"] and r.get("winner")]'
+    done
+done
+expect_ok "compare on a fabric file with a slow link" compare --collective allreduce \
+    --topology "$tmp/ring8_slow.json" --bytes 1K,1M --json
+pycheck "compare on a fabric file: ring predicted (slowest link) equals simulated" "$tmp/out" '
+assert doc["fabric_file"].endswith("ring8_slow.json") and doc["bw_bytes_per_s"] == 12.5e9
+for r in doc["results"]:
+    if r["algorithm"] == "ring":
+        p, s = r["predicted"]["time_s"], r["simulated"]["time_s"]
+        assert abs(p - s) <= 1e-9 * p, (r["bytes"], p, s)'
+if command -v gnuplot >/dev/null 2>&1; then
+    expect_ok "compare --plot writes a PNG" compare --collective allreduce --topology star:8 \
+        --bytes 1K,64K,1M --plot "$tmp/cmp.png"
+    if [ -s "$tmp/cmp.png" ] && [ "$(head -c 4 "$tmp/cmp.png" | tail -c 3)" = "PNG" ]; then
+        pass "the plot is a non-empty PNG"
+    else
+        fail "the plot is a non-empty PNG" "$(ls -l "$tmp/cmp.png" 2>&1)"
+    fi
+    contains "compare --plot still prints the table" "$tmp/out" "winner at 64K: "
+else
+    skip "compare --plot writes a PNG" "gnuplot not found (Debian: gnuplot-nox)"
+    skip "the plot is a non-empty PNG" "gnuplot not found (Debian: gnuplot-nox)"
+    skip "compare --plot still prints the table" "gnuplot not found (Debian: gnuplot-nox)"
+fi
+# Without gnuplot on PATH: the table, then one line saying what to install, exit 2.
+mkdir -p "$tmp/empty_path"
+PATH="$tmp/empty_path" "$SIM" compare --collective allreduce --topology star:8 --bytes 1K \
+    --plot "$tmp/none.png" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+    grep -q -F "loom-sim: --plot: gnuplot not found on PATH" "$tmp/err" &&
+    grep -q -F "gnuplot-nox" "$tmp/err" && grep -q -F "winner at 1K: " "$tmp/out" &&
+    [ ! -e "$tmp/none.png" ]; then
+    pass "compare --plot without gnuplot: the table, then exit 2 saying to install gnuplot-nox"
+else
+    fail "compare --plot without gnuplot: the table, then exit 2 saying to install gnuplot-nox" \
+        "exit $rc" "stderr: $(head -c 300 "$tmp/err")"
+fi
+expect_error "compare: unknown collective" 2 "unknown collective 'allredux'" \
+    compare --collective allredux --topology star:8 --bytes 1K
+expect_error "compare: bad size list" 2 "--bytes: expected a number" \
+    compare --collective allreduce --topology star:8 --bytes 1K,lots
+expect_error "compare: empty size list" 2 "--bytes: expected a size or a comma list" \
+    compare --collective allreduce --topology star:8 --bytes ,
+expect_error "compare: unknown size unit" 2 "unknown unit" \
+    compare --collective allreduce --topology star:8 --bytes 1K,1Q
+expect_error "compare: missing --bytes" 2 "--bytes is required" \
+    compare --collective allreduce --topology star:8
+expect_error "compare: missing --topology" 2 "--topology is required" \
+    compare --collective allreduce --bytes 1K
+expect_error "compare: sizes that are not whole elements" 2 "not a whole number" \
+    compare --collective alltoall --topology star:8 --bytes 1K,1001
+expect_error "compare: unknown algorithm" 2 "allowed: ring" \
+    compare --collective allreduce --algorithm nonesuch --topology star:8 --bytes 1K
 
 echo "1..$n"
 [ "$failures" -eq 0 ]

@@ -117,7 +117,8 @@ void add_call_flags(CLI::App& cmd, call_flags& f, call_flag_set set) {
     cmd.add_option("--ranks", f.ranks, "number of ranks N (must equal the topology's size)")
         ->type_name("N");
     cmd.add_option("--topology", f.topology,
-                   "star:N, ring:N, torus:4x4x2, mesh:3x5 or fullmesh:N (default star:N)")
+                   "star:N, ring:N, torus:4x4x2, mesh:3x5 or fullmesh:N (default star:N); "
+                   "run, predict and compare also take a fabric file (*.json)")
         ->type_name("T");
     cmd.add_option("--segments", f.segments, "pipeline segments P (default 1)")->type_name("P");
     if (!full) {

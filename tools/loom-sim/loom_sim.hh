@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +24,7 @@
 
 #include "algorithms/algorithm.hh"
 #include "schedule/verifier.hh"
+#include "sim/sim.hh"
 
 namespace loom::sim_tool {
 
@@ -40,6 +42,9 @@ struct verb {
 void add_catalogue_verbs(CLI::App& app, std::vector<verb>& verbs);  // algorithms
 void add_schedule_verbs(CLI::App& app, std::vector<verb>& verbs);   // schedule, verify
 void add_predict_verbs(CLI::App& app, std::vector<verb>& verbs);    // predict, overview
+void add_run_verbs(CLI::App& app, std::vector<verb>& verbs);        // run (fabric/sim)
+void add_topology_verbs(CLI::App& app, std::vector<verb>& verbs);   // topology
+void add_compare_verbs(CLI::App& app, std::vector<verb>& verbs);    // compare
 
 // ---- value parsers (options.cc); `flag` names the option in the message -----------------
 
@@ -98,6 +103,26 @@ result<algorithms::port_model> parse_ports(std::string_view text);
 
 /// "broadcast, reduce, …": every collective's name, for messages and help.
 std::string collective_names();
+/// `text` is "all" (every algorithm of `coll`, catalogue order) or a comma list of names.
+result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::collective coll,
+                                                                   const std::string& text);
+
+// ---- --topology FILE.json (fabric_flag.cc) --------------------------------------------------
+
+/// A fabric file given as --topology: its path and the simulator fabric on it (shape,
+/// per-link α/BW; alpha_s and bw_bytes_per_s the slowest link's).
+struct fabric_file {
+    std::string path;
+    sim::fabric fabric;
+};
+/// When flags.topology names a fabric file (topology::names_fabric_file): loads it, builds
+/// the simulator fabric on it from `base` (sim::on_fabric), puts its shape in
+/// flags.topology and, when --ranks was not given, its rank count in flags.ranks. nullopt
+/// for a shape. An error when --alpha/--bw were given too (`alpha_or_bw_given`).
+result<std::optional<fabric_file>> take_fabric_file(call_flags& flags, const sim::fabric& base,
+                                                    bool alpha_or_bw_given);
+/// "fabric file F: torus:4x4, per-link α and BW; the slowest link: α = …, BW = …".
+std::string fabric_file_note(const fabric_file& f);
 
 // ---- verify's output (verify_output.cc) ---------------------------------------------------
 
@@ -139,6 +164,12 @@ std::string grid_title(const algorithms::call& base, const cost_model& model);
 /// algorithms that apply at no size with their reason.
 void print_grid(std::ostream& out, std::span<const int64_t> sizes,
                 const std::vector<prediction>& grid);
+/// Payload bytes (schedule::payload_bytes) per element of the call: its dtype_size, times N
+/// for all-to-all (M is the whole send buffer).
+int64_t payload_per_element(const algorithms::call& c);
+/// The count whose payload is exactly `bytes`; invalid_argument naming the element size,
+/// collective and N when `bytes` is not a whole number of elements.
+result<int64_t> count_for_bytes(const algorithms::call& c, int64_t bytes);
 /// One prediction as the JSON object predict --json prints.
 nlohmann::json prediction_json(const algorithms::call& base, const cost_model& model,
                                const prediction& p);

@@ -16,17 +16,6 @@
 namespace loom::sim_tool {
 namespace {
 
-// Elements of one byte that make payload_bytes() equal `bytes`.
-int64_t count_for(const algorithms::call& c, int64_t bytes) {
-    schedule::schedule_info unit;
-    unit.coll        = c.coll;
-    unit.nranks      = c.nranks;
-    unit.count       = 1;
-    unit.dtype_size  = 1;
-    auto per_element = static_cast<int64_t>(schedule::payload_bytes(unit));
-    return per_element > 0 ? bytes / per_element : bytes;
-}
-
 void mark_fastest(std::vector<prediction>& grid, size_t nsizes) {
     for (size_t s = 0; s < nsizes; ++s) {
         double best = -1;
@@ -76,6 +65,27 @@ void print_row(std::ostream& out, std::string_view name, size_t name_width,
 
 }  // namespace
 
+int64_t payload_per_element(const algorithms::call& c) {
+    schedule::schedule_info unit;
+    unit.coll        = c.coll;
+    unit.nranks      = c.nranks;
+    unit.count       = 1;
+    unit.dtype_size  = c.dtype_size;
+    auto per_element = static_cast<int64_t>(schedule::payload_bytes(unit));
+    return per_element > 0 ? per_element : 1;
+}
+
+result<int64_t> count_for_bytes(const algorithms::call& c, int64_t bytes) {
+    int64_t per_element = payload_per_element(c);
+    if (bytes % per_element != 0) {
+        return invalid_argument("--bytes " + std::to_string(bytes) + " is not a whole number of " +
+                                std::to_string(per_element) + "-byte elements for " +
+                                std::string(schedule::collective_name(c.coll)) + " on " +
+                                std::to_string(c.nranks) + " ranks");
+    }
+    return bytes / per_element;
+}
+
 std::vector<prediction> predict_grid(const algorithms::call& base,
                                      std::span<const algorithms::algorithm* const> algos,
                                      std::span<const int64_t> sizes, const cost_model& model) {
@@ -88,7 +98,7 @@ std::vector<prediction> predict_grid(const algorithms::call& base,
             algorithms::call c = base;
             c.dtype_size       = 1;
             c.channels         = 1;
-            c.count            = count_for(c, bytes);
+            c.count            = bytes / payload_per_element(c);
             p.applicable       = algorithms::check_call(*a, c);
             if (p.applicable) {
                 auto m   = static_cast<double>(bytes);

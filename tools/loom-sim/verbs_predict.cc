@@ -18,8 +18,8 @@ namespace loom::sim_tool {
 namespace {
 
 struct model_flags {
-    std::string alpha = "1us";
-    std::string bw    = "25GB/s";
+    std::string alpha;  // default 1us; empty tells a fabric file that it was not given
+    std::string bw;     // default 25GB/s
     // The default comes from LOOM_PORT_MODEL (the parameter registry), per-edge unless set.
     std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
     bool json         = false;
@@ -54,11 +54,11 @@ void add_model_flags(CLI::App& cmd, model_flags& f) {
 
 result<cost_model> make_model(const model_flags& f) {
     cost_model m;
-    auto alpha = parse_seconds("--alpha", f.alpha);
+    auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
     if (!alpha) {
         return alpha.error();
     }
-    auto bw = parse_rate("--bw", f.bw);
+    auto bw = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
     if (!bw) {
         return bw.error();
     }
@@ -70,31 +70,6 @@ result<cost_model> make_model(const model_flags& f) {
     m.bw_bytes_per_s = *bw;
     m.ports          = *ports;
     return m;
-}
-
-result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::collective coll,
-                                                                   const std::string& text) {
-    std::vector<const algorithms::algorithm*> out;
-    if (text == "all") {
-        for (const algorithms::algorithm* a : algorithms::catalogue()) {
-            if (a->primitive == coll) {
-                out.push_back(a);
-            }
-        }
-        return out;
-    }
-    auto names = split_list(text);
-    if (names.empty()) {
-        names.push_back("");  // find_algorithm says it is required and lists the names
-    }
-    for (const std::string& name : names) {
-        auto a = find_algorithm(coll, name);
-        if (!a) {
-            return a.error();
-        }
-        out.push_back(*a);
-    }
-    return out;
 }
 
 void print_single(const algorithms::call& c, const cost_model& model, const prediction& p) {
@@ -112,13 +87,23 @@ void print_single(const algorithms::call& c, const cost_model& model, const pred
 }
 
 status run_predict(const predict_flags& f) {
-    auto c = make_call(f.call);
-    if (!c) {
-        return c.error();
-    }
     auto model = make_model(f.model);
     if (!model) {
         return model.error();
+    }
+    // A fabric file: its shape, and the closed forms at its slowest link's α and BW.
+    call_flags flags = f.call;
+    auto file        = take_fabric_file(flags, {}, !f.model.alpha.empty() || !f.model.bw.empty());
+    if (!file) {
+        return file.error();
+    }
+    if (*file) {
+        model->alpha_s        = (*file)->fabric.alpha_s;
+        model->bw_bytes_per_s = (*file)->fabric.bw_bytes_per_s;
+    }
+    auto c = make_call(flags);
+    if (!c) {
+        return c.error();
     }
     if (f.bytes.empty()) {
         return invalid_argument("--bytes is required (e.g. 1M, or a list such as 1K,1M,1G)");
@@ -145,6 +130,9 @@ status run_predict(const predict_flags& f) {
         if (f.model.json) {
             std::cout << prediction_json(*c, *model, p).dump(2) << '\n';
         } else {
+            if (*file) {
+                std::cout << fabric_file_note(**file) << '\n';
+            }
             print_single(*c, *model, p);
         }
         return status::ok();
@@ -156,6 +144,9 @@ status run_predict(const predict_flags& f) {
         }
         std::cout << list.dump(2) << '\n';
         return status::ok();
+    }
+    if (*file) {
+        std::cout << fabric_file_note(**file) << '\n';
     }
     std::cout << grid_title(*c, *model) << "\ntime in µs; * the fastest at that size, ~ an "
               << "asymptotic form\n";
@@ -225,6 +216,31 @@ status run_overview(const overview_flags& f) {
 }
 
 }  // namespace
+
+result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::collective coll,
+                                                                   const std::string& text) {
+    std::vector<const algorithms::algorithm*> out;
+    if (text == "all") {
+        for (const algorithms::algorithm* a : algorithms::catalogue()) {
+            if (a->primitive == coll) {
+                out.push_back(a);
+            }
+        }
+        return out;
+    }
+    auto names = split_list(text);
+    if (names.empty()) {
+        names.push_back("");  // find_algorithm says it is required and lists the names
+    }
+    for (const std::string& name : names) {
+        auto a = find_algorithm(coll, name);
+        if (!a) {
+            return a.error();
+        }
+        out.push_back(*a);
+    }
+    return out;
+}
 
 void add_predict_verbs(CLI::App& app, std::vector<verb>& verbs) {
     auto pf       = std::make_shared<predict_flags>();

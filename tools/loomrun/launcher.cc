@@ -38,8 +38,15 @@ constexpr double drain_s = 1.0;
 constexpr int netns_bootstrap_port = 29500;
 
 // The variables loomrun sets for every rank (any inherited value is replaced).
-constexpr const char* rank_vars[] = {"LOOM_RANK",      "LOOM_SIZE",      "LOOM_JOB",
-                                     "LOOM_BOOTSTRAP", "LOOM_TRANSPORT", "LOOM_TCP_ADDR"};
+constexpr const char* rank_vars[] = {"LOOM_RANK",          "LOOM_SIZE",      "LOOM_JOB",
+                                     "LOOM_BOOTSTRAP",     "LOOM_TRANSPORT", "LOOM_TCP_ADDR",
+                                     "LOOM_LINK_STATS_DIR"};
+// Replaced too, but only under --fabric.
+constexpr const char* fabric_vars[] = {"LOOM_FABRIC", "LOOM_PROGRESS"};
+
+bool sets(std::string_view entry, const char* v) {
+    return entry.starts_with(v) && entry.size() > strlen(v) && entry[strlen(v)] == '=';
+}
 
 std::string signal_name(int sig) {
     const char* abbrev = sigabbrev_np(sig);
@@ -137,8 +144,10 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
         std::string_view entry(*e);
         bool ours = false;
         for (const char* v : rank_vars) {
-            ours = ours ||
-                   (entry.starts_with(v) && entry.size() > strlen(v) && entry[strlen(v)] == '=');
+            ours = ours || sets(entry, v);
+        }
+        for (const char* v : fabric_vars) {
+            ours = ours || (!o_.fabric.empty() && sets(entry, v));
         }
         if (!ours) {
             env.emplace_back(entry);
@@ -148,7 +157,16 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     env.push_back("LOOM_SIZE=" + std::to_string(o_.ranks));
     env.push_back("LOOM_JOB=" + job_id_);
     env.push_back("LOOM_BOOTSTRAP=" + bootstrap);
-    env.push_back("LOOM_TRANSPORT=" + o_.transport);
+    if (o_.fabric.empty()) {
+        env.push_back("LOOM_TRANSPORT=" + o_.transport);
+    } else {
+        env.push_back("LOOM_TRANSPORT=fwd:" + o_.transport);
+        env.push_back("LOOM_FABRIC=" + o_.fabric);
+        env.push_back("LOOM_PROGRESS=thread");
+    }
+    if (!o_.link_stats_dir.empty()) {
+        env.push_back("LOOM_LINK_STATS_DIR=" + o_.link_stats_dir);
+    }
     if (net_ != nullptr) {
         env.push_back("LOOM_TCP_ADDR=" + net_->address(rank));
     }
@@ -409,7 +427,18 @@ int job::wait_all() {
 
 }  // namespace
 
-int run_job(const options& opts) {
+int run_job(const options& given) {
+    options opts = given;
+    std::unique_ptr<link_stats_dir> stats;  // --link-stats: printed and removed at exit
+    if (opts.link_stats) {
+        auto dir = link_stats_dir::create();
+        if (!dir) {
+            std::fprintf(stderr, "loomrun: %s\n", dir.error().message().c_str());
+            return exit_failed;
+        }
+        stats               = std::move(*dir);
+        opts.link_stats_dir = stats->path();
+    }
     // Signals arrive through a signalfd, in the same poll() as the ranks' output.
     sigset_t mask, old_mask;
     sigemptyset(&mask);
@@ -457,6 +486,10 @@ int run_job(const options& opts) {
     }
     net.reset();
     close(sfd);
+    if (stats) {
+        std::fflush(stdout);
+        stats->print(opts.ranks, stdout);
+    }
     return code;
 }
 

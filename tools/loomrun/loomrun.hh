@@ -4,6 +4,7 @@
 //   launcher.cc  fork/exec of N ranks with their LOOM_* environment, the event loop that
 //                prefixes output, reaps ranks, enforces the timeout and ends the job
 //   output.cc    "[rank] " line prefixing of the ranks' pipes
+//   link_stats.cc --link-stats: the rank files' directory, the table printed at exit
 //   netns.cc     --hosts netns: a bridge, one namespace and veth pair per rank, teardown
 //   main.cc      --version, --config, and the exit status
 //
@@ -14,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,8 +35,11 @@ struct options {
     double timeout_s      = 0;        // 0: no timeout
     std::string hosts     = "local";  // local | netns
     double grace_s        = 2.0;      // SIGTERM → SIGKILL when ending ranks
-    bool show_config      = false;
-    bool show_version     = false;
+    std::string fabric;               // --fabric: LOOM_FABRIC, over fwd:<transport>
+    bool link_stats = false;          // --link-stats: print the link counters at exit
+    std::string link_stats_dir;       // set by run_job under --link-stats
+    bool show_config  = false;
+    bool show_version = false;
     std::vector<std::string> command;  // PROGRAM ARGS
 };
 
@@ -101,6 +106,26 @@ class netns_hosts {
     std::vector<int> ns_fds_;
     int made_         = 0;  // ranks whose namespace exists
     bool bridge_made_ = false;
+};
+
+/// --link-stats: a fresh temporary directory the ranks write rank-<r>.txt into
+/// (LOOM_LINK_STATS_DIR; lines "peer sent_bytes recv_bytes sent_msgs recv_msgs forwarded"),
+/// read back after the job; the destructor removes it.
+class link_stats_dir {
+  public:
+    static result<std::unique_ptr<link_stats_dir>> create();
+    ~link_stats_dir();
+    link_stats_dir(const link_stats_dir&)            = delete;
+    link_stats_dir& operator=(const link_stats_dir&) = delete;
+
+    const std::string& path() const { return path_; }
+    /// Prints the table (rank, peer, sent/received bytes, messages, forwarded) of ranks
+    /// 0..ranks-1; a rank without a file gets a line saying so.
+    void print(int ranks, std::FILE* out) const;
+
+  private:
+    explicit link_stats_dir(std::string path) : path_(std::move(path)) {}
+    std::string path_;
 };
 
 /// Runs the job; returns loomrun's exit status. Prints one line on stderr when it is not 0.

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "loomrun.hh"
+#include "topology/topology.hh"
 
 namespace loom::loomrun {
 namespace {
@@ -58,6 +59,13 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
                    "number of ranks to start (1.." + std::to_string(max_ranks) + ")");
     app.add_option("--transport", o.transport, "LOOM_TRANSPORT of every rank")
         ->check(CLI::IsMember({"shm", "tcp"}));
+    app.add_option("--fabric", o.fabric,
+                   "SHAPE (torus:2x2x2, mesh:3x3, ring:8; its size must equal -n): every rank "
+                   "gets LOOM_FABRIC=SHAPE, LOOM_TRANSPORT=fwd:<--transport> and "
+                   "LOOM_PROGRESS=thread, so messages travel hop by hop between neighbours");
+    app.add_flag("--link-stats", o.link_stats,
+                 "with --fabric: print each rank's per-link traffic after the job (the "
+                 "communicators write it at loom_comm_destroy into LOOM_LINK_STATS_DIR)");
     app.add_option("--timeout", text.timeout,
                    "end every rank and exit 124 after this long (seconds, or with s/m/h)");
     app.add_option("--hosts", o.hosts,
@@ -101,6 +109,24 @@ parsed check(parsed out, const flag_text& text) {
             }
             *value = *seconds;
         }
+    }
+    if (!o.fabric.empty()) {
+        auto shape = topology::shape::parse(o.fabric);
+        if (!shape) {
+            return fail("--fabric '" + o.fabric + "': " + shape.error().message());
+        }
+        if (!shape->is_lattice()) {
+            return fail("--fabric '" + o.fabric +
+                        "': expected a lattice (torus:AxB…, mesh:AxB…, "
+                        "ring:N)");
+        }
+        if (shape->size() != o.ranks) {
+            return fail("--fabric '" + o.fabric + "' has " + std::to_string(shape->size()) +
+                        " ranks but -n is " + std::to_string(o.ranks) + ": they must be equal");
+        }
+    }
+    if (o.link_stats && o.fabric.empty()) {
+        return fail("--link-stats needs --fabric SHAPE (link counters exist only over fwd:)");
     }
     if (o.command.empty()) {
         return fail("no program given (loomrun -n N -- PROGRAM ARGS)");

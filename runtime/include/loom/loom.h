@@ -184,10 +184,10 @@ loom_status_t loom_comm_abort(loom_comm_t comm, const char* reason);
 
 /// Splits a communicator as MPI_Comm_split does: ranks passing the same color form a new
 /// communicator, ranked by (key, parent rank). color == LOOM_UNDEFINED joins none (*out =
-/// NULL). The child has its own transport endpoint and engine (same transport kind, a job
-/// id derived from the parent's, addresses exchanged through the parent's rendezvous
-/// store), its topology is star:<child size>, and it inherits timeout, progress mode,
-/// in-flight limit and LOOM_ALGO.
+/// NULL). The child has its own transport endpoint and engine (same transport kind, but
+/// fwd:<driver> becomes <driver>: the child's ranks are no lattice of LOOM_FABRIC; a job id derived
+/// from the parent's, addresses exchanged through the parent's rendezvous store), its topology is
+/// star:<child size>, and it inherits timeout, progress mode, in-flight limit and LOOM_ALGO.
 /// @return LOOM_SUCCESS; LOOM_ERR_INVALID_ARGUMENT (NULL comm or out, color < -1); any
 ///         status of the (color, key) exchange or of connecting the child.
 /// Collective over the parent (one allgather on it, then the child's connect); blocking.
@@ -197,6 +197,27 @@ loom_status_t loom_comm_split(loom_comm_t comm, int color, int key, loom_comm_t*
 int loom_comm_rank(loom_comm_t comm);
 /// The number of ranks in the communicator, or -1 for a NULL comm. Thread-safe.
 int loom_comm_size(loom_comm_t comm);
+
+/** Traffic on one link between this rank and a physical neighbour (fwd:<driver> only). */
+typedef struct loom_link_stat {
+    int peer;                /**< the neighbour's rank */
+    uint64_t sent_bytes;     /**< payload bytes sent on the link (own and forwarded) */
+    uint64_t recv_bytes;     /**< payload bytes received on the link */
+    uint64_t sent_msgs;      /**< chunks sent (a message is one or more chunks) */
+    uint64_t recv_msgs;      /**< chunks received */
+    uint64_t forwarded_msgs; /**< chunks received on the link and sent on toward others */
+} loom_link_stat_t;
+
+/// The link counters of a communicator whose transport is fwd:<driver> (LOOM_FABRIC), one
+/// entry per neighbour in the fabric's neighbour order; counts since the communicator was
+/// created. Writes min(links, max) entries to out and sets *n to the number of links (so
+/// max = 0 with out = NULL asks for the count). With LOOM_LINK_STATS_DIR set, the world
+/// communicator also writes them to DIR/rank-<r>.txt at loom_comm_destroy.
+/// @return LOOM_SUCCESS; LOOM_ERR_INVALID_ARGUMENT (NULL comm or n, max < 0, NULL out with
+///         max > 0); LOOM_ERR_NOT_SUPPORTED when the transport is not fwd:<driver>.
+/// Local; never blocks. The counters are read while a progress thread may update them: a
+/// snapshot, exact only when no call is in flight.
+loom_status_t loom_comm_link_stats(loom_comm_t comm, loom_link_stat_t* out, int max, int* n);
 
 /** Per-call options. Initialise with loom_coll_attr_init(); struct_size versions the ABI
  *  as in loom_config_t. Pass NULL to a collective for all defaults. */

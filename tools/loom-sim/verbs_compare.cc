@@ -1,0 +1,562 @@
+// loom-sim compare: the closed forms against the simulator, every eligible algorithm.
+//
+//   loom-sim compare --collective C --topology T --bytes 1K,1M,1G [--algorithm all|A,B]
+//                    [--ranks N] [--segments P] [--alpha S --bw B] [--port-model MODEL]
+//                    [--json] [--plot FILE.png]
+//
+// For every algorithm of C that applies to the call at a size (predict_grid: the catalogue
+// and algorithms::check_call, as predict), the predicted time (algorithms::predict, the
+// closed form) and the simulated one (fabric/sim) side by side, the fastest simulated time
+// of each size marked, then one line per size naming the winner. T is a shape or a fabric
+// file (take_fabric_file: per-link α/BW, the closed forms at the slowest link); --ranks
+// defaults to T's size. One simulation per applicable (algorithm, size): lean enough for N
+// up to a few hundred. --json prints one object. --plot writes a PNG of simulated time
+// against size (log-log, a line per algorithm) through gnuplot, which must be on PATH
+// (Debian: gnuplot-nox); without it the table is still printed and the verb fails after.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "base/check.hh"
+#include "base/params.hh"
+#include "loom_sim.hh"
+
+namespace loom::sim_tool {
+namespace {
+
+using nlohmann::json;
+
+struct compare_flags {
+    call_flags call;
+    std::string bytes;
+    std::string alpha;  // default 1us
+    std::string bw;     // default 25GB/s
+    std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
+    std::string plot;
+    bool json = false;
+};
+
+// One algorithm at one size: the prediction and, where it applies, the simulation.
+struct entry {
+    prediction pred;
+    sim::report sim;
+    bool winner = false;  // the least simulated time at this size (ties all marked)
+};
+
+struct comparison {
+    algorithms::call base;
+    cost_model model;
+    sim::fabric fabric;
+    std::optional<fabric_file> file;
+    std::vector<int64_t> sizes;
+    std::vector<entry> entries;  // algorithm-major, as predict_grid
+};
+
+// The simulator's call for a size: one-byte elements (as predict_grid), so that the
+// payload is exactly the size; refused when the size is not a whole number of elements.
+result<algorithms::call> call_for_size(const algorithms::call& base, int64_t bytes) {
+    algorithms::call c = base;
+    c.dtype_size       = 1;
+    c.channels         = 1;
+    LOOM_ASSIGN(c.count, count_for_bytes(c, bytes));
+    return c;
+}
+
+result<comparison> build(const compare_flags& f) {
+    comparison out;
+    auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
+    auto bw    = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
+    if (!alpha || !bw) {
+        return !alpha ? alpha.error() : bw.error();
+    }
+    auto ports = parse_ports(f.ports);
+    if (!ports) {
+        return ports.error();
+    }
+    out.fabric.alpha_s        = *alpha;
+    out.fabric.bw_bytes_per_s = *bw;
+    out.fabric.ports          = *ports;
+    call_flags flags          = f.call;
+    auto file = take_fabric_file(flags, out.fabric, !f.alpha.empty() || !f.bw.empty());
+    if (!file) {
+        return file.error();
+    }
+    if (*file) {
+        out.file   = **file;
+        out.fabric = out.file->fabric;
+    } else if (flags.ranks.empty() && !flags.topology.empty()) {
+        if (auto shape = topology::shape::parse(flags.topology)) {
+            flags.ranks = std::to_string(shape->size());  // else make_call says what is wrong
+        }
+    }
+    auto c = make_call(flags);
+    if (!c) {
+        if (flags.ranks.empty() && c.error().message().starts_with("--ranks is required")) {
+            return invalid_argument("--topology is required (or --ranks N for star:N)");
+        }
+        return c.error();
+    }
+    out.base = *c;
+    if (f.bytes.empty()) {
+        return invalid_argument("--bytes is required (a size or a list such as 1K,1M,1G)");
+    }
+    auto sizes = parse_size_list("--bytes", f.bytes);
+    if (!sizes) {
+        return sizes.error();
+    }
+    out.sizes = *sizes;
+    auto algos =
+        algorithms_named(c->coll, flags.algorithm.empty() ? std::string("all") : flags.algorithm);
+    if (!algos) {
+        return algos.error();
+    }
+    if (algos->empty()) {
+        return not_supported("no algorithm implements " +
+                             std::string(schedule::collective_name(c->coll)) + " yet");
+    }
+    out.model = {out.fabric.alpha_s, out.fabric.bw_bytes_per_s, out.fabric.ports};
+    std::vector<algorithms::call> calls;
+    for (int64_t bytes : out.sizes) {
+        auto cs = call_for_size(out.base, bytes);
+        if (!cs) {
+            return cs.error();
+        }
+        calls.push_back(*cs);
+    }
+    for (prediction& p : predict_grid(out.base, *algos, out.sizes, out.model)) {
+        entry e;
+        e.pred = std::move(p);
+        out.entries.push_back(std::move(e));
+    }
+    const size_t nsizes = out.sizes.size();
+    for (size_t i = 0; i < out.entries.size(); ++i) {
+        entry& e = out.entries[i];
+        if (!e.pred.applicable) {
+            continue;
+        }
+        auto r = sim::simulate(*e.pred.algo, calls[i % nsizes], out.fabric);
+        if (!r) {
+            status st = r.error();
+            return st.prefix("simulating " + std::string(e.pred.algo->name) + " at " +
+                             format_size(e.pred.bytes) + ": ");
+        }
+        e.sim = std::move(r).value();
+    }
+    // Winners by simulated time; 1e-12 absorbs rounding only.
+    for (size_t s = 0; s < nsizes; ++s) {
+        double best = -1;
+        for (size_t i = s; i < out.entries.size(); i += nsizes) {
+            const entry& e = out.entries[i];
+            if (e.pred.applicable && (best < 0 || e.sim.time_s < best)) {
+                best = e.sim.time_s;
+            }
+        }
+        for (size_t i = s; i < out.entries.size(); i += nsizes) {
+            entry& e = out.entries[i];
+            e.winner = e.pred.applicable && e.sim.time_s <= best * (1 + 1e-12);
+        }
+    }
+    return out;
+}
+
+// The entries of size index s that apply, in catalogue order.
+std::vector<const entry*> at_size(const comparison& c, size_t s) {
+    std::vector<const entry*> out;
+    for (size_t i = s; i < c.entries.size(); i += c.sizes.size()) {
+        if (c.entries[i].pred.applicable) {
+            out.push_back(&c.entries[i]);
+        }
+    }
+    return out;
+}
+
+// The winners of size index s by simulated time, and the closed forms' fastest.
+std::vector<const entry*> winners(const comparison& c, size_t s) {
+    std::vector<const entry*> out;
+    for (const entry* e : at_size(c, s)) {
+        if (e->winner) {
+            out.push_back(e);
+        }
+    }
+    return out;
+}
+
+std::string names(const std::vector<const entry*>& list, bool by_prediction) {
+    std::string out;
+    for (const entry* e : list) {
+        if (!by_prediction || e->pred.fastest) {
+            out += (out.empty() ? "" : " = ") + std::string(e->pred.algo->name);
+        }
+    }
+    return out;
+}
+
+std::string ratio_text(const entry& e) {
+    if (e.pred.time_s <= 0) {
+        return e.sim.time_s <= 0 ? "1.000" : "-";
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", e.sim.time_s / e.pred.time_s);
+    return buf;
+}
+
+std::string pad(std::string s, size_t width, bool right) {
+    if (s.size() >= width) {
+        return s;
+    }
+    std::string fill(width - s.size(), ' ');
+    return right ? fill + s : s + fill;
+}
+
+void print_text(const comparison& c) {
+    if (c.file) {
+        std::cout << fabric_file_note(*c.file) << '\n';
+    }
+    std::cout << "compare: " << grid_title(c.base, c.model) << '\n'
+              << "time in µs: predicted (closed form, ~ asymptotic) and simulated (fabric/sim); "
+                 "* the fastest simulated at that size\n";
+    size_t name_width = 9, size_width = 4;
+    for (const entry& e : c.entries) {
+        name_width = std::max(name_width, e.pred.algo->name.size());
+        size_width = std::max(size_width, format_size(e.pred.bytes).size());
+    }
+    std::vector<std::string> head = {"size", "algorithm", "predicted", "simulated", "sim/pred"};
+    auto row                      = [&](const std::vector<std::string>& cells) {
+        std::string line = "  " + pad(cells[0], size_width, false) + "  " +
+                           pad(cells[1], name_width, false) + pad(cells[2], 12, true) +
+                           pad(cells[3], 12, true) + pad(cells[4], 10, true);
+        while (!line.empty() && line.back() == ' ') {
+            line.pop_back();
+        }
+        std::cout << line << '\n';
+    };
+    row(head);
+    std::vector<const algorithms::algorithm*> never;  // applies at no size
+    for (size_t i = 0; i < c.entries.size(); i += c.sizes.size()) {
+        bool any = false;
+        for (size_t s = 0; s < c.sizes.size(); ++s) {
+            any = any || c.entries[i + s].pred.applicable.is_ok();
+        }
+        if (!any) {
+            never.push_back(c.entries[i].pred.algo);
+        }
+    }
+    for (size_t s = 0; s < c.sizes.size(); ++s) {
+        for (size_t i = s; i < c.entries.size(); i += c.sizes.size()) {
+            const entry& e = c.entries[i];
+            if (std::find(never.begin(), never.end(), e.pred.algo) != never.end()) {
+                continue;
+            }
+            if (!e.pred.applicable) {
+                row({format_size(c.sizes[s]), std::string(e.pred.algo->name), "n/a ", "n/a ", ""});
+                continue;
+            }
+            row({format_size(c.sizes[s]), std::string(e.pred.algo->name),
+                 (e.pred.cost.exact ? "" : "~") + format_us(e.pred.time_s) + " ",
+                 format_us(e.sim.time_s) + (e.winner ? "*" : " "), ratio_text(e)});
+        }
+    }
+    for (const algorithms::algorithm* a : never) {
+        for (const entry& e : c.entries) {
+            if (e.pred.algo == a) {
+                std::string reason = e.pred.applicable.message();
+                std::string who    = std::string(schedule::collective_name(a->primitive)) + " " +
+                                  std::string(a->name) + ": ";
+                if (reason.starts_with(who)) {
+                    reason.erase(0, who.size());
+                }
+                std::cout << "  not applicable: " << a->name << ": " << reason << '\n';
+                break;
+            }
+        }
+    }
+    for (size_t s = 0; s < c.sizes.size(); ++s) {
+        auto best = winners(c, s);
+        std::cout << "winner at " << format_size(c.sizes[s]) << ": ";
+        if (best.empty()) {
+            std::cout << "none (no algorithm applies)\n";
+            continue;
+        }
+        std::string predicted = names(at_size(c, s), true);
+        std::cout << names(best, false) << ", " << format_us(best.front()->sim.time_s)
+                  << " µs simulated (closed forms' fastest: " << predicted << ")\n";
+    }
+}
+
+json to_json(const comparison& c, const std::string& plot) {
+    json results = json::array();
+    for (const entry& e : c.entries) {
+        json o = {{"algorithm", e.pred.algo->name},
+                  {"bytes", e.pred.bytes},
+                  {"applicable", e.pred.applicable.is_ok()}};
+        if (!e.pred.applicable) {
+            o["reason"] = e.pred.applicable.message();
+            results.push_back(o);
+            continue;
+        }
+        o["predicted"] = {{"time_s", e.pred.time_s},
+                          {"n_alpha", e.pred.cost.n_alpha},
+                          {"n_beta", e.pred.cost.n_beta},
+                          {"exact", e.pred.cost.exact},
+                          {"fastest", e.pred.fastest}};
+        o["simulated"] = {{"time_s", e.sim.time_s},
+                          {"n_alpha", e.sim.n_alpha},
+                          {"n_beta", e.sim.n_beta},
+                          {"steps", e.sim.steps},
+                          {"transfers", e.sim.transfers}};
+        o["ratio"]     = e.pred.time_s > 0 ? json(e.sim.time_s / e.pred.time_s) : json(nullptr);
+        o["winner"]    = e.winner;
+        results.push_back(o);
+    }
+    json wins = json::array();
+    for (size_t s = 0; s < c.sizes.size(); ++s) {
+        auto best = winners(c, s);
+        json w    = {{"bytes", c.sizes[s]}};
+        if (best.empty()) {
+            w["algorithm"] = nullptr;
+        } else {
+            w["algorithm"]   = best.front()->pred.algo->name;
+            w["tied"]        = json::array();
+            w["simulated_s"] = best.front()->sim.time_s;
+            for (size_t k = 1; k < best.size(); ++k) {
+                w["tied"].push_back(best[k]->pred.algo->name);
+            }
+            json fastest = json::array();
+            for (const entry* e : at_size(c, s)) {
+                if (e->pred.fastest) {
+                    fastest.push_back(e->pred.algo->name);
+                }
+            }
+            w["predicted_fastest"] = fastest;
+        }
+        wins.push_back(w);
+    }
+    json doc = {{"collective", schedule::collective_name(c.base.coll)},
+                {"topology", c.base.topo.to_string()},
+                {"ranks", c.base.nranks},
+                {"segments", c.base.segments},
+                {"port_model", algorithms::port_model_name(c.model.ports)},
+                {"alpha_s", c.model.alpha_s},
+                {"bw_bytes_per_s", c.model.bw_bytes_per_s},
+                {"sizes", c.sizes},
+                {"results", results},
+                {"winners", wins}};
+    if (c.file) {
+        doc["fabric_file"] = c.file->path;  // alpha_s, bw_bytes_per_s: its slowest link's
+    }
+    if (!plot.empty()) {
+        doc["plot"] = plot;
+    }
+    return doc;
+}
+
+// ---- --plot: a gnuplot script, run by gnuplot ----------------------------------------------
+
+// The first executable "gnuplot" on PATH; empty if none.
+std::string find_gnuplot() {
+    const char* path = std::getenv("PATH");
+    std::string dirs = path != nullptr ? path : "";
+    size_t at        = 0;
+    while (at <= dirs.size()) {
+        size_t end      = dirs.find(':', at);
+        std::string dir = dirs.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        std::string candidate = (dir.empty() ? std::string(".") : dir) + "/gnuplot";
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+        if (end == std::string::npos) {
+            break;
+        }
+        at = end + 1;
+    }
+    return "";
+}
+
+// A gnuplot single-quoted string ('' stands for one quote).
+std::string gp_quote(const std::string& s) {
+    std::string out = "'";
+    for (char ch : s) {
+        out += ch == '\'' ? std::string("''") : std::string(1, ch);
+    }
+    return out + "'";
+}
+
+std::string plot_script(const comparison& c, const std::string& png) {
+    std::ostringstream gp;
+    gp.precision(17);
+    gp << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+       << "  set terminal pngcairo size 960,640 noenhanced\n"
+       << "} else {\n"
+       << "  set terminal png size 960,640 noenhanced\n"
+       << "}\n"
+       << "set output " << gp_quote(png) << '\n'
+       << "set title " << gp_quote("simulated " + grid_title(c.base, c.model)) << '\n'
+       << "set logscale xy\nset xlabel 'size (bytes)'\nset ylabel 'simulated time (us)'\n"
+       << "set key outside right top\nset grid\n";
+    std::vector<std::string> series;
+    const size_t nsizes = c.sizes.size();
+    for (size_t i = 0; i < c.entries.size(); i += nsizes) {
+        std::string block = "$d" + std::to_string(series.size());
+        std::ostringstream data;
+        data.precision(17);
+        int points = 0;
+        for (size_t s = 0; s < nsizes; ++s) {
+            const entry& e = c.entries[i + s];
+            if (e.pred.applicable && e.pred.bytes > 0 && e.sim.time_s > 0) {
+                data << e.pred.bytes << ' ' << e.sim.time_s * 1e6 << '\n';
+                ++points;
+            }
+        }
+        if (points == 0) {
+            continue;
+        }
+        gp << block << " << EOD\n" << data.str() << "EOD\n";
+        series.push_back(block + " using 1:2 with linespoints title " +
+                         gp_quote(std::string(c.entries[i].pred.algo->name)));
+    }
+    if (series.empty()) {
+        return "";
+    }
+    gp << "plot ";
+    for (size_t k = 0; k < series.size(); ++k) {
+        gp << (k ? ", \\\n     " : "") << series[k];
+    }
+    gp << '\n';
+    return gp.str();
+}
+
+// Runs `gnuplot SCRIPT` with its output in LOG; the exit status, or -1 if it could not run.
+int run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log) {
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        return -1;
+    }
+    if (pid == 0) {
+        FILE* out = std::freopen(log.c_str(), "w", stdout);
+        if (out == nullptr || ::dup2(::fileno(stdout), 2) < 0) {
+            ::_exit(126);
+        }
+        const char* argv[] = {gnuplot.c_str(), script.c_str(), nullptr};
+        ::execv(gnuplot.c_str(), const_cast<char* const*>(argv));
+        ::_exit(127);
+    }
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) {
+            return -1;
+        }
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+status write_plot(const comparison& c, const std::string& png) {
+    std::string gnuplot = find_gnuplot();
+    if (gnuplot.empty()) {
+        return invalid_argument(
+            "--plot: gnuplot not found on PATH; install it (Debian/Ubuntu: "
+            "sudo apt-get install gnuplot-nox) or leave out --plot");
+    }
+    std::string script = plot_script(c, png);
+    if (script.empty()) {
+        return invalid_argument("--plot: nothing to plot (no algorithm applies at a size > 0)");
+    }
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path dir = fs::temp_directory_path(ec);
+    if (ec) {
+        dir = ".";
+    }
+    std::string stem = (dir / ("loom-sim-plot-" + std::to_string(::getpid()))).string();
+    std::string gp = stem + ".gp", log = stem + ".log";
+    {
+        std::ofstream out(gp, std::ios::binary);
+        out << script;
+        if (!out) {
+            return system_error("--plot: cannot write the gnuplot script '" + gp + "'");
+        }
+    }
+    std::error_code ignore;
+    fs::remove(png, ignore);
+    int rc = run_gnuplot(gnuplot, gp, log);
+    std::string first;
+    {
+        std::ifstream in(log);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (!line.empty() && line.find_first_not_of(" \t^") != std::string::npos) {
+                first = line;  // keep the last non-blank line: gnuplot's error message
+            }
+        }
+    }
+    fs::remove(gp, ignore);
+    fs::remove(log, ignore);
+    if (rc != 0) {
+        return system_error("--plot: gnuplot failed (exit " + std::to_string(rc) + ")" +
+                            (first.empty() ? "" : ": " + first));
+    }
+    if (auto size = fs::file_size(png, ec); ec || size == 0) {
+        return system_error("--plot: gnuplot wrote no image to '" + png + "'");
+    }
+    return status::ok();
+}
+
+status run_compare(const compare_flags& f) {
+    auto c = build(f);
+    if (!c) {
+        return c.error();
+    }
+    if (f.json) {
+        std::cout << to_json(*c, f.plot).dump(2) << '\n';
+    } else {
+        print_text(*c);
+    }
+    if (f.plot.empty()) {
+        return status::ok();
+    }
+    std::cout.flush();  // the table stands even when the plot fails
+    if (status st = write_plot(*c, f.plot); !st) {
+        return st;
+    }
+    if (!f.json) {
+        std::cout << "plot: " << f.plot << '\n';
+    }
+    return status::ok();
+}
+
+}  // namespace
+
+void add_compare_verbs(CLI::App& app, std::vector<verb>& verbs) {
+    auto cf       = std::make_shared<compare_flags>();
+    CLI::App* cmd = app.add_subcommand(
+        "compare", "predicted (closed form) against simulated time, every eligible algorithm");
+    add_call_flags(*cmd, cf->call, call_flag_set::predict);
+    cmd->add_option("--bytes", cf->bytes,
+                    "payload sizes M: a comma list of bytes, K/M/G (1024-based) or KB/MB/GB")
+        ->type_name("M");
+    cmd->add_option("--alpha", cf->alpha, "latency per hop α (default 1us)")->type_name("S");
+    cmd->add_option("--bw", cf->bw, "bandwidth per link direction (default 25GB/s)")
+        ->type_name("B");
+    cmd->add_option("--port-model", cf->ports,
+                    "per-edge or single-port (star, full mesh); default LOOM_PORT_MODEL, else "
+                    "per-edge")
+        ->type_name("MODEL");
+    cmd->add_option("--plot", cf->plot,
+                    "also write a PNG of simulated time against size (log-log) with gnuplot "
+                    "(Debian: gnuplot-nox)")
+        ->type_name("FILE.png");
+    cmd->add_flag("--json", cf->json, "one JSON object");
+    cmd->footer(
+        "--algorithm defaults to all; --ranks to the topology's size. A fabric file as "
+        "--topology gives each link its own α and BW (the closed forms use the slowest link's).");
+    verbs.push_back({cmd, [cf] { return run_compare(*cf); }});
+}
+
+}  // namespace loom::sim_tool
