@@ -1,0 +1,215 @@
+// Encoding and length-checked parsing of inc packets (packet.hh).
+#include "inc/protocol/packet.hh"
+
+#include <array>
+#include <cstring>
+
+namespace loom::inc {
+namespace {
+
+void put16(uint8_t* p, uint16_t v) {
+    p[0] = uint8_t(v >> 8);
+    p[1] = uint8_t(v);
+}
+void put32(uint8_t* p, uint32_t v) {
+    for (int i = 0; i < 4; ++i) {
+        p[i] = uint8_t(v >> (24 - 8 * i));
+    }
+}
+void put64(uint8_t* p, uint64_t v) {
+    put32(p, uint32_t(v >> 32));
+    put32(p + 4, uint32_t(v));
+}
+uint16_t get16(const uint8_t* p) {
+    return uint16_t(p[0] << 8 | p[1]);
+}
+uint32_t get32(const uint8_t* p) {
+    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+uint64_t get64(const uint8_t* p) {
+    return uint64_t(get32(p)) << 32 | get32(p + 4);
+}
+
+// Reflected CRC32C table (polynomial 0x82f63b78), built at compile time.
+constexpr std::array<uint32_t, 256> crc_table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; ++k) {
+            c = (c & 1) != 0 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        }
+        t[i] = c;
+    }
+    return t;
+}();
+
+uint32_t crc32c_table(uint32_t crc, const uint8_t* p, size_t len) {
+    for (size_t i = 0; i < len; ++i) {
+        crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    }
+    return crc;
+}
+
+#if defined(__x86_64__)
+// The SSE4.2 crc32 instruction: 8 bytes per instruction, ~20x the table.
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const uint8_t* p,
+                                                        size_t len) {
+    uint64_t c = crc;
+    for (; len >= 8; len -= 8, p += 8) {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+    }
+    auto c32 = uint32_t(c);
+    for (; len > 0; --len, ++p) {
+        c32 = __builtin_ia32_crc32qi(c32, *p);
+    }
+    return c32;
+}
+#endif
+
+}  // namespace
+
+uint32_t crc32c(uint32_t crc, const void* data, size_t len) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    crc           = ~crc;
+#if defined(__x86_64__)
+    static const bool hw = __builtin_cpu_supports("sse4.2");
+    crc                  = hw ? crc32c_sse42(crc, p, len) : crc32c_table(crc, p, len);
+#else
+    crc = crc32c_table(crc, p, len);
+#endif
+    return ~crc;
+}
+
+std::string_view parse_error_name(parse_error e) {
+    switch (e) {
+        case parse_error::none:
+            return "none";
+        case parse_error::truncated:
+            return "truncated";
+        case parse_error::bad_magic:
+            return "bad magic";
+        case parse_error::bad_version:
+            return "bad version";
+        case parse_error::bad_kind:
+            return "bad kind";
+        case parse_error::bad_dtype:
+            return "bad dtype";
+        case parse_error::bad_op:
+            return "bad op";
+        case parse_error::too_large:
+            return "payload too large";
+        case parse_error::bad_length:
+            return "payload length differs from count";
+        case parse_error::bad_checksum:
+            return "bad checksum";
+    }
+    return "?";
+}
+
+size_t element_bytes(loom_dtype_t dtype) {
+    switch (dtype) {
+        case LOOM_INT32:
+        case LOOM_FLOAT32:
+            return 4;
+        case LOOM_INT64:
+        case LOOM_FLOAT64:
+            return 8;
+        case LOOM_FLOAT16:
+        case LOOM_BFLOAT16:
+            return 2;
+        default:
+            return 0;
+    }
+}
+
+size_t payload_bytes(const header& h) {
+    bool carries = h.kind == packet_kind::contribute || h.kind == packet_kind::result;
+    return carries ? size_t(h.count) * element_bytes(h.dtype) : 0;
+}
+
+size_t encode(const header& h, const void* payload, uint8_t* out) {
+    size_t n = payload_bytes(h);
+    put32(out + offsetof(wire_header, magic), packet_magic);
+    out[offsetof(wire_header, version)] = packet_version;
+    out[offsetof(wire_header, kind)]    = uint8_t(h.kind);
+    out[offsetof(wire_header, dtype)]   = uint8_t(h.dtype);
+    out[offsetof(wire_header, op)]      = uint8_t(h.op);
+    put16(out + offsetof(wire_header, flags), h.flags);
+    put16(out + offsetof(wire_header, reserved), 0);
+    put32(out + offsetof(wire_header, job), h.job);
+    put32(out + offsetof(wire_header, comm), h.comm);
+    put32(out + offsetof(wire_header, seq), h.seq);
+    put32(out + offsetof(wire_header, slot), h.slot);
+    put64(out + offsetof(wire_header, offset), h.offset);
+    put32(out + offsetof(wire_header, count), h.count);
+    put32(out + offsetof(wire_header, contributor), h.contributor);
+    put32(out + offsetof(wire_header, checksum), 0);
+    if (n > 0) {
+        std::memcpy(out + header_bytes, payload, n);
+    }
+    uint32_t crc = crc32c(0, out, header_bytes + n);
+    put32(out + offsetof(wire_header, checksum), crc);
+    return header_bytes + n;
+}
+
+parse_error parse(const uint8_t* packet, size_t len, header* out, const uint8_t** payload) {
+    if (len < header_bytes) {
+        return parse_error::truncated;
+    }
+    if (get32(packet + offsetof(wire_header, magic)) != packet_magic) {
+        return parse_error::bad_magic;
+    }
+    if (packet[offsetof(wire_header, version)] != packet_version) {
+        return parse_error::bad_version;
+    }
+    header h;
+    uint8_t kind = packet[offsetof(wire_header, kind)];
+    if (kind < uint8_t(packet_kind::contribute) || kind > uint8_t(packet_kind::nack)) {
+        return parse_error::bad_kind;
+    }
+    h.kind        = packet_kind(kind);
+    h.dtype       = loom_dtype_t(packet[offsetof(wire_header, dtype)]);
+    h.op          = loom_op_t(packet[offsetof(wire_header, op)]);
+    h.flags       = get16(packet + offsetof(wire_header, flags));
+    h.job         = get32(packet + offsetof(wire_header, job));
+    h.comm        = get32(packet + offsetof(wire_header, comm));
+    h.seq         = get32(packet + offsetof(wire_header, seq));
+    h.slot        = get32(packet + offsetof(wire_header, slot));
+    h.offset      = get64(packet + offsetof(wire_header, offset));
+    h.count       = get32(packet + offsetof(wire_header, count));
+    h.contributor = get32(packet + offsetof(wire_header, contributor));
+    bool carries  = h.kind == packet_kind::contribute || h.kind == packet_kind::result;
+    if (carries && element_bytes(h.dtype) == 0) {
+        return parse_error::bad_dtype;
+    }
+    if (carries && h.op != LOOM_SUM && h.op != LOOM_MIN && h.op != LOOM_MAX) {
+        return parse_error::bad_op;
+    }
+    // 64-bit product: a hostile count cannot wrap the length check.
+    uint64_t n = carries ? uint64_t(h.count) * element_bytes(h.dtype) : 0;
+    if (n > max_payload_bytes) {
+        return parse_error::too_large;
+    }
+    if (len != header_bytes + n) {
+        return len < header_bytes + n ? parse_error::truncated : parse_error::bad_length;
+    }
+    uint32_t want   = get32(packet + offsetof(wire_header, checksum));
+    uint8_t zero[4] = {0, 0, 0, 0};
+    uint32_t crc    = crc32c(0, packet, offsetof(wire_header, checksum));
+    // Continue the CRC over a zeroed checksum field and the payload without copying
+    // (crc32c(crc32c(0, a), b) is the CRC of a then b).
+    crc = crc32c(crc, zero, 4);
+    crc = crc32c(crc, packet + header_bytes, n);
+    if (crc != want) {
+        return parse_error::bad_checksum;
+    }
+    *out = h;
+    if (payload != nullptr) {
+        *payload = packet + header_bytes;
+    }
+    return parse_error::none;
+}
+
+}  // namespace loom::inc

@@ -1,0 +1,268 @@
+// inc/aggregator: contributions from every member in any order, with duplicates, give one
+// multicast result equal to the reference; deterministic mode is bitwise the same for any
+// arrival order; a lost result is resent to the member that asks again; slots are reused
+// phase after phase and refuse phases out of order; admission keeps jobs within their
+// quota; packets of unknown groups, members or slots are dropped and counted.
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/reduce.hh"
+#include "inc/aggregator/aggregator.hh"
+#include "test_main.hh"
+
+using namespace loom;
+using namespace loom::inc;
+
+namespace {
+
+struct sent {
+    bool multicast;
+    uint32_t job, comm, rank;
+    header h;
+    std::vector<uint8_t> payload;
+};
+
+// Parses every packet the aggregator sends: what goes out must itself be well formed.
+struct capture_sink final : packet_sink {
+    std::vector<sent> out;
+    void take(bool multicast, uint32_t job, uint32_t comm, uint32_t rank, const uint8_t* p,
+              size_t len) {
+        sent s{multicast, job, comm, rank, {}, {}};
+        const uint8_t* payload = nullptr;
+        assert_int_equal(int(parse(p, len, &s.h, &payload)), int(parse_error::none));
+        s.payload.assign(payload, payload + payload_bytes(s.h));
+        out.push_back(std::move(s));
+    }
+    void unicast(uint32_t job, uint32_t comm, uint32_t rank, const uint8_t* p,
+                 size_t len) override {
+        take(false, job, comm, rank, p, len);
+    }
+    void multicast(uint32_t job, uint32_t comm, const uint8_t* p, size_t len) override {
+        take(true, job, comm, 0, p, len);
+    }
+};
+
+header contribution(uint32_t job, uint32_t comm, uint32_t seq, uint32_t slot, uint64_t offset,
+                    loom_dtype_t dtype, loom_op_t op, uint32_t count, uint32_t rank) {
+    header h;
+    h.kind        = packet_kind::contribute;
+    h.dtype       = dtype;
+    h.op          = op;
+    h.job         = job;
+    h.comm        = comm;
+    h.seq         = seq;
+    h.slot        = slot;
+    h.offset      = offset;
+    h.count       = count;
+    h.contributor = rank;
+    return h;
+}
+
+// Member r's chunk, chosen so that the order of a float sum shows: rank 0 holds 1e8 (where
+// a float32 ulp is 8), the others about 3, which vanish one by one when added to 1e8 but
+// not when added up first.
+std::vector<float> chunk_of(uint32_t r, uint32_t count) {
+    std::vector<float> v(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        v[i] = r == 0 ? 1e8f : 3.0f + float(i % 13) * 1e-3f * float(r);
+    }
+    return v;
+}
+
+void all_members_any_order_with_duplicates(void**) {
+    const uint32_t n = 9, count = 2048;
+    for (loom_op_t op : {LOOM_SUM, LOOM_MIN, LOOM_MAX}) {
+        aggregator agg;
+        assert_true(agg.admit(1, 2, n, 4, false).is_ok());
+        capture_sink sink;
+        std::vector<uint32_t> order;
+        for (uint32_t r = 0; r < n; ++r) {
+            order.push_back(r);
+            order.push_back(r);  // every member sends twice (a retransmission)
+        }
+        std::mt19937 rng(op);
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<int32_t> want(count, 0);
+        for (uint32_t r = 0; r < n; ++r) {
+            for (uint32_t i = 0; i < count; ++i) {
+                auto v  = int32_t(r * 1000 + i) - 4000;
+                want[i] = r == 0           ? v
+                          : op == LOOM_SUM ? want[i] + v
+                          : op == LOOM_MIN ? std::min(want[i], v)
+                                           : std::max(want[i], v);
+            }
+        }
+        for (uint32_t r : order) {
+            std::vector<int32_t> mine(count);
+            for (uint32_t i = 0; i < count; ++i) {
+                mine[i] = int32_t(r * 1000 + i) - 4000;
+            }
+            agg.on_packet(contribution(1, 2, 10, 3, 0, LOOM_INT32, op, count, r),
+                          reinterpret_cast<const uint8_t*>(mine.data()), sink);
+        }
+        size_t multicasts = size_t(std::count_if(sink.out.begin(), sink.out.end(),
+                                                 [](const sent& s) { return s.multicast; }));
+        assert_int_equal(multicasts, 1);
+        const sent& m = *std::find_if(sink.out.begin(), sink.out.end(),
+                                      [](const sent& s) { return s.multicast; });
+        assert_int_equal(int(m.h.kind), int(packet_kind::result));
+        assert_int_equal(m.h.seq, 10);
+        assert_int_equal(m.h.slot, 3);
+        assert_memory_equal(m.payload.data(), want.data(), count * sizeof(int32_t));
+        assert_int_equal(agg.stats().contributions, n);
+        assert_int_equal(agg.stats().duplicates, n);
+        // Duplicates after completion are answered with the result, to that member alone.
+        assert_int_equal(agg.stats().resent, sink.out.size() - 1);
+        for (const sent& s : sink.out) {
+            if (!s.multicast) {
+                assert_memory_equal(s.payload.data(), want.data(), count * sizeof(int32_t));
+            }
+        }
+    }
+}
+
+std::vector<uint8_t> deterministic_sum(const std::vector<uint32_t>& order, bool deterministic) {
+    const uint32_t n = 8, count = 1000;
+    aggregator agg;
+    assert_true(agg.admit(5, 1, n, 1, deterministic).is_ok());
+    capture_sink sink;
+    for (uint32_t r : order) {
+        auto v = chunk_of(r, count);
+        agg.on_packet(contribution(5, 1, 1, 0, 0, LOOM_FLOAT32, LOOM_SUM, count, r),
+                      reinterpret_cast<const uint8_t*>(v.data()), sink);
+    }
+    assert_int_equal(sink.out.size(), 1);
+    return sink.out[0].payload;
+}
+
+void deterministic_float_sums_are_bitwise_reproducible(void**) {
+    std::vector<uint32_t> forward = {0, 1, 2, 3, 4, 5, 6, 7}, backward = {7, 6, 5, 4, 3, 2, 1, 0},
+                          mixed = {3, 7, 0, 5, 1, 6, 2, 4};
+    auto a                      = deterministic_sum(forward, true);
+    auto b                      = deterministic_sum(backward, true);
+    auto c                      = deterministic_sum(mixed, true);
+    assert_memory_equal(a.data(), b.data(), a.size());
+    assert_memory_equal(a.data(), c.data(), a.size());
+    // And it is the rank-order sum, computed here with the same kernel.
+    std::vector<float> want = chunk_of(0, 1000);
+    auto add                = engine::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
+    for (uint32_t r = 1; r < 8; ++r) {
+        auto v = chunk_of(r, 1000);
+        add(want.data(), want.data(), v.data(), 1000);
+    }
+    assert_memory_equal(a.data(), want.data(), a.size());
+    // Arrival order does change a plain float sum here (which is why the mode exists).
+    auto plain_forward  = deterministic_sum(forward, false);
+    auto plain_backward = deterministic_sum(backward, false);
+    assert_memory_not_equal(plain_forward.data(), plain_backward.data(), plain_forward.size());
+}
+
+void slots_are_reused_phase_after_phase(void**) {
+    const uint32_t n = 3, count = 4;
+    aggregator agg;
+    assert_true(agg.admit(1, 1, n, 2, false).is_ok());
+    capture_sink sink;
+    std::vector<int64_t> one(count, 1);
+    auto send = [&](uint32_t seq, uint64_t offset, uint32_t r) {
+        agg.on_packet(contribution(1, 1, seq, 1, offset, LOOM_INT64, LOOM_SUM, count, r),
+                      reinterpret_cast<const uint8_t*>(one.data()), sink);
+    };
+    // Phase (seq 1, offset 0) completes.
+    for (uint32_t r = 0; r < n; ++r) {
+        send(1, 0, r);
+    }
+    assert_int_equal(agg.stats().results, 1);
+    // Phase (1, 8) on the same slot: rank 0 starts it; rank 2 lost result (1, 0) and asks
+    // again: the kept entry answers it.
+    send(1, 8, 0);
+    send(1, 0, 2);
+    assert_int_equal(agg.stats().resent, 1);
+    assert_int_equal(sink.out.back().rank, 2);
+    assert_true(sink.out.back().h.offset == 0);
+    // A third phase before the second completes: refused (a client cannot be there yet).
+    send(1, 16, 1);
+    assert_int_equal(agg.stats().stale, 1);
+    send(1, 8, 1);
+    send(1, 8, 2);
+    assert_int_equal(agg.stats().results, 2);
+    // Now (1, 16) starts and replaces (1, 0): a late (1, 0) is stale, not reopened.
+    send(1, 16, 1);
+    send(1, 0, 1);
+    assert_int_equal(agg.stats().stale, 2);
+    std::vector<int64_t> three(count, 3);
+    assert_memory_equal(sink.out.back().payload.data(), three.data(), count * sizeof(int64_t));
+    // Acks of the completed phase are counted once per member.
+    header ack = contribution(1, 1, 1, 1, 8, LOOM_INT64, LOOM_SUM, 0, 0);
+    ack.kind   = packet_kind::ack;
+    agg.on_packet(ack, nullptr, sink);
+    agg.on_packet(ack, nullptr, sink);
+    assert_int_equal(agg.stats().acks, 1);
+}
+
+void admission_quotas_and_groups_apart(void**) {
+    aggregator_config c;
+    c.total_slots = 10;
+    c.job_quota   = 6;
+    aggregator agg(c);
+    assert_true(agg.admit(1, 1, 4, 4, false).is_ok());
+    assert_false(agg.admit(1, 1, 4, 1, false).is_ok());  // admitted twice
+    status over = agg.admit(1, 2, 4, 3, false);          // job 1 would hold 7 > 6
+    assert_int_equal(over.code(), LOOM_ERR_NO_RESOURCE);
+    assert_true(agg.admit(2, 1, 2, 5, false).is_ok());  // another job: its own quota
+    assert_int_equal(agg.admit(3, 1, 2, 2, false).code(), LOOM_ERR_NO_RESOURCE);  // pool: 9 + 2
+    assert_false(agg.admit(3, 1, 0, 1, false).is_ok());                           // no members
+    agg.release(2, 1);
+    assert_true(agg.admit(3, 1, 2, 2, false).is_ok());
+    assert_int_equal(agg.slots_in_use(), 6);
+
+    // Two groups on one node, same slot and seq: each gets its own result.
+    capture_sink sink;
+    std::vector<int32_t> a(2, 10), b(2, 100);
+    for (uint32_t r = 0; r < 2; ++r) {
+        agg.on_packet(contribution(3, 1, 1, 0, 0, LOOM_INT32, LOOM_SUM, 2, r),
+                      reinterpret_cast<const uint8_t*>(b.data()), sink);
+    }
+    for (uint32_t r = 0; r < 4; ++r) {
+        agg.on_packet(contribution(1, 1, 1, 0, 0, LOOM_INT32, LOOM_SUM, 2, r),
+                      reinterpret_cast<const uint8_t*>(a.data()), sink);
+    }
+    assert_int_equal(sink.out.size(), 2);
+    assert_int_equal(sink.out[0].job, 3);
+    assert_int_equal(reinterpret_cast<const int32_t*>(sink.out[0].payload.data())[0], 200);
+    assert_int_equal(sink.out[1].job, 1);
+    assert_int_equal(reinterpret_cast<const int32_t*>(sink.out[1].payload.data())[0], 40);
+}
+
+void strangers_are_dropped_and_counted(void**) {
+    aggregator agg;
+    assert_true(agg.admit(1, 1, 4, 2, false).is_ok());
+    capture_sink sink;
+    std::vector<int32_t> v(2, 1);
+    auto p = reinterpret_cast<const uint8_t*>(v.data());
+    agg.on_packet(contribution(9, 1, 1, 0, 0, LOOM_INT32, LOOM_SUM, 2, 0), p, sink);
+    agg.on_packet(contribution(1, 1, 1, 0, 0, LOOM_INT32, LOOM_SUM, 2, 4), p, sink);
+    agg.on_packet(contribution(1, 1, 1, 2, 0, LOOM_INT32, LOOM_SUM, 2, 0), p, sink);
+    agg.on_packet(contribution(1, 1, 1, 0, 0, LOOM_INT32, LOOM_SUM, 2, 0), p, sink);
+    agg.on_packet(contribution(1, 1, 1, 0, 0, LOOM_INT32, LOOM_MAX, 2, 1), p, sink);
+    assert_int_equal(agg.stats().unknown_group, 1);
+    assert_int_equal(agg.stats().bad_member, 1);
+    assert_int_equal(agg.stats().bad_slot, 1);
+    assert_int_equal(agg.stats().mismatched, 1);
+    assert_int_equal(agg.stats().contributions, 1);
+    assert_true(sink.out.empty());
+}
+
+}  // namespace
+
+int main() {
+    const CMUnitTest tests[] = {
+        cmocka_unit_test(all_members_any_order_with_duplicates),
+        cmocka_unit_test(deterministic_float_sums_are_bitwise_reproducible),
+        cmocka_unit_test(slots_are_reused_phase_after_phase),
+        cmocka_unit_test(admission_quotas_and_groups_apart),
+        cmocka_unit_test(strangers_are_dropped_and_counted),
+    };
+    return LOOM_RUN_TESTS("inc_aggregator", tests);
+}
