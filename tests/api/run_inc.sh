@@ -63,9 +63,9 @@ cat >"$work/tree.json" <<'JSON'
            {"id": "leaf0", "kind": "switch", "in_network": true, "parent": "spine"},
            {"id": "leaf1", "kind": "switch", "in_network": true, "parent": "spine"},
            {"id": "spine", "kind": "switch", "in_network": true}],
- "links": [{"a": "h0", "b": "leaf0", "alpha": 1e-6, "bw": 25e9}, {"a": "h1", "b": "leaf0", "alpha": 1e-6, "bw": 25e9},
-           {"a": "h2", "b": "leaf1", "alpha": 1e-6, "bw": 25e9}, {"a": "h3", "b": "leaf1", "alpha": 1e-6, "bw": 25e9},
-           {"a": "leaf0", "b": "spine", "alpha": 1e-6, "bw": 25e9}, {"a": "leaf1", "b": "spine", "alpha": 1e-6, "bw": 25e9}]}
+ "links": [{"a": "h0", "b": "leaf0", "class": "net", "alpha": 1e-6, "bw": 25e9}, {"a": "h1", "b": "leaf0", "class": "net", "alpha": 1e-6, "bw": 25e9},
+           {"a": "h2", "b": "leaf1", "class": "net", "alpha": 1e-6, "bw": 25e9}, {"a": "h3", "b": "leaf1", "class": "net", "alpha": 1e-6, "bw": 25e9},
+           {"a": "leaf0", "b": "spine", "class": "net", "alpha": 1e-6, "bw": 25e9}, {"a": "leaf1", "b": "spine", "class": "net", "alpha": 1e-6, "bw": 25e9}]}
 JSON
 case_run "two-level tree N=4 tcp" 4 --switch --fabric "$work/tree.json" --transport tcp -- "$program"
 
