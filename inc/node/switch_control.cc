@@ -212,6 +212,11 @@ std::string switch_node::stats_text() const {
     line("bytes_in", stats_.bytes_in);
     line("bytes_out", stats_.bytes_out);
     line("contributions", a.contributions);
+    // Averages since the node started (--stats-interval prints them as it runs).
+    double up_s = std::max(now_s() - started_s_, 1e-9);
+    line("uptime_ms", uint64_t(up_s * 1e3));
+    line("contributions_per_s", uint64_t(double(a.contributions) / up_s));
+    line("bytes_in_per_s", uint64_t(double(stats_.bytes_in) / up_s));
     line("results", a.results);
     line("duplicates", a.duplicates);
     line("resent", a.resent);

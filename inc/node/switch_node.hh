@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.hh"
 #include "base/status.hh"
 #include "inc/aggregator/aggregator.hh"
 #include "inc/node/join.hh"
@@ -107,6 +108,7 @@ class switch_node {
     switch_config cfg_;
     switch_stats stats_;
     link_stats retired_;  // of links closed
+    double started_s_ = now_s();  // for the rates in stats_text()
     aggregator agg_;
     std::unique_ptr<sink> sink_;
     std::unique_ptr<listener> listener_;

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/check.hh"
 #include "base/clock.hh"
 #include "inc/transport/link.hh"
 
@@ -283,17 +284,22 @@ class tcp_listener final : public listener {
 
 }  // namespace
 
-result<std::unique_ptr<link>> connect_tcp(std::string_view rest, double timeout_s) {
-    std::string address = "tcp:" + std::string(rest), host;
-    uint16_t port       = 0;
+// "HOST:PORT" → a socket address (passive: for bind).
+status tcp_address(std::string_view rest, bool passive, sockaddr_storage* addr,
+                   socklen_t* addr_len) {
+    std::string host;
+    uint16_t port = 0;
     if (!split_host_port(rest, &host, &port)) {
-        return invalid_argument("'" + address + "' is not tcp:HOST:PORT");
+        return invalid_argument("'tcp:" + std::string(rest) + "' is not tcp:HOST:PORT");
     }
+    return resolve(host, port, passive, addr, addr_len);
+}
+
+result<std::unique_ptr<link>> connect_tcp(std::string_view rest, double timeout_s) {
+    std::string address = "tcp:" + std::string(rest);
     sockaddr_storage addr{};
     socklen_t addr_len = 0;
-    if (status st = resolve(host, port, false, &addr, &addr_len); !st) {
-        return st;
-    }
+    LOOM_CHECK(tcp_address(rest, false, &addr, &addr_len));
     deadline until(timeout_s);
     double backoff_s       = first_backoff_s;
     std::string last_error = "never tried";
@@ -331,16 +337,13 @@ result<std::unique_ptr<link>> connect_tcp(std::string_view rest, double timeout_
 }
 
 result<std::unique_ptr<listener>> listen_tcp(std::string_view rest) {
-    std::string address = "tcp:" + std::string(rest), host;
-    uint16_t port       = 0;
-    if (!split_host_port(rest, &host, &port)) {
-        return invalid_argument("'" + address + "' is not tcp:HOST:PORT");
-    }
+    std::string address = "tcp:" + std::string(rest);
     sockaddr_storage addr{};
     socklen_t addr_len = 0;
-    if (status st = resolve(host, port, true, &addr, &addr_len); !st) {
-        return st;
-    }
+    LOOM_CHECK(tcp_address(rest, true, &addr, &addr_len));
+    std::string host;
+    uint16_t port = 0;
+    split_host_port(rest, &host, &port);  // valid: tcp_address parsed it
     int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return system_error("listening at " + address + ": socket(): " + errno_text(errno));
