@@ -273,6 +273,7 @@ bool engine::serve_hop(flight& f, const hop& h) {
     l.busy_s += own;
     f.head.t += h.alpha_units * l.alpha_s;
     f.head.hops += h.alpha_units * l.alpha_units;
+    f.head.switch_hops += h.alpha_units * l.switch_units;
     if (++f.next < f.nhops) {
         return false;
     }

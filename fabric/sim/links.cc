@@ -158,13 +158,26 @@ uint32_t link_table::agg_link(int rank, bool up) {
         if (costs_ != nullptr && !costs_->port.empty()) {
             set_cost(id, costs_->port[rank]);  // a star's aggregation node is its switch
         }
+        set_switch_alpha(id);
     }
     return id;
 }
 
+void link_table::set_switch_alpha(uint32_t id) {
+    if (f_.alpha_switch_s < 0) {
+        return;  // unset: α, as every other link
+    }
+    link_state& l  = links_[id];
+    l.alpha_s      = f_.alpha_switch_s;
+    l.alpha_units  = 0;
+    l.switch_units = 1;
+}
+
 void link_table::inc_path(int rank, bool push, std::vector<hop>& out) {
     out.clear();
-    if (mode_ == mode::single_port) {
+    // Unset α_switch keeps the single-port model's sharing of the switch port (bit-identical
+    // to the runs before α_switch); set, the node is a device of its own on every fabric.
+    if (mode_ == mode::single_port && f_.alpha_switch_s < 0) {
         out.push_back({static_cast<uint32_t>(2 * rank + (push ? 0 : 1)), 1});
         return;
     }

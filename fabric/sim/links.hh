@@ -4,8 +4,8 @@
 // Ids. Lattices: link (rank, dim, way) = rank·2k + 2·dim + way (way 0 toward +, 1 toward −;
 // a wrapping dimension of size 2 has one link per direction, way 0). Single port: 2·rank
 // (rank → switch) and 2·rank + 1 (switch → rank). Per-edge: created on first use, one per
-// ordered pair. Aggregation-node links follow all of these (or are the switch ports under
-// single-port).
+// ordered pair. Aggregation-node links follow all of these (or, with α_switch unset, are
+// the switch ports under single-port).
 //
 // Costs. Every link carries its own α, rate (efficiency·BW) and α units (its α in units of
 // fabric::alpha_s, for n_alpha): the fabric's uniform values, or per_link's (sim.hh).
@@ -23,10 +23,11 @@ namespace loom::sim::detail {
 
 /// Where a transfer's time comes from, as parts (sim.hh "Observed costs").
 struct stamp {
-    double t      = 0;
-    double hops   = 0;  // α units
-    double beta_s = 0;  // seconds of bytes
-    double other  = 0;  // γ, ALU
+    double t           = 0;
+    double hops        = 0;  // α units
+    double switch_hops = 0;  // α_switch units (aggregation hops when α_switch is set)
+    double beta_s      = 0;  // seconds of bytes
+    double other       = 0;  // γ, ALU
 };
 
 struct hop {
@@ -39,6 +40,7 @@ struct link_state {
     double alpha_s      = 0;
     double rate         = 1;  // efficiency·BW, bytes/s
     double alpha_units  = 1;  // alpha_s / fabric::alpha_s (1 when that is 0)
+    double switch_units = 0;  // α_switch units per hop: 1 on aggregation links when set
     int32_t owner_rank  = -1;
     uint32_t owner_step = 0;
     uint32_t owner_wait = UINT32_MAX;  // the owner's last wait before it took this link
@@ -70,6 +72,8 @@ class link_table {
     enum class mode { per_edge, single_port, lattice };
     uint32_t add(int32_t from, int32_t to, bool agg);
     uint32_t agg_link(int rank, bool up);
+    /// With α_switch set, an aggregation link pays it (and counts it) instead of α.
+    void set_switch_alpha(uint32_t id);
     /// Sets link `id`'s α and rate from `c` (add() gives every link the uniform values).
     void set_cost(uint32_t id, const link_costs::cost& c);
     /// per_link's cost of the link between two ranks; null when it has none.

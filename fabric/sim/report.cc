@@ -83,9 +83,10 @@ void engine::walk_critical_path(report& out) {
 
 report engine::make_report() {
     report out;
-    out.time_s        = last_rank_ >= 0 ? last_.t : 0;
-    out.n_alpha       = last_.hops;
-    out.payload_bytes = schedule::payload_bytes(info_);
+    out.time_s         = last_rank_ >= 0 ? last_.t : 0;
+    out.n_alpha        = last_.hops;
+    out.n_alpha_switch = last_.switch_hops;
+    out.payload_bytes  = schedule::payload_bytes(info_);
     out.n_beta  = out.payload_bytes > 0 ? last_.beta_s * f_.bw_bytes_per_s / out.payload_bytes : 0;
     out.other_s = last_.other;
     out.steps   = steps_;

@@ -22,7 +22,10 @@
 //                                 route (fabric/routing, the fabric's tie rule), α each;
 //                                 the port model does not matter (algorithm.hh)
 //     inc_push / inc_pull         rank → aggregation node and back, α each, on a link of
-//                                 their own (single-port: the rank's switch port)
+//                                 their own (single-port: the rank's switch port); with
+//                                 fabric::alpha_switch_s set, α_switch each on the links of
+//                                 their own in every port model (the node is a separate
+//                                 device, so its hops neither cost α nor share the ports)
 //   In-network aggregation: every inc_push of a slot (step tag) lands at the aggregation
 //   node; the slot's result is ready when the last push has arrived plus the ALU latency,
 //   and an inc_pull delivers it (it starts when both it and the result are ready).
@@ -47,7 +50,8 @@
 // link, and other seconds (γ, ALU). The finishing time's parts give n_alpha (α units on the
 // critical path) and n_beta (seconds of bytes · BW / M, so efficiency < 1 shows as a larger
 // n_beta), directly comparable with algorithms::predict(). Where two times tie exactly the
-// parts of the first found are kept.
+// parts of the first found are kept. With alpha_switch_s set, the aggregation node's hops
+// count apart, as n_alpha_switch (α_switch units), to compare with cost::n_alpha_switch.
 //
 // Lean at scale: each rank's steps are generated on demand (algorithms::generate_rank) and
 // compiled into 28-byte records with their dependents; events live in one heap; transfers
@@ -99,6 +103,10 @@ struct fabric {
     double efficiency            = 1;     // (0, 1]: the share of BW a hop delivers
     double alu_latency_s         = 0;     // aggregation node: last push → result ready
     double gamma_s_per_byte      = 0;     // local_reduce / local_copy
+    /// Latency of one rank ↔ aggregation-node hop (inc_push / inc_pull). Negative: unset,
+    /// those hops cost alpha_s and (single-port) share the rank's switch port, as before
+    /// α_switch existed. Per-link costs keep the port's BW on those hops either way.
+    double alpha_switch_s = -1;
     /// Each link's own α and BW; null: every link has alpha_s and bw_bytes_per_s. With it,
     /// alpha_s and bw_bytes_per_s are only the units of the report's n_alpha and n_beta
     /// (on_fabric() sets them to the slowest link's).
@@ -121,6 +129,7 @@ result<fabric> on_fabric(const topology::fabric& f, const fabric& base = {},
                          std::string_view origin = "");
 
 /// ok, or invalid_argument naming the bad field (rates > 0, times ≥ 0 and finite,
+/// alpha_switch_s finite (negative: unset),
 /// 0 < efficiency ≤ 1, topology of `nranks` ranks, per_link for that topology; a full mesh
 /// with per_link is per-edge only).
 status check_fabric(const fabric& f, int nranks);
@@ -156,11 +165,12 @@ struct link_report {
 };
 
 struct report {
-    double time_s        = 0;
-    double n_alpha       = 0;  // α units on the critical path
-    double n_beta        = 0;  // seconds of bytes on the critical path · BW / M
-    double other_s       = 0;  // γ and ALU seconds on the critical path
-    double payload_bytes = 0;  // M (schedule::payload_bytes)
+    double time_s         = 0;
+    double n_alpha        = 0;  // α units on the critical path
+    double n_alpha_switch = 0;  // α_switch units on it (0 unless fabric::alpha_switch_s ≥ 0)
+    double n_beta         = 0;  // seconds of bytes on the critical path · BW / M
+    double other_s        = 0;  // γ and ALU seconds on the critical path
+    double payload_bytes  = 0;  // M (schedule::payload_bytes)
     // The step that finished last (-1 when nothing ran) and the last link it crossed.
     int last_rank      = -1;
     uint32_t last_step = 0;

@@ -83,6 +83,11 @@ status check_fabric(const fabric& f, int nranks) {
     if (!finite_nonneg(f.gamma_s_per_byte)) {
         return invalid_argument("γ must be finite and not negative");
     }
+    if (!std::isfinite(f.alpha_switch_s)) {
+        return invalid_argument(
+            "α_switch must be finite (negative: unset, the aggregation "
+            "node's hops cost α)");
+    }
     if (f.topo.size() != nranks) {
         return invalid_argument("topology " + f.topo.to_string() + " has " +
                                 std::to_string(f.topo.size()) + " ranks, the schedule " +

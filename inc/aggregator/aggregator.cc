@@ -12,11 +12,15 @@ namespace loom::inc {
 
 struct aggregator::entry {
     bool used          = false;
-    bool complete      = false;
+    bool complete      = false;  // answered to the members
+    bool waiting       = false;  // sent to the parent, its result not in yet
+    bool has_data      = false;  // a broadcast's entry has data iff its root's data came
     uint32_t seq       = 0;
     uint64_t offset    = 0;
     loom_dtype_t dtype = LOOM_FLOAT32;
     loom_op_t op       = LOOM_SUM;
+    uint16_t shape     = 0;  // flag_to_root / flag_from_root of the collective
+    uint16_t root      = 0;
     uint32_t count     = 0;
     uint32_t have      = 0;  // contributors so far
     uint32_t acked     = 0;
@@ -32,13 +36,14 @@ struct aggregator::entry {
 };
 
 struct aggregator::group {
-    uint32_t job = 0, comm = 0, members = 0;
-    bool deterministic = false;
+    group_config cfg;
     std::vector<entry> entries;  // two per slot
     size_t chunk_bytes = 0;
 };
 
 namespace {
+
+constexpr uint16_t shape_flags = flag_to_root | flag_from_root;
 
 bool test_bit(const std::vector<uint64_t>& b, uint32_t i) {
     return (b[i / 64] >> (i % 64) & 1) != 0;
@@ -57,59 +62,61 @@ aggregator::~aggregator() = default;
 
 aggregator::group* aggregator::find(uint32_t job, uint32_t comm) {
     for (auto& g : groups_) {
-        if (g->job == job && g->comm == comm) {
+        if (g->cfg.job == job && g->cfg.comm == comm) {
             return g.get();
         }
     }
     return nullptr;
 }
 
-status aggregator::admit(uint32_t job, uint32_t comm, uint32_t members, uint32_t slots,
-                         bool deterministic) {
-    if (find(job, comm) != nullptr) {
-        return invalid_argument("inc: job " + std::to_string(job) + " communicator " +
-                                std::to_string(comm) + " is already admitted");
+status aggregator::admit(const group_config& c) {
+    std::string name =
+        "inc: job " + std::to_string(c.job) + " communicator " + std::to_string(c.comm);
+    if (find(c.job, c.comm) != nullptr) {
+        return invalid_argument(name + " is already admitted");
     }
-    if (members < 1 || members > cfg_.max_members || slots < 1) {
-        return invalid_argument("inc: " + std::to_string(members) + " members (1.." +
-                                std::to_string(cfg_.max_members) + ") and " +
-                                std::to_string(slots) + " slots (>= 1)");
+    if (c.members < 1 || c.members > cfg_.max_members || c.expected < 1 || c.expected > c.members ||
+        c.slots < 1) {
+        return invalid_argument(name + ": " + std::to_string(c.members) + " members (1.." +
+                                std::to_string(cfg_.max_members) + "), " +
+                                std::to_string(c.expected) + " expected (1..members) and " +
+                                std::to_string(c.slots) + " slots (>= 1)");
     }
     uint32_t job_slots = 0;
     for (const auto& g : groups_) {
-        job_slots += g->job == job ? uint32_t(g->entries.size() / 2) : 0;
+        job_slots += g->cfg.job == c.job ? uint32_t(g->entries.size() / 2) : 0;
     }
-    if (job_slots + slots > cfg_.job_quota || used_slots_ + slots > cfg_.total_slots) {
+    if (job_slots + c.slots > cfg_.job_quota || used_slots_ + c.slots > cfg_.total_slots) {
         return status(LOOM_ERR_NO_RESOURCE,
-                      "inc: job " + std::to_string(job) + " asks " + std::to_string(slots) +
+                      "inc: job " + std::to_string(c.job) + " asks " + std::to_string(c.slots) +
                           " slots; it holds " + std::to_string(job_slots) + " of its quota " +
                           std::to_string(cfg_.job_quota) + ", the node " +
                           std::to_string(used_slots_) + " of " + std::to_string(cfg_.total_slots));
     }
-    auto g           = std::make_unique<group>();
-    g->job           = job;
-    g->comm          = comm;
-    g->members       = members;
-    g->deterministic = deterministic;
-    g->chunk_bytes   = max_payload_bytes;
-    g->entries.resize(size_t(slots) * 2);
-    size_t words = (members + 63) / 64;
+    auto g         = std::make_unique<group>();
+    g->cfg         = c;
+    g->chunk_bytes = max_payload_bytes;
+    g->entries.resize(size_t(c.slots) * 2);
+    size_t words = (c.members + 63) / 64;
     for (entry& e : g->entries) {
         e.contributed.assign(words, 0);
         e.acks.assign(words, 0);
         e.sum.resize(g->chunk_bytes);
-        if (deterministic) {
-            e.rows.resize(g->chunk_bytes * members);
+        if (c.deterministic) {
+            e.rows.resize(g->chunk_bytes * c.members);
         }
     }
-    used_slots_ += slots;
+    used_slots_ += c.slots;
     groups_.push_back(std::move(g));
     return status::ok();
 }
 
 void aggregator::release(uint32_t job, uint32_t comm) {
     for (size_t i = 0; i < groups_.size(); ++i) {
-        if (groups_[i]->job == job && groups_[i]->comm == comm) {
+        if (groups_[i]->cfg.job == job && groups_[i]->cfg.comm == comm) {
+            for (const entry& e : groups_[i]->entries) {
+                stats_.awaiting_parent -= e.waiting ? 1 : 0;
+            }
             used_slots_ -= uint32_t(groups_[i]->entries.size() / 2);
             groups_.erase(groups_.begin() + long(i));
             return;
@@ -123,12 +130,16 @@ void aggregator::on_packet(const header& h, const uint8_t* payload, packet_sink&
         ++stats_.unknown_group;
         return;
     }
-    if (h.contributor >= g->members) {
-        ++stats_.bad_member;
-        return;
-    }
     if (size_t(h.slot) * 2 >= g->entries.size()) {
         ++stats_.bad_slot;
+        return;
+    }
+    if (h.kind == packet_kind::result) {
+        from_parent(*g, h, payload, out);  // its contributor names us at the parent
+        return;
+    }
+    if (h.contributor >= g->cfg.members) {
+        ++stats_.bad_member;
         return;
     }
     if (h.kind == packet_kind::contribute) {
@@ -147,38 +158,68 @@ void aggregator::on_packet(const header& h, const uint8_t* payload, packet_sink&
     }
 }
 
-void aggregator::contribute(group& g, const header& h, const uint8_t* payload, packet_sink& out) {
+// The entry of h's key, a new one replacing the older of the slot's two, or null (stale).
+aggregator::entry* aggregator::entry_for(group& g, const header& h) {
     entry* pair = &g.entries[size_t(h.slot) * 2];
-    entry* e    = pair[0].key_is(h.seq, h.offset)   ? &pair[0]
-                  : pair[1].key_is(h.seq, h.offset) ? &pair[1]
-                                                    : nullptr;
-    if (e == nullptr) {
-        // A new phase replaces the older entry, which must be complete (p−1: delivered to
-        // all, aggregator.hh); anything else is a phase older than both, or a client that
-        // ran ahead of a result: dropped.
-        entry* old    = !pair[0].used                                     ? &pair[0]
-                        : !pair[1].used                                   ? &pair[1]
-                        : pair[0].older_than(pair[1].seq, pair[1].offset) ? &pair[0]
-                                                                          : &pair[1];
-        entry* latest = old == &pair[0] ? &pair[1] : &pair[0];
-        bool newer    = latest->older_than(h.seq, h.offset);
-        if (!newer || (latest->used && !latest->complete)) {
-            ++stats_.stale;
-            return;
-        }
-        e           = old;
-        e->used     = true;
-        e->complete = false;
-        e->seq      = h.seq;
-        e->offset   = h.offset;
-        e->dtype    = h.dtype;
-        e->op       = h.op;
-        e->count    = h.count;
-        e->have = e->acked = 0;
-        std::fill(e->contributed.begin(), e->contributed.end(), 0);
-        std::fill(e->acks.begin(), e->acks.end(), 0);
+    if (pair[0].key_is(h.seq, h.offset)) {
+        return &pair[0];
     }
-    if (h.dtype != e->dtype || h.op != e->op || h.count != e->count) {
+    if (pair[1].key_is(h.seq, h.offset)) {
+        return &pair[1];
+    }
+    // A new phase replaces the older entry, which must be complete (p−1: delivered to all,
+    // aggregator.hh); anything else is a phase older than both, or a client that ran ahead
+    // of a result: dropped.
+    entry* old    = !pair[0].used                                     ? &pair[0]
+                    : !pair[1].used                                   ? &pair[1]
+                    : pair[0].older_than(pair[1].seq, pair[1].offset) ? &pair[0]
+                                                                      : &pair[1];
+    entry* latest = old == &pair[0] ? &pair[1] : &pair[0];
+    bool newer    = latest->older_than(h.seq, h.offset);
+    if (!newer || (latest->used && !latest->complete)) {
+        ++stats_.stale;
+        return nullptr;
+    }
+    entry* e = old;
+    stats_.awaiting_parent -= e->waiting ? 1 : 0;
+    e->used     = true;
+    e->complete = false;
+    e->waiting  = false;
+    e->has_data = false;
+    e->seq      = h.seq;
+    e->offset   = h.offset;
+    e->dtype    = h.dtype;
+    e->op       = h.op;
+    e->shape    = h.flags & shape_flags;
+    e->root     = h.root;
+    e->count    = h.count;
+    e->have = e->acked = 0;
+    std::fill(e->contributed.begin(), e->contributed.end(), 0);
+    std::fill(e->acks.begin(), e->acks.end(), 0);
+    return e;
+}
+
+// Whether h fits the entry's shape. A broadcast takes data from whichever contributor
+// brings it (its root, or the child node above it), at most one; everyone else brings none.
+// Every other collective's contributions all carry data.
+bool aggregator::accepts(const entry& e, const header& h) {
+    if (h.dtype != e.dtype || h.op != e.op || h.count != e.count ||
+        (h.flags & shape_flags) != e.shape || h.root != e.root) {
+        return false;
+    }
+    bool brings = (h.flags & flag_no_data) == 0;
+    if ((e.shape & flag_from_root) == 0) {
+        return brings;
+    }
+    return !brings || !e.has_data || test_bit(e.contributed, h.contributor);
+}
+
+void aggregator::contribute(group& g, const header& h, const uint8_t* payload, packet_sink& out) {
+    entry* e = entry_for(g, h);
+    if (e == nullptr) {
+        return;
+    }
+    if (!accepts(*e, h)) {
         ++stats_.mismatched;
         return;
     }
@@ -187,57 +228,155 @@ void aggregator::contribute(group& g, const header& h, const uint8_t* payload, p
         if (e->complete) {
             send_result(g, *e, out, int(h.contributor));  // its result was lost
             ++stats_.resent;
+        } else if (e->waiting) {
+            send_up(g, *e, out);  // the upward contribution or the parent's result was lost
+            ++stats_.reforwarded;
         }
         return;
     }
-    size_t n = payload_bytes(h);
-    if (g.deterministic) {
-        std::memcpy(e->rows.data() + size_t(h.contributor) * g.chunk_bytes, payload, n);
-    } else if (e->have == 0) {
-        std::memcpy(e->sum.data(), payload, n);
-    } else {
-        engine::reduce_kernel(h.dtype, h.op)(e->sum.data(), e->sum.data(), payload, h.count);
-    }
+    store(g, *e, h, payload);
     set_bit(e->contributed, h.contributor);
     ++e->have;
     ++stats_.contributions;
-    if (e->have == g.members) {
+    if (e->have == g.cfg.expected) {
         complete(g, *e, out);
     }
 }
 
-void aggregator::complete(group& g, entry& e, packet_sink& out) {
-    if (g.deterministic) {
-        size_t n = size_t(e.count) * element_bytes(e.dtype);
-        std::memcpy(e.sum.data(), e.rows.data(), n);
-        engine::reduce_fn f = engine::reduce_kernel(e.dtype, e.op);
-        for (uint32_t r = 1; r < g.members; ++r) {
-            f(e.sum.data(), e.sum.data(), e.rows.data() + size_t(r) * g.chunk_bytes, e.count);
+void aggregator::store(group& g, entry& e, const header& h, const uint8_t* payload) {
+    size_t n = payload_bytes(h);
+    if ((e.shape & flag_from_root) != 0) {
+        if (n > 0) {
+            std::memcpy(e.sum.data(), payload, n);
+            e.has_data = true;
         }
+    } else if (g.cfg.deterministic) {
+        std::memcpy(e.rows.data() + size_t(h.contributor) * g.chunk_bytes, payload, n);
+    } else if (e.have == 0) {
+        std::memcpy(e.sum.data(), payload, n);
+    } else {
+        engine::reduce_kernel(h.dtype, h.op)(e.sum.data(), e.sum.data(), payload, h.count);
     }
-    e.complete = true;
-    ++stats_.results;
-    send_result(g, e, out, -1);
 }
 
-void aggregator::send_result(group& g, const entry& e, packet_sink& out, int to_rank) {
+void aggregator::complete(group& g, entry& e, packet_sink& out) {
+    if ((e.shape & flag_from_root) == 0) {
+        e.has_data = true;
+        if (g.cfg.deterministic) {
+            // In contributor-id order over the ids that contributed (expected may be fewer
+            // than members), so the float sum is the same whatever the arrival order.
+            engine::reduce_fn f = engine::reduce_kernel(e.dtype, e.op);
+            size_t n            = size_t(e.count) * element_bytes(e.dtype);
+            bool first          = true;
+            for (uint32_t r = 0; r < g.cfg.members; ++r) {
+                if (!test_bit(e.contributed, r)) {
+                    continue;
+                }
+                const uint8_t* row = e.rows.data() + size_t(r) * g.chunk_bytes;
+                if (first) {
+                    std::memcpy(e.sum.data(), row, n);
+                } else {
+                    f(e.sum.data(), e.sum.data(), row, e.count);
+                }
+                first = false;
+            }
+        }
+    }
+    if (g.cfg.upstream) {
+        e.waiting = true;
+        ++stats_.awaiting_parent;
+        ++stats_.forwarded;
+        send_up(g, e, out);
+        return;
+    }
+    answer(g, e, out);
+}
+
+void aggregator::answer(group& g, entry& e, packet_sink& out) {
+    e.complete = true;
+    ++stats_.results;
+    if ((e.shape & flag_to_root) == 0 || g.cfg.members_are_nodes) {
+        send_result(g, e, out, -1);
+        return;
+    }
+    // A reduce: the data goes to the root; the others only learn that the chunk is done
+    // (their window moves on).
+    for (uint32_t r = 0; r < g.cfg.members; ++r) {
+        if (test_bit(e.contributed, r)) {
+            send_result(g, e, out, int(r));
+        }
+    }
+}
+
+void aggregator::from_parent(group& g, const header& h, const uint8_t* payload, packet_sink& out) {
+    entry* pair = &g.entries[size_t(h.slot) * 2];
+    entry* e    = pair[0].key_is(h.seq, h.offset)   ? &pair[0]
+                  : pair[1].key_is(h.seq, h.offset) ? &pair[1]
+                                                    : nullptr;
+    if (e == nullptr || !g.cfg.upstream) {
+        ++stats_.stale;
+        return;
+    }
+    if (!e->waiting) {
+        ++stats_.duplicates;  // answered already (the parent resent, or answered twice)
+        return;
+    }
+    if (h.dtype != e->dtype || h.op != e->op || h.count != e->count ||
+        (h.flags & shape_flags) != e->shape) {
+        ++stats_.mismatched;
+        return;
+    }
+    e->has_data = (h.flags & flag_no_data) == 0;
+    if (e->has_data) {
+        std::memcpy(e->sum.data(), payload, payload_bytes(h));
+    }
+    e->waiting = false;
+    --stats_.awaiting_parent;
+    ++stats_.from_parent;
+    answer(g, *e, out);
+}
+
+void aggregator::send_up(group& g, const entry& e, packet_sink& out) {
+    header c;
+    c.kind        = packet_kind::contribute;
+    c.dtype       = e.dtype;
+    c.op          = e.op;
+    c.flags       = uint16_t((g.cfg.deterministic ? flag_deterministic : 0) | e.shape |
+                             (e.has_data ? 0 : flag_no_data));
+    c.root        = e.root;
+    c.job         = g.cfg.job;
+    c.comm        = g.cfg.comm;
+    c.seq         = e.seq;
+    c.slot        = uint32_t((&e - g.entries.data()) / 2);
+    c.offset      = e.offset;
+    c.count       = e.count;
+    c.contributor = g.cfg.up_index;
+    size_t len    = encode(c, e.sum.data(), out_.data());
+    out.upstream(g.cfg.job, g.cfg.comm, out_.data(), len);
+}
+
+void aggregator::send_result(group& g, const entry& e, packet_sink& out, int to_member) {
     header r;
     r.kind        = packet_kind::result;
     r.dtype       = e.dtype;
     r.op          = e.op;
-    r.flags       = g.deterministic ? flag_deterministic : 0;
-    r.job         = g.job;
-    r.comm        = g.comm;
+    bool no_data  = !e.has_data || ((e.shape & flag_to_root) != 0 && !g.cfg.members_are_nodes &&
+                                   to_member != int(e.root));
+    r.flags       = uint16_t((g.cfg.deterministic ? flag_deterministic : 0) | e.shape |
+                             (no_data ? flag_no_data : 0));
+    r.root        = e.root;
+    r.job         = g.cfg.job;
+    r.comm        = g.cfg.comm;
     r.seq         = e.seq;
     r.slot        = uint32_t((&e - g.entries.data()) / 2);
     r.offset      = e.offset;
     r.count       = e.count;
-    r.contributor = to_rank < 0 ? 0 : uint32_t(to_rank);
+    r.contributor = to_member < 0 ? 0 : uint32_t(to_member);
     size_t len    = encode(r, e.sum.data(), out_.data());
-    if (to_rank < 0) {
-        out.multicast(g.job, g.comm, out_.data(), len);
+    if (to_member < 0) {
+        out.multicast(g.cfg.job, g.cfg.comm, out_.data(), len);
     } else {
-        out.unicast(g.job, g.comm, uint32_t(to_rank), out_.data(), len);
+        out.unicast(g.cfg.job, g.cfg.comm, uint32_t(to_member), out_.data(), len);
     }
 }
 

@@ -19,8 +19,16 @@
 // deterministic mode, stored in the member's row and reduced in rank order when the last
 // one arrives, so float sums are bitwise reproducible whatever the arrival order). A
 // duplicate is ignored, but if the entry is complete the result is resent to that member
-// alone (its result was lost). The last contribution completes the entry: the result is
-// multicast to the group. An ack marks the member; when all acked, the entry may be reused.
+// alone (its result was lost). The contribution that makes `expected` completes the entry:
+// the result is multicast to the group. An ack marks the member.
+//
+// Trees. A node may sit below a parent (group_config::upstream): a completed entry is then
+// sent up as one contribution (contributor = up_index) and the entry waits; the parent's
+// result is stored and answered to the members as a root would. Loss recovery needs no
+// timers in the nodes: a member's retransmission reaching a waiting entry re-sends the
+// upward contribution, and the parent answers a duplicate with its result. A parent's
+// members are nodes (members_are_nodes): it always multicasts data, since it cannot know
+// which child holds a reduce's root.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +51,23 @@ class packet_sink {
                          size_t len) = 0;
     /// To every member of the group.
     virtual void multicast(uint32_t job, uint32_t comm, const uint8_t* packet, size_t len) = 0;
+    /// To the parent node (groups admitted with upstream). The default drops: a sink of a
+    /// node without parent never admits such groups.
+    virtual void upstream(uint32_t /*job*/, uint32_t /*comm*/, const uint8_t* /*packet*/,
+                          size_t /*len*/) {}
+};
+
+/// One communicator's shape at this node.
+struct group_config {
+    uint32_t job = 0, comm = 0;
+    // Contributor ids are 0..members-1: comm ranks at a leaf, child indices at a parent.
+    uint32_t members       = 1;
+    uint32_t expected      = 1;  // distinct contributions that complete an entry
+    uint32_t slots         = 1;
+    bool deterministic     = false;
+    bool upstream          = false;  // forward completed entries to the parent, not answer
+    uint32_t up_index      = 0;      // this node's contributor id at the parent
+    bool members_are_nodes = false;  // members are child nodes: multicast results with data
 };
 
 struct aggregator_config {
@@ -53,16 +78,20 @@ struct aggregator_config {
 };
 
 struct aggregator_stats {
-    uint64_t contributions = 0;  // accepted, first time
-    uint64_t duplicates    = 0;  // contributions already counted (resent results included)
-    uint64_t results       = 0;  // entries completed and multicast
-    uint64_t resent        = 0;  // results resent to one member
-    uint64_t acks          = 0;
-    uint64_t unknown_group = 0;  // packets of groups not admitted
-    uint64_t bad_member    = 0;  // contributor outside the group
-    uint64_t bad_slot      = 0;  // slot outside the group's range
-    uint64_t stale         = 0;  // a phase older than both kept entries, or out of order
-    uint64_t mismatched    = 0;  // dtype, op or count differs from the entry's
+    uint64_t contributions   = 0;  // accepted, first time
+    uint64_t duplicates      = 0;  // contributions already counted (resent results included)
+    uint64_t results         = 0;  // entries completed and multicast
+    uint64_t resent          = 0;  // results resent to one member
+    uint64_t acks            = 0;
+    uint64_t unknown_group   = 0;  // packets of groups not admitted
+    uint64_t bad_member      = 0;  // contributor outside the group
+    uint64_t bad_slot        = 0;  // slot outside the group's range
+    uint64_t stale           = 0;  // a phase older than both kept entries, or out of order
+    uint64_t mismatched      = 0;  // dtype, op or count differs from the entry's
+    uint64_t forwarded       = 0;  // completed entries sent to the parent
+    uint64_t reforwarded     = 0;  // upward contributions re-sent (a member retransmitted)
+    uint64_t from_parent     = 0;  // parent results answered to the members
+    uint64_t awaiting_parent = 0;  // entries waiting for the parent's result now
 };
 
 class aggregator {
@@ -72,14 +101,15 @@ class aggregator {
     aggregator(const aggregator&)            = delete;
     aggregator& operator=(const aggregator&) = delete;
 
-    /// Admits (job, comm) with `members` ranks and `slots` slots. Errors: already admitted,
-    /// members out of 1..max_members, slots 0, or the job's quota / the pool exhausted
+    /// Admits the group. Errors: already admitted, members out of 1..max_members, expected
+    /// out of 1..members, slots 0, or the job's quota / the pool exhausted
     /// (LOOM_ERR_NO_RESOURCE: the clients fall back to software).
-    status admit(uint32_t job, uint32_t comm, uint32_t members, uint32_t slots, bool deterministic);
+    status admit(const group_config& c);
     /// Frees the group's slots; packets of it are dropped from then on.
     void release(uint32_t job, uint32_t comm);
 
-    /// One parsed packet (contribute or ack); results go out through `out`.
+    /// One parsed packet: contribute or ack from a member, or result from the parent (an
+    /// upstream group's); results go out through `out`.
     void on_packet(const header& h, const uint8_t* payload, packet_sink& out);
 
     const aggregator_stats& stats() const { return stats_; }
@@ -90,8 +120,14 @@ class aggregator {
     struct entry;
     group* find(uint32_t job, uint32_t comm);
     void contribute(group& g, const header& h, const uint8_t* payload, packet_sink& out);
+    entry* entry_for(group& g, const header& h);
+    bool accepts(const entry& e, const header& h);
+    void store(group& g, entry& e, const header& h, const uint8_t* payload);
     void complete(group& g, entry& e, packet_sink& out);
-    void send_result(group& g, const entry& e, packet_sink& out, int to_rank);
+    void answer(group& g, entry& e, packet_sink& out);
+    void from_parent(group& g, const header& h, const uint8_t* payload, packet_sink& out);
+    void send_up(group& g, const entry& e, packet_sink& out);
+    void send_result(group& g, const entry& e, packet_sink& out, int to_member);
 
     aggregator_config cfg_;
     aggregator_stats stats_;

@@ -125,8 +125,10 @@ size_t element_bytes(loom_dtype_t dtype) {
 }
 
 size_t payload_bytes(const header& h) {
-    bool carries = h.kind == packet_kind::contribute || h.kind == packet_kind::result;
-    return carries ? size_t(h.count) * element_bytes(h.dtype) : 0;
+    if (!carries_elements(h.kind)) {
+        return h.count;
+    }
+    return (h.flags & flag_no_data) != 0 ? 0 : size_t(h.count) * element_bytes(h.dtype);
 }
 
 size_t encode(const header& h, const void* payload, uint8_t* out) {
@@ -137,7 +139,7 @@ size_t encode(const header& h, const void* payload, uint8_t* out) {
     out[offsetof(wire_header, dtype)]   = uint8_t(h.dtype);
     out[offsetof(wire_header, op)]      = uint8_t(h.op);
     put16(out + offsetof(wire_header, flags), h.flags);
-    put16(out + offsetof(wire_header, reserved), 0);
+    put16(out + offsetof(wire_header, root), h.root);
     put32(out + offsetof(wire_header, job), h.job);
     put32(out + offsetof(wire_header, comm), h.comm);
     put32(out + offsetof(wire_header, seq), h.seq);
@@ -166,13 +168,14 @@ parse_error parse(const uint8_t* packet, size_t len, header* out, const uint8_t*
     }
     header h;
     uint8_t kind = packet[offsetof(wire_header, kind)];
-    if (kind < uint8_t(packet_kind::contribute) || kind > uint8_t(packet_kind::nack)) {
+    if (kind < uint8_t(packet_kind::contribute) || kind > last_packet_kind) {
         return parse_error::bad_kind;
     }
     h.kind        = packet_kind(kind);
     h.dtype       = loom_dtype_t(packet[offsetof(wire_header, dtype)]);
     h.op          = loom_op_t(packet[offsetof(wire_header, op)]);
     h.flags       = get16(packet + offsetof(wire_header, flags));
+    h.root        = get16(packet + offsetof(wire_header, root));
     h.job         = get32(packet + offsetof(wire_header, job));
     h.comm        = get32(packet + offsetof(wire_header, comm));
     h.seq         = get32(packet + offsetof(wire_header, seq));
@@ -180,7 +183,7 @@ parse_error parse(const uint8_t* packet, size_t len, header* out, const uint8_t*
     h.offset      = get64(packet + offsetof(wire_header, offset));
     h.count       = get32(packet + offsetof(wire_header, count));
     h.contributor = get32(packet + offsetof(wire_header, contributor));
-    bool carries  = h.kind == packet_kind::contribute || h.kind == packet_kind::result;
+    bool carries  = carries_elements(h.kind);
     if (carries && element_bytes(h.dtype) == 0) {
         return parse_error::bad_dtype;
     }
@@ -188,7 +191,9 @@ parse_error parse(const uint8_t* packet, size_t len, header* out, const uint8_t*
         return parse_error::bad_op;
     }
     // 64-bit product: a hostile count cannot wrap the length check.
-    uint64_t n = carries ? uint64_t(h.count) * element_bytes(h.dtype) : 0;
+    uint64_t n = !carries                       ? uint64_t(h.count)
+                 : (h.flags & flag_no_data) != 0 ? 0
+                                                 : uint64_t(h.count) * element_bytes(h.dtype);
     if (n > max_payload_bytes) {
         return parse_error::too_large;
     }

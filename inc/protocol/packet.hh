@@ -39,13 +39,32 @@ enum class packet_kind : uint8_t {
     contribute = 1,  // client → aggregator: my chunk for (seq, slot, offset)
     result     = 2,  // aggregator → clients: the reduced chunk
     ack        = 3,  // client → aggregator: result of (seq, slot) received
-    nack       = 4,  // aggregator → client: refused (flags say why)
+    nack       = 4,  // node → client: refused; payload: the reason (text)
+    // Control (payload: `count` bytes, below). They share the data path so one connection
+    // carries a member's whole conversation with its node.
+    join        = 5,  // client → node: admit me (payload: join_request)
+    joined      = 6,  // node → client: admitted (slot = slots granted)
+    leave       = 7,  // client → node: my communicator is done
+    stats_query = 8,  // anyone → node: send your statistics
+    stats_reply = 9,  // node → asker: statistics (payload: text, one "name value" a line)
 };
+constexpr uint8_t last_packet_kind = 9;
+
+/// True for contribute and result, whose payload is `count` elements; every other kind's
+/// payload is `count` bytes (ack: none).
+inline bool carries_elements(packet_kind k) {
+    return k == packet_kind::contribute || k == packet_kind::result;
+}
 
 enum packet_flags : uint16_t {
     flag_deterministic = 1,  // reduce the contributions in rank order (bitwise reproducible)
     flag_resend        = 2,  // a retransmission (statistics only)
     flag_last_chunk    = 4,  // the final chunk of the collective's vector
+    // The collective's shape (every contribution carries it; an entry keeps the first's):
+    flag_no_data   = 8,   // a contribution or result without payload (count elements still
+                          // name the chunk): a broadcast's non-root, a reduce's non-root result
+    flag_to_root   = 16,  // reduce: only `root` gets the result's data, the others a notice
+    flag_from_root = 32,  // broadcast: the result is `root`'s data; the others send no data
 };
 
 /// A header in host form.
@@ -54,6 +73,7 @@ struct header {
     loom_dtype_t dtype   = LOOM_FLOAT32;
     loom_op_t op         = LOOM_SUM;
     uint16_t flags       = 0;
+    uint16_t root        = 0;  // reduce/broadcast root (flag_to_root / flag_from_root)
     uint32_t job         = 0;
     uint32_t comm        = 0;
     uint32_t seq         = 0;
@@ -71,7 +91,7 @@ struct __attribute__((packed)) wire_header {
     uint8_t dtype;
     uint8_t op;
     uint8_t flags[2];
-    uint8_t reserved[2];  // zero; a future version may use them
+    uint8_t root[2];
     uint8_t job[4];
     uint8_t comm[4];
     uint8_t seq[4];
@@ -102,7 +122,8 @@ std::string_view parse_error_name(parse_error e);
 /// Bytes of one element of the dtypes the protocol carries (int32, int64, float32,
 /// float64, bfloat16, float16); 0 for any other.
 size_t element_bytes(loom_dtype_t dtype);
-/// Payload bytes of a packet with this header (0 for ack/nack).
+/// Payload bytes of a packet with this header: count × element size for contribute/result
+/// (0 with flag_no_data), count bytes for the other kinds.
 size_t payload_bytes(const header& h);
 
 /// Writes header + payload (payload_bytes(h) of them) into `out`, which holds at least

@@ -19,5 +19,6 @@ std::vector<const algorithm*> family_alltoall_pairwise();   // alltoall_pairwise
 std::vector<const algorithm*> family_alltoall_relay();      // alltoall_relay.cc
 std::vector<const algorithm*> family_torus_dims();          // torus_dims.cc
 std::vector<const algorithm*> family_sendrecv();            // sendrecv.cc
+std::vector<const algorithm*> family_inc();                 // inc.cc
 
 }  // namespace loom::algorithms

@@ -71,6 +71,27 @@ std::vector<param> declarations() {
          "seed of fault:<driver>'s decisions (mixed with the rank)"},
         {"LOOM_FAULT_MAX_OPS", type::integer, "65536", "operations", "",
          "operations in flight through fault:<driver>; one more is LOOM_ERR_NO_RESOURCE"},
+        // in-network aggregation (runtime/comm/inc_offload.hh, tools/loom-switch).
+        {"LOOM_SWITCH", type::string, "", "", "",
+         "aggregation node(s) of in-network collectives: one address for every rank "
+         "(tcp:HOST:PORT or shm:NAME), or ID=ADDR,ID=ADDR naming the in-network switches of "
+         "LOOM_SWITCH_FABRIC; unset: no in-network algorithm (loomrun --switch sets it)"},
+        {"LOOM_SWITCH_FABRIC", type::string, "", "", "",
+         "fabric file whose switches (with their parents) form the aggregation tree: each rank "
+         "uses the in-network switch it is linked to"},
+        {"LOOM_INC_SLOTS", type::integer, "16", "slots", "",
+         "aggregation slots a communicator asks its node for (the window of 8 KiB chunks in "
+         "flight per rank)"},
+        {"LOOM_INC_DROP", type::real, "0", "probability", "",
+         "chance that a packet this rank sends to its aggregation node is dropped (the fault "
+         "wrapper of the inc link, G14; the node's own loss is loom-switch --drop)"},
+        {"LOOM_INC_DUP", type::real, "0", "probability", "",
+         "chance that a packet this rank sends to its aggregation node is sent twice"},
+        {"LOOM_INC_REORDER", type::real, "0", "probability", "",
+         "chance that a packet to the aggregation node is held back and sent after the next"},
+        {"LOOM_INC_DETERMINISTIC", type::integer, "1", "", "",
+         "1: the node reduces contributions in rank order (bitwise reproducible float sums); "
+         "0: in arrival order"},
         // forwarding wrapper (drivers/forward/forward.hh): routes over a lattice.
         {"LOOM_FABRIC", type::string, "", "", "",
          "shape fwd:<driver> routes over (torus:4x4, mesh:3x3, ring:8); endpoint_config.fabric "

@@ -144,6 +144,7 @@ status communicator::connect() {
     }
     endpoint_ = std::move(ep).value();
     LOOM_CHECK(endpoint_->connect());
+    open_in_network();
     engine::engine_config cfg;
     cfg.rank         = settings_.rank;
     cfg.size         = settings_.size;
@@ -151,11 +152,13 @@ status communicator::connect() {
     cfg.timeout_s    = settings_.timeout_s;
     cfg.max_requests = settings_.max_inflight;
     cfg.progress     = settings_.progress;
+    cfg.in_network   = inc_.get();
     auto e           = engine::engine::create(cfg, *endpoint_);
     if (!e) {
         return e.error();
     }
     engine_ = std::move(e).value();
+    LOOM_CHECK(agree_in_network());
     LOOM_LOG_INFO(log::subsystem::init, "rank %d of %d: %s communicator up (job %s, %s)", rank(),
                   size(), settings_.transport.c_str(), settings_.job.c_str(),
                   settings_.topo.to_string().c_str());
@@ -216,7 +219,10 @@ result<cached_plan> communicator::plan_for(const call_args& a, const call_option
     if (!chosen) {
         return status(chosen.error()).prefix("rank " + std::to_string(rank()) + ": ");
     }
-    auto built = build_plan(c, **chosen, a.kind, dtype, op);
+    bool explicit_choice = !o.algorithm.empty() || !settings_.algos.for_primitive(c.coll).empty();
+    const algorithms::algorithm* algo =
+        in_network_or_fallback(c, *chosen, explicit_choice, dtype, op);
+    auto built = build_plan(c, *algo, a.kind, dtype, op);
     if (!built) {
         return built.error();
     }

@@ -36,6 +36,7 @@
 #include "base/status.hh"
 #include "drivers/driver.hh"
 #include "drivers/forward/forward.hh"
+#include "comm/inc_offload.hh"
 #include "engine/engine.hh"
 #include "routing/dor.hh"
 #include "topology/topology.hh"
@@ -167,6 +168,12 @@ struct settings {
     int plan_cache                 = 64;
     uint16_t comm_id               = 0;
     algo_table algos;
+    // In-network aggregation (LOOM_SWITCH …; inc_offload.hh): empty switch_address: none.
+    std::string switch_address;
+    std::string switch_fabric;
+    int inc_slots          = 16;
+    bool inc_deterministic = true;
+    double inc_drop = 0, inc_dup = 0, inc_reorder = 0;  // LOOM_INC_DROP/DUP/REORDER
 };
 
 /// Resolves a loom_config_t (NULL: all defaults) against the parameter registry.
@@ -225,6 +232,9 @@ class communicator {
     /// MPI_Comm_split; *out stays null for color LOOM_UNDEFINED.
     status split(int color, int key, std::unique_ptr<communicator>* out);
 
+    /// True when every rank was admitted by its aggregation node (the `inc` algorithms run).
+    bool in_network() const { return inc_ready_; }
+
     /// The endpoint's per-neighbour link counters (drivers::link_stats); not_supported when
     /// the transport is not fwd:<driver>.
     result<std::vector<drivers::link_stat>> link_stats() const;
@@ -238,6 +248,13 @@ class communicator {
     uint32_t* counter_for(const call_args& a);
     loom_status_t finish(engine::request* r, call_kind kind, loom_status_t code);
     status exchange_colors(int color, int key, std::vector<int>* all);
+    // comm_inc.cc: admission at creation (agreed by all ranks) and the per-call fallback.
+    void open_in_network();
+    status agree_in_network();
+    const algorithms::algorithm* in_network_or_fallback(const algorithms::call& c,
+                                                        const algorithms::algorithm* chosen,
+                                                        bool explicit_choice, loom_dtype_t dtype,
+                                                        loom_op_t op);
     /// At destruction, with LOOM_LINK_STATS_DIR set: the world communicator (comm id 0) of a
     /// fwd transport writes DIR/rank-<r>.txt, one line "peer sent_bytes recv_bytes
     /// sent_msgs recv_msgs forwarded" per link.
@@ -257,6 +274,9 @@ class communicator {
     settings settings_;
     std::shared_ptr<kv_store> store_;
     std::unique_ptr<drivers::endpoint> endpoint_;
+    std::unique_ptr<inc_offload> inc_;  // outlives engine_, which polls it
+    bool inc_ready_ = false;
+    std::string inc_reason_;  // why not (logged, and in fallback messages)
     std::unique_ptr<engine::engine> engine_;
     std::unordered_map<plan_key, cached_plan, plan_key_hash> plans_;
     std::vector<request_handle> handles_;

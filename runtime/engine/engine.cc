@@ -119,6 +119,18 @@ bool engine_impl::poll_once() {
     for (int i = 0; i < n; ++i) {
         on_completion(done[i]);
     }
+    if (config_.in_network != nullptr) {
+        offload_completion inc[32];
+        int k = config_.in_network->poll(inc, 32);
+        busy |= k > 0;
+        for (int i = 0; i < k; ++i) {
+            drivers::completion c{};
+            c.cookie = inc[i].cookie;
+            c.status = inc[i].status;
+            c.peer   = -1;
+            on_completion(c);
+        }
+    }
     for (auto& slot : pool_) {
         request& r = *slot;
         if (r.active && r.in_progress() && (!r.ready.empty() || !r.blocked.empty())) {

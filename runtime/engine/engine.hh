@@ -14,6 +14,7 @@
 
 #include "base/status.hh"
 #include "drivers/driver.hh"
+#include "engine/offload.hh"
 #include "engine/reduce.hh"
 #include "schedule/schedule.hh"
 
@@ -46,6 +47,7 @@ struct engine_config {
     double timeout_s       = 30;  // default deadline of a call
     int max_requests       = 16;  // collectives in flight at once
     progress_mode progress = progress_mode::caller;
+    offload* in_network    = nullptr;  // runs inc_push/inc_pull steps; null: none here
 };
 
 /// Why a request failed: the rank, peer, collective, sequence number and step.

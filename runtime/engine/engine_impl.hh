@@ -38,6 +38,7 @@ class engine_impl final : public engine {
     // step_exec.cc
     bool drain(request& r);
     bool execute(request& r, uint32_t i);
+    loom_status_t post_in_network(request& r, uint32_t i);
     void on_completion(const drivers::completion& c);
     void complete(request& r, uint32_t i);
     void finish(request& r);

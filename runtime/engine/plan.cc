@@ -66,7 +66,8 @@ result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
         ps.aux_buf = to_buffer(s.aux.buf);
         ps.peer    = s.peer;
         ps.dst = s.dst.offset * e, ps.src = s.src.offset * e, ps.aux = s.aux.offset * e;
-        ps.count = s.kind == schedule::step_kind::send ? s.src.count : s.dst.count;
+        bool reads = s.kind == schedule::step_kind::send || s.kind == schedule::step_kind::inc_push;
+        ps.count   = reads ? s.src.count : s.dst.count;
         if (s.kind == schedule::step_kind::local_copy ||
             s.kind == schedule::step_kind::local_reduce) {
             ps.count = s.dst.count;
@@ -76,8 +77,7 @@ result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
         ps.staging = -1;
         ps.message = 0;
         if (schedule::is_inc(s.kind)) {
-            return not_supported("rank " + std::to_string(rs.rank) + " step " + std::to_string(i) +
-                                 ": in-network steps need an aggregation node (not in this build)");
+            ps.message = s.tag;  // the aggregation slot (segment) it goes through
         }
         if (schedule::is_transfer(s.kind)) {
             bool sending = s.kind == schedule::step_kind::send;

@@ -104,7 +104,12 @@ bool engine_impl::execute(request& r, uint32_t i) {
             return true;
         case schedule::step_kind::inc_push:
         case schedule::step_kind::inc_pull:
-            st = LOOM_ERR_NOT_SUPPORTED;
+            st = post_in_network(r, i);
+            if (st == LOOM_ERR_NOT_SUPPORTED) {
+                fail(r, st, -1, static_cast<int>(i),
+                     "in-network step without an aggregation node on this communicator", true);
+                return true;
+            }
             break;
     }
     if (st == LOOM_ERR_NO_RESOURCE) {
@@ -112,11 +117,36 @@ bool engine_impl::execute(request& r, uint32_t i) {
         return false;
     }
     if (st != LOOM_SUCCESS) {
-        fail(r, st, s.peer, static_cast<int>(i), "the driver refused the step", true);
+        fail(r, st, s.peer, static_cast<int>(i),
+             schedule::is_inc(s.kind) ? config_.in_network->last_failure()
+                                      : std::string("the driver refused the step"),
+             true);
         return true;
     }
     r.state[i] = step_state::posted;
     return true;
+}
+
+loom_status_t engine_impl::post_in_network(request& r, uint32_t i) {
+    if (config_.in_network == nullptr) {
+        return LOOM_ERR_NOT_SUPPORTED;
+    }
+    const plan_step& s = r.p->steps[i];
+    const bool push    = s.kind == schedule::step_kind::inc_push;
+    offload_op op;
+    op.cookie     = cookie_of(r, i);
+    op.seq        = r.seq;
+    op.slot       = s.message;
+    op.push       = push;
+    op.data       = push ? const_cast<std::byte*>(r.at(s.src_buf, s.src)) : r.at(s.dst_buf, s.dst);
+    op.first      = static_cast<uint64_t>((push ? s.src : s.dst) / int64_t(r.p->element_bytes));
+    op.count      = static_cast<uint64_t>(s.count);
+    op.dtype      = r.p->dtype;
+    op.op         = r.buffers.op == LOOM_AVG ? LOOM_SUM : r.buffers.op;
+    op.coll       = r.p->info.coll;
+    op.root       = r.p->info.root;
+    op.deadline_s = r.deadline_s;
+    return config_.in_network->post(op);
 }
 
 void engine_impl::on_completion(const drivers::completion& c) {
@@ -140,6 +170,10 @@ void engine_impl::on_completion(const drivers::completion& c) {
         r.withdrawn_by   = c.peer;
         r.withdrawn_step = static_cast<int>(i);
         r.deadline_s     = std::min(r.deadline_s, now_s() + withdrawn_grace_s);
+        return;
+    }
+    if (c.status != LOOM_SUCCESS && schedule::is_inc(s.kind)) {
+        fail(r, c.status, -1, static_cast<int>(i), config_.in_network->last_failure(), true);
         return;
     }
     if (c.status != LOOM_SUCCESS) {
@@ -222,7 +256,11 @@ void engine_impl::fail(request& r, loom_status_t code, int peer, int step, const
 void engine_impl::withdraw(request& r) {
     for (uint32_t i = 0; i < r.state.size(); ++i) {
         if (r.state[i] == step_state::posted) {
-            fast_.cancel(fast_.ctx, cookie_of(r, i));
+            if (schedule::is_inc(r.p->steps[i].kind)) {
+                config_.in_network->cancel(cookie_of(r, i));
+            } else {
+                fast_.cancel(fast_.ctx, cookie_of(r, i));
+            }
         }
     }
 }

@@ -55,8 +55,10 @@ std::vector<std::string> algorithms_for(call_kind kind, int n, size_t count,
                                         const loom::topology::shape& topo, bool lattice_only) {
     std::vector<std::string> out;
     for (const loom::algorithms::algorithm* a : loom::algorithms::catalogue()) {
+        // inc needs an aggregation node; without one it is the default algorithm again
+        // (its fallback), which the sweep already runs. api_inc runs it through real nodes.
         if (a->primitive != loom::comm::primitive_of(kind) ||
-            (lattice_only && !a->topology_aware)) {
+            (lattice_only && !a->topology_aware) || a->name == "inc") {
             continue;
         }
         loom::algorithms::call c;

@@ -613,5 +613,59 @@ expect_error "compare: sizes that are not whole elements" 2 "not a whole number"
 expect_error "compare: unknown algorithm" 2 "allowed: ring" \
     compare --collective allreduce --algorithm nonesuch --topology star:8 --bytes 1K
 
+# ---- --alpha-switch: the in-network family beside the software algorithms -------------------
+inc8=(--collective allreduce --ranks 8 --alpha 0.5us --alpha-switch 0.15us --bw 50GB/s)
+expect_ok "compare with --alpha-switch" compare "${inc8[@]}" --bytes 8,64K,64M
+contains "compare lists inc beside the software algorithms" "$tmp/out" "  inc "
+contains "compare lists ring too" "$tmp/out" "  ring "
+contains "compare's model line names α_switch" "$tmp/out" "α_switch = 0.150 µs"
+expect_ok "compare --json with --alpha-switch" compare "${inc8[@]}" --bytes 8,64K,64M --json
+pycheck "compare --json: inc at α_switch, predicted = simulated, winners include it" "$tmp/out" '
+assert doc["alpha_switch_s"] == 1.5e-07, doc["alpha_switch_s"]
+inc = [r for r in doc["results"] if r["algorithm"] == "inc"]
+assert len(inc) == 3 and all(r["applicable"] for r in inc), inc
+for r in inc:
+    p, s = r["predicted"], r["simulated"]
+    assert abs(p["time_s"] - s["time_s"]) <= 1e-9 * p["time_s"], r
+    assert p["n_alpha_switch"] == 2 and s["n_alpha_switch"] == 2 and s["n_alpha"] == 0, r
+    t = 2 * 1.5e-7 + (1 + 1 / 1) * r["bytes"] / 50e9
+    assert abs(p["time_s"] - t) <= 1e-9 * t, (p, t)
+# At 8 B the two α_switch hops beat every software algorithm, simulated and predicted.
+small = doc["winners"][0]
+assert small["algorithm"] == "inc" and "inc" in small["predicted_fastest"], small
+'
+expect_ok "run inc --json with --alpha-switch" run --collective allreduce --algorithm inc \
+    --ranks 8 --alpha 0.5us --alpha-switch 0.15us --bw 50GB/s --bytes 1M --segments 4 --json
+pycheck "run --json: n_alpha_switch observed, alpha_switch_s, the closed form met" "$tmp/out" '
+assert doc["alpha_switch_s"] == 1.5e-07, doc["alpha_switch_s"]
+assert doc["n_alpha_switch"] == 2 and doc["n_alpha"] == 0, doc
+p = doc["predicted"]
+assert p["n_alpha_switch"] == 2 and abs(p["time_s"] - doc["time_s"]) <= 1e-9 * doc["time_s"]
+'
+expect_ok "run inc without --alpha-switch" run --collective allreduce --algorithm inc \
+    --ranks 8 --bytes 1M --json
+pycheck "run --json unset: the node hops are α hops, alpha_switch_s negative" "$tmp/out" '
+assert doc["alpha_switch_s"] < 0 and doc["n_alpha"] == 2 and doc["n_alpha_switch"] == 0, doc
+assert abs(doc["predicted"]["time_s"] - doc["time_s"]) <= 1e-9 * doc["time_s"]
+'
+expect_ok "run inc prints α_switch" run --collective allreduce --algorithm inc --ranks 8 \
+    --alpha-switch 0.15us --bytes 1M
+contains "run's model line names α_switch" "$tmp/out" "α_switch = 0.150 µs"
+contains "run prints n_alpha_switch" "$tmp/out" "n_alpha_sw  2  (closed form 2)"
+expect_ok "predict inc with --alpha-switch" predict --collective allreduce --algorithm inc \
+    --ranks 8 --alpha 0.5us --alpha-switch 0.15us --bw 50GB/s --bytes 1M --json
+pycheck "predict --json: α_switch in the time" "$tmp/out" '
+d = doc[0] if isinstance(doc, list) else doc
+assert d["alpha_switch_s"] == 1.5e-07 and d["n_alpha_switch"] == 2, d
+t = 2 * 1.5e-7 + 2 * 1048576 / 50e9
+assert abs(d["time_s"] - t) <= 1e-9 * t, (d["time_s"], t)
+'
+for verb in compare run predict; do
+    expect_error "$verb: bad --alpha-switch" 2 "--alpha-switch: expected a number" \
+        "$verb" --collective allreduce --ranks 8 --alpha-switch fast --bytes 1K
+    expect_error "$verb: negative --alpha-switch" 2 "--alpha-switch must not be negative" \
+        "$verb" --collective allreduce --ranks 8 --alpha-switch=-1us --bytes 1K
+done
+
 echo "1..$n"
 [ "$failures" -eq 0 ]

@@ -60,6 +60,13 @@ result<double> parse_seconds(std::string_view flag, std::string_view text);
 /// Bytes per second: plain, or with B/s, KB/s, MB/s, GB/s, TB/s (decimal), KiB/s … (binary),
 /// Kbit/s … or Gbps (bits); the "/s" may be left out. Positive and finite.
 result<double> parse_rate(std::string_view flag, std::string_view text);
+/// --alpha-switch: empty (not given) is -1, "unset: the aggregation node's hops cost α"
+/// (sim::fabric::alpha_switch_s, algorithms::cost::time_s); else seconds as parse_seconds.
+result<double> parse_alpha_switch(std::string_view text);
+/// ", α_switch = 0.15 µs" when set (≥ 0), else "": for the printed model lines.
+std::string alpha_switch_text(double alpha_switch_s);
+/// The --alpha-switch option on a verb that has --alpha.
+void add_alpha_switch_option(CLI::App& cmd, std::string& text);
 /// A comma list of names (commas and spaces separate).
 std::vector<std::string> split_list(std::string_view text);
 
@@ -141,6 +148,7 @@ struct cost_model {
     double alpha_s               = 1e-6;  // overview's documented default: 1 µs per message
     double bw_bytes_per_s        = 25e9;  // and 25 GB/s per link
     algorithms::port_model ports = algorithms::port_model::per_edge;
+    double alpha_switch_s        = -1;  // rank ↔ aggregation node; negative: alpha_s
 };
 
 /// One algorithm at one size: the library's cost, or why it does not apply.

@@ -182,6 +182,24 @@ result<double> parse_rate(std::string_view flag, std::string_view text) {
     return v;
 }
 
+result<double> parse_alpha_switch(std::string_view text) {
+    if (text.empty()) {
+        return -1.0;  // unset: the model's α on the aggregation node's hops too
+    }
+    return parse_seconds("--alpha-switch", text);
+}
+
+std::string alpha_switch_text(double alpha_switch_s) {
+    return alpha_switch_s < 0 ? "" : ", α_switch = " + format_us(alpha_switch_s) + " µs";
+}
+
+void add_alpha_switch_option(CLI::App& cmd, std::string& text) {
+    cmd.add_option("--alpha-switch", text,
+                   "latency of a rank ↔ aggregation-node hop α_switch, for the in-network "
+                   "algorithms (default: α)")
+        ->type_name("S");
+}
+
 std::vector<std::string> split_list(std::string_view text) {
     std::vector<std::string> items;
     std::string current;

@@ -101,9 +101,10 @@ std::vector<prediction> predict_grid(const algorithms::call& base,
             c.count            = bytes / payload_per_element(c);
             p.applicable       = algorithms::check_call(*a, c);
             if (p.applicable) {
-                auto m   = static_cast<double>(bytes);
-                p.cost   = algorithms::predict(*a, c, m, model.ports);
-                p.time_s = p.cost.time_s(model.alpha_s, model.bw_bytes_per_s, m);
+                auto m = static_cast<double>(bytes);
+                p.cost = algorithms::predict(*a, c, m, model.ports);
+                p.time_s =
+                    p.cost.time_s(model.alpha_s, model.bw_bytes_per_s, m, model.alpha_switch_s);
             }
             grid.push_back(std::move(p));
         }
@@ -116,8 +117,8 @@ std::string grid_title(const algorithms::call& base, const cost_model& model) {
     return std::string(schedule::collective_name(base.coll)) + " on " + base.topo.to_string() +
            " (" + std::to_string(base.nranks) + " ranks), " +
            std::string(algorithms::port_model_name(model.ports)) +
-           ", α = " + format_number(model.alpha_s * 1e6) +
-           " µs, BW = " + format_rate(model.bw_bytes_per_s) +
+           ", α = " + format_number(model.alpha_s * 1e6) + " µs" +
+           alpha_switch_text(model.alpha_switch_s) + ", BW = " + format_rate(model.bw_bytes_per_s) +
            ", P = " + std::to_string(base.segments);
 }
 
@@ -184,6 +185,7 @@ nlohmann::json prediction_json(const algorithms::call& base, const cost_model& m
         {"bytes", p.bytes},
         {"segments", base.segments},
         {"alpha_s", model.alpha_s},
+        {"alpha_switch_s", model.alpha_switch_s},
         {"bw_bytes_per_s", model.bw_bytes_per_s},
         {"port_model", algorithms::port_model_name(model.ports)},
         {"applicable", p.applicable.is_ok()},
@@ -192,14 +194,15 @@ nlohmann::json prediction_json(const algorithms::call& base, const cost_model& m
         j["reason"] = p.applicable.message();
         return j;
     }
-    j["formula"] = p.algo->formula;
-    j["n_alpha"] = p.cost.n_alpha;
-    j["n_beta"]  = p.cost.n_beta;
-    j["time_s"]  = p.time_s;
-    j["time_us"] = p.time_s * 1e6;
-    j["exact"]   = p.cost.exact;
-    j["note"]    = p.cost.note;
-    j["fastest"] = p.fastest;
+    j["formula"]        = p.algo->formula;
+    j["n_alpha"]        = p.cost.n_alpha;
+    j["n_beta"]         = p.cost.n_beta;
+    j["n_alpha_switch"] = p.cost.n_alpha_switch;
+    j["time_s"]         = p.time_s;
+    j["time_us"]        = p.time_s * 1e6;
+    j["exact"]          = p.cost.exact;
+    j["note"]           = p.cost.note;
+    j["fastest"]        = p.fastest;
     return j;
 }
 

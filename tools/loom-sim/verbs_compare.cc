@@ -37,8 +37,9 @@ using nlohmann::json;
 struct compare_flags {
     call_flags call;
     std::string bytes;
-    std::string alpha;  // default 1us
-    std::string bw;     // default 25GB/s
+    std::string alpha;         // default 1us
+    std::string bw;            // default 25GB/s
+    std::string alpha_switch;  // default: α
     std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
     std::string plot;
     bool json = false;
@@ -77,11 +78,16 @@ result<comparison> build(const compare_flags& f) {
     if (!alpha || !bw) {
         return !alpha ? alpha.error() : bw.error();
     }
+    auto alpha_switch = parse_alpha_switch(f.alpha_switch);
+    if (!alpha_switch) {
+        return alpha_switch.error();
+    }
     auto ports = parse_ports(f.ports);
     if (!ports) {
         return ports.error();
     }
     out.fabric.alpha_s        = *alpha;
+    out.fabric.alpha_switch_s = *alpha_switch;
     out.fabric.bw_bytes_per_s = *bw;
     out.fabric.ports          = *ports;
     call_flags flags          = f.call;
@@ -122,7 +128,8 @@ result<comparison> build(const compare_flags& f) {
         return not_supported("no algorithm implements " +
                              std::string(schedule::collective_name(c->coll)) + " yet");
     }
-    out.model = {out.fabric.alpha_s, out.fabric.bw_bytes_per_s, out.fabric.ports};
+    out.model = {out.fabric.alpha_s, out.fabric.bw_bytes_per_s, out.fabric.ports,
+                 out.fabric.alpha_switch_s};
     std::vector<algorithms::call> calls;
     for (int64_t bytes : out.sizes) {
         auto cs = call_for_size(out.base, bytes);
@@ -302,16 +309,13 @@ json to_json(const comparison& c, const std::string& plot) {
             results.push_back(o);
             continue;
         }
-        o["predicted"] = {{"time_s", e.pred.time_s},
-                          {"n_alpha", e.pred.cost.n_alpha},
-                          {"n_beta", e.pred.cost.n_beta},
-                          {"exact", e.pred.cost.exact},
-                          {"fastest", e.pred.fastest}};
-        o["simulated"] = {{"time_s", e.sim.time_s},
-                          {"n_alpha", e.sim.n_alpha},
-                          {"n_beta", e.sim.n_beta},
-                          {"steps", e.sim.steps},
-                          {"transfers", e.sim.transfers}};
+        o["predicted"] = {
+            {"time_s", e.pred.time_s},      {"n_alpha", e.pred.cost.n_alpha},
+            {"n_beta", e.pred.cost.n_beta}, {"n_alpha_switch", e.pred.cost.n_alpha_switch},
+            {"exact", e.pred.cost.exact},   {"fastest", e.pred.fastest}};
+        o["simulated"] = {{"time_s", e.sim.time_s}, {"n_alpha", e.sim.n_alpha},
+                          {"n_beta", e.sim.n_beta}, {"n_alpha_switch", e.sim.n_alpha_switch},
+                          {"steps", e.sim.steps},   {"transfers", e.sim.transfers}};
         o["ratio"]     = e.pred.time_s > 0 ? json(e.sim.time_s / e.pred.time_s) : json(nullptr);
         o["winner"]    = e.winner;
         results.push_back(o);
@@ -345,6 +349,7 @@ json to_json(const comparison& c, const std::string& plot) {
                 {"segments", c.base.segments},
                 {"port_model", algorithms::port_model_name(c.model.ports)},
                 {"alpha_s", c.model.alpha_s},
+                {"alpha_switch_s", c.model.alpha_switch_s},
                 {"bw_bytes_per_s", c.model.bw_bytes_per_s},
                 {"sizes", c.sizes},
                 {"results", results},
@@ -542,6 +547,7 @@ void add_compare_verbs(CLI::App& app, std::vector<verb>& verbs) {
                     "payload sizes M: a comma list of bytes, K/M/G (1024-based) or KB/MB/GB")
         ->type_name("M");
     cmd->add_option("--alpha", cf->alpha, "latency per hop α (default 1us)")->type_name("S");
+    add_alpha_switch_option(*cmd, cf->alpha_switch);
     cmd->add_option("--bw", cf->bw, "bandwidth per link direction (default 25GB/s)")
         ->type_name("B");
     cmd->add_option("--port-model", cf->ports,

@@ -18,8 +18,9 @@ namespace loom::sim_tool {
 namespace {
 
 struct model_flags {
-    std::string alpha;  // default 1us; empty tells a fabric file that it was not given
-    std::string bw;     // default 25GB/s
+    std::string alpha;         // default 1us; empty tells a fabric file that it was not given
+    std::string bw;            // default 25GB/s
+    std::string alpha_switch;  // default: α
     // The default comes from LOOM_PORT_MODEL (the parameter registry), per-edge unless set.
     std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
     bool json         = false;
@@ -45,6 +46,7 @@ void add_model_flags(CLI::App& cmd, model_flags& f) {
                    "link bandwidth in bytes/s, or e.g. 25GB/s, 200Gbit/s "
                    "(default 25GB/s)")
         ->type_name("B");
+    add_alpha_switch_option(cmd, f.alpha_switch);
     cmd.add_option("--port-model", f.ports,
                    "per-edge (each pair its own link, the texts) or single-port (one port per "
                    "rank into a switch); default LOOM_PORT_MODEL, else per-edge")
@@ -62,10 +64,15 @@ result<cost_model> make_model(const model_flags& f) {
     if (!bw) {
         return bw.error();
     }
+    auto alpha_switch = parse_alpha_switch(f.alpha_switch);
+    if (!alpha_switch) {
+        return alpha_switch.error();
+    }
     auto ports = parse_ports(f.ports);
     if (!ports) {
         return ports.error();
     }
+    m.alpha_switch_s = *alpha_switch;
     m.alpha_s        = *alpha;
     m.bw_bytes_per_s = *bw;
     m.ports          = *ports;
@@ -78,8 +85,11 @@ void print_single(const algorithms::call& c, const cost_model& model, const pred
               << " bytes)\n"
               << "  formula   " << p.algo->formula << '\n'
               << "  n_alpha   " << format_number(p.cost.n_alpha) << '\n'
-              << "  n_beta    " << format_number(p.cost.n_beta) << '\n'
-              << "  time      " << format_us(p.time_s) << " µs"
+              << "  n_beta    " << format_number(p.cost.n_beta) << '\n';
+    if (p.cost.n_alpha_switch > 0) {
+        std::cout << "  n_alpha_switch " << format_number(p.cost.n_alpha_switch) << '\n';
+    }
+    std::cout << "  time      " << format_us(p.time_s) << " µs"
               << (p.cost.exact ? "" : " (asymptotic form)") << '\n';
     if (!p.cost.note.empty()) {
         std::cout << "  note      " << p.cost.note << '\n';

@@ -36,8 +36,9 @@ struct run_flags {
     call_flags call;
     std::string bytes;
     std::string file;
-    std::string alpha;  // default 1us; empty tells a fabric file that it was not given
-    std::string bw;     // default 25GB/s
+    std::string alpha;         // default 1us; empty tells a fabric file that it was not given
+    std::string bw;            // default 25GB/s
+    std::string alpha_switch;  // default: α
     std::string ports      = params::registry::global().get_string("LOOM_PORT_MODEL");
     std::string alu        = "0";
     std::string efficiency = "1";
@@ -89,11 +90,12 @@ result<schedule::schedule> read_schedule(const std::string& path) {
 }
 
 status parse_model(const run_flags& f, job& j) {
-    auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
-    auto bw    = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
-    auto alu   = parse_seconds("--alu", f.alu);
-    auto gamma = parse_seconds("--gamma", f.gamma);
-    for (const auto* r : {&alpha, &bw, &alu, &gamma}) {
+    auto alpha        = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
+    auto bw           = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
+    auto alu          = parse_seconds("--alu", f.alu);
+    auto gamma        = parse_seconds("--gamma", f.gamma);
+    auto alpha_switch = parse_alpha_switch(f.alpha_switch);
+    for (const auto* r : {&alpha, &bw, &alu, &gamma, &alpha_switch}) {
         if (!*r) {
             return r->error();
         }
@@ -115,6 +117,7 @@ status parse_model(const run_flags& f, job& j) {
     j.fabric.bw_bytes_per_s   = *bw;
     j.fabric.alu_latency_s    = *alu;
     j.fabric.gamma_s_per_byte = *gamma;
+    j.fabric.alpha_switch_s   = *alpha_switch;
     j.fabric.efficiency       = *eff;
     j.fabric.ports            = *ports;
     j.chain                   = static_cast<size_t>(*chain);
@@ -307,8 +310,13 @@ std::string title(const job& j, const sim::report& r) {
     return what + " on " + f.topo.to_string() + " (" + std::to_string(n) +
            (n == 1 ? " rank), " : " ranks), ") + std::string(algorithms::port_model_name(f.ports)) +
            ", " + links + (f.efficiency < 1 ? " × " + format_number(f.efficiency) : "") +
+           alpha_switch_text(f.alpha_switch_s) +
            (f.alu_latency_s > 0 ? ", ALU " + format_us(f.alu_latency_s) + " µs" : "") +
            ", M = " + format_size(static_cast<int64_t>(r.payload_bytes));
+}
+
+double predicted_time_s(const algorithms::cost& c, const sim::fabric& f, double bytes) {
+    return c.time_s(f.alpha_s, f.bw_bytes_per_s, bytes, f.alpha_switch_s);
 }
 
 std::optional<algorithms::cost> closed_form(const job& j, const sim::report& r) {
@@ -326,8 +334,14 @@ void print_text(const job& j, const sim::report& r) {
               << (cost ? "  (closed form " + format_number(cost->n_alpha) + ")" : "") << '\n'
               << "  n_beta      " << format_number(r.n_beta)
               << (cost ? "  (closed form " + format_number(cost->n_beta) + ")" : "") << '\n';
+    if (j.fabric.alpha_switch_s >= 0 || (cost && cost->n_alpha_switch > 0)) {
+        // Unset α_switch: the aggregation hops are in n_alpha, the closed form's apart.
+        std::cout << "  n_alpha_sw  " << format_number(r.n_alpha_switch)
+                  << (cost ? "  (closed form " + format_number(cost->n_alpha_switch) + ")" : "")
+                  << '\n';
+    }
     if (cost) {
-        double t = cost->time_s(j.fabric.alpha_s, j.fabric.bw_bytes_per_s, r.payload_bytes);
+        double t = predicted_time_s(*cost, j.fabric, r.payload_bytes);
         std::cout << "  predicted   " << format_us(t) << " µs"
                   << (cost->exact ? "" : " (asymptotic form)")
                   << (j.fabric_path.empty() ? "" : " (every link as the slowest)") << '\n';
@@ -388,6 +402,7 @@ json report_json(const job& j, const sim::report& r) {
     json o        = {{"time_s", r.time_s},
                      {"n_alpha", r.n_alpha},
                      {"n_beta", r.n_beta},
+                     {"n_alpha_switch", r.n_alpha_switch},
                      {"other_s", r.other_s},
                      {"payload_bytes", r.payload_bytes},
                      {"topology", f.topo.to_string()},
@@ -395,6 +410,7 @@ json report_json(const job& j, const sim::report& r) {
                      {"port_model", std::string(algorithms::port_model_name(f.ports))},
                      {"ties", std::string(routing::tie_rule_name(f.ties))},
                      {"alpha_s", f.alpha_s},
+                     {"alpha_switch_s", f.alpha_switch_s},
                      {"bw_bytes_per_s", f.bw_bytes_per_s},
                      {"efficiency", f.efficiency},
                      {"alu_latency_s", f.alu_latency_s},
@@ -413,7 +429,8 @@ json report_json(const job& j, const sim::report& r) {
     if (auto cost = closed_form(j, r)) {
         o["predicted"] = {{"n_alpha", cost->n_alpha},
                           {"n_beta", cost->n_beta},
-                          {"time_s", cost->time_s(f.alpha_s, f.bw_bytes_per_s, r.payload_bytes)},
+                          {"n_alpha_switch", cost->n_alpha_switch},
+                          {"time_s", predicted_time_s(*cost, f, r.payload_bytes)},
                           {"exact", cost->exact}};
     }
     json path = {{"length", r.chain.size()}};
@@ -499,6 +516,7 @@ void add_run_verbs(CLI::App& app, std::vector<verb>& verbs) {
                     "bandwidth per link direction (default 25GB/s; a fabric file gives each "
                     "link's)")
         ->type_name("B");
+    add_alpha_switch_option(*cmd, rf->alpha_switch);
     cmd->add_option("--port-model", rf->ports,
                     "star/full mesh: per-edge (a link per pair) or single-port (one port per "
                     "rank into a switch); default LOOM_PORT_MODEL, else per-edge")

@@ -25,6 +25,9 @@
 
 #include "base/clock.hh"
 #include "loomrun.hh"
+#include "switches.hh"
+#include "topology/fabric.hh"
+#include "topology/topology.hh"
 
 extern char** environ;
 
@@ -41,8 +44,20 @@ constexpr int netns_bootstrap_port = 29500;
 constexpr const char* rank_vars[] = {"LOOM_RANK",          "LOOM_SIZE",      "LOOM_JOB",
                                      "LOOM_BOOTSTRAP",     "LOOM_TRANSPORT", "LOOM_TCP_ADDR",
                                      "LOOM_LINK_STATS_DIR"};
+// A lattice fabric is forwarded hop by hop (fwd:<transport>); a star or a fabric file
+// given with --switch only places the aggregation nodes.
+bool forwarded(const std::string& fabric) {
+    if (topology::names_fabric_file(fabric)) {
+        return false;
+    }
+    auto shape = topology::shape::parse(fabric);
+    return shape && shape->is_lattice();
+}
+
 // Replaced too, but only under --fabric.
 constexpr const char* fabric_vars[] = {"LOOM_FABRIC", "LOOM_PROGRESS"};
+// And these under --switch.
+constexpr const char* switch_vars[] = {"LOOM_SWITCH", "LOOM_SWITCH_FABRIC"};
 
 bool sets(std::string_view entry, const char* v) {
     return entry.starts_with(v) && entry.size() > strlen(v) && entry[strlen(v)] == '=';
@@ -149,6 +164,9 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
         for (const char* v : fabric_vars) {
             ours = ours || (!o_.fabric.empty() && sets(entry, v));
         }
+        for (const char* v : switch_vars) {
+            ours = ours || (o_.with_switch && sets(entry, v));
+        }
         if (!ours) {
             env.emplace_back(entry);
         }
@@ -157,7 +175,7 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     env.push_back("LOOM_SIZE=" + std::to_string(o_.ranks));
     env.push_back("LOOM_JOB=" + job_id_);
     env.push_back("LOOM_BOOTSTRAP=" + bootstrap);
-    if (o_.fabric.empty()) {
+    if (o_.fabric.empty() || !forwarded(o_.fabric)) {
         env.push_back("LOOM_TRANSPORT=" + o_.transport);
     } else {
         env.push_back("LOOM_TRANSPORT=fwd:" + o_.transport);
@@ -167,6 +185,7 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     if (!o_.link_stats_dir.empty()) {
         env.push_back("LOOM_LINK_STATS_DIR=" + o_.link_stats_dir);
     }
+    env.insert(env.end(), o_.switch_env.begin(), o_.switch_env.end());
     if (net_ != nullptr) {
         env.push_back("LOOM_TCP_ADDR=" + net_->address(rank));
     }
@@ -476,6 +495,16 @@ int run_job(const options& given) {
         }
         bootstrap = "127.0.0.1:" + std::to_string(*port);
     }
+    std::unique_ptr<switch_set> switches;  // --switch: up before the ranks, down after
+    if (opts.with_switch) {
+        auto set = switch_set::start(opts.fabric, opts.transport,
+                                     "lr" + std::to_string(getpid()));
+        if (!set) {
+            return fail(set.error(), exit_failed);
+        }
+        switches        = std::move(*set);
+        opts.switch_env = switches->environment();
+    }
     int code;
     {
         job j(opts, net.get(), sfd, old_mask);
@@ -483,6 +512,10 @@ int run_job(const options& given) {
             j.abandon("loomrun: " + st.message());
         }
         code = j.wait_all();
+    }
+    if (switches) {
+        std::fflush(stdout);
+        switches->stop(opts.grace_s);  // each prints its statistics
     }
     net.reset();
     close(sfd);

@@ -38,6 +38,8 @@ struct options {
     std::string fabric;               // --fabric: LOOM_FABRIC, over fwd:<transport>
     bool link_stats = false;          // --link-stats: print the link counters at exit
     std::string link_stats_dir;       // set by run_job under --link-stats
+    bool with_switch = false;         // --switch: start loom-switch node(s) for the ranks
+    std::vector<std::string> switch_env;  // set by run_job under --switch (LOOM_SWITCH…)
     bool show_config  = false;
     bool show_version = false;
     std::vector<std::string> command;  // PROGRAM ARGS

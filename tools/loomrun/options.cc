@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "loomrun.hh"
+#include "topology/fabric.hh"
 #include "topology/topology.hh"
 
 namespace loom::loomrun {
@@ -62,7 +63,13 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
     app.add_option("--fabric", o.fabric,
                    "SHAPE (torus:2x2x2, mesh:3x3, ring:8; its size must equal -n): every rank "
                    "gets LOOM_FABRIC=SHAPE, LOOM_TRANSPORT=fwd:<--transport> and "
-                   "LOOM_PROGRESS=thread, so messages travel hop by hop between neighbours");
+                   "LOOM_PROGRESS=thread, so messages travel hop by hop between neighbours; "
+                   "with --switch also star:N or a fabric file (aggregation tree)");
+    app.add_flag("--switch", o.with_switch,
+                 "start loom-switch aggregation node(s) and point the ranks at them (LOOM_SWITCH): "
+                 "one for every rank, or with --fabric FILE.json one per in-network switch of "
+                 "the file, each told its parent; in-network allreduce/reduce/broadcast ('inc') "
+                 "then run through them");
     app.add_flag("--link-stats", o.link_stats,
                  "with --fabric: print each rank's per-link traffic after the job (the "
                  "communicators write it at loom_comm_destroy into LOOM_LINK_STATS_DIR)");
@@ -110,12 +117,21 @@ parsed check(parsed out, const flag_text& text) {
             *value = *seconds;
         }
     }
-    if (!o.fabric.empty()) {
+    if (!o.fabric.empty() && o.with_switch && topology::names_fabric_file(o.fabric)) {
+        auto f = topology::load_fabric_file(o.fabric);
+        if (!f) {
+            return fail("--fabric: " + f.error().message());
+        }
+        if (f->nranks() != o.ranks) {
+            return fail("--fabric '" + o.fabric + "' has " + std::to_string(f->nranks()) +
+                        " ranks but -n is " + std::to_string(o.ranks) + ": they must be equal");
+        }
+    } else if (!o.fabric.empty()) {
         auto shape = topology::shape::parse(o.fabric);
         if (!shape) {
             return fail("--fabric '" + o.fabric + "': " + shape.error().message());
         }
-        if (!shape->is_lattice()) {
+        if (!shape->is_lattice() && !(o.with_switch && shape->type() == topology::kind::star)) {
             return fail("--fabric '" + o.fabric +
                         "': expected a lattice (torus:AxB…, mesh:AxB…, "
                         "ring:N)");

@@ -80,7 +80,12 @@ run_result<T> all_reduce(const std::vector<std::vector<T>>& in, loom_dtype_t dty
     size_t count = in[0].size();
     network net(f, seed, n);
     aggregator agg;
-    assert_true(agg.admit(1, 1, n, 8, deterministic).is_ok());
+    group_config g;
+    g.job = g.comm = 1;
+    g.members = g.expected = n;
+    g.slots                = 8;
+    g.deterministic        = deterministic;
+    assert_true(agg.admit(g).is_ok());
     std::vector<client> clients;
     std::vector<member_uplink> ups(n);
     run_result<T> res;

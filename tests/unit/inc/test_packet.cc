@@ -130,7 +130,7 @@ void malformed_packets_are_refused_with_their_reason(void**) {
     p[offsetof(wire_header, version)] = 2;
     assert_int_equal(int(parse_of(p)), int(parse_error::bad_version));
     p                              = good;
-    p[offsetof(wire_header, kind)] = 9;
+    p[offsetof(wire_header, kind)] = last_packet_kind + 1;
     assert_int_equal(int(parse_of(p)), int(parse_error::bad_kind));
     p                               = good;
     p[offsetof(wire_header, dtype)] = LOOM_INT8;  // not one the aggregator reduces

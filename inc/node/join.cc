@@ -1,0 +1,133 @@
+// The join payload and the client side of a node's control packets (join.hh).
+#include "inc/node/join.hh"
+
+#include <sched.h>
+
+#include <chrono>
+#include <vector>
+
+#include "inc/transport/link.hh"
+
+namespace loom::inc {
+namespace {
+
+void put32(uint8_t* p, uint32_t v) {
+    p[0] = uint8_t(v >> 24);
+    p[1] = uint8_t(v >> 16);
+    p[2] = uint8_t(v >> 8);
+    p[3] = uint8_t(v);
+}
+uint32_t get32(const uint8_t* p) {
+    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
+}
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// Waits for the first packet of `kind` (or of `alt`) for (job, comm); other packets are
+// dropped: before a join completes nothing else is addressed to us.
+bool await(link& l, packet_kind kind, packet_kind alt, uint32_t job, uint32_t comm,
+           double timeout_s, header* h, std::string* payload) {
+    double deadline = now_s() + timeout_s;
+    while (now_s() < deadline && l.alive()) {
+        const uint8_t* p = nullptr;
+        size_t len       = 0;
+        if (!l.recv(&p, &len)) {
+            sched_yield();
+            continue;
+        }
+        const uint8_t* body = nullptr;
+        if (parse(p, len, h, &body) != parse_error::none || (h->kind != kind && h->kind != alt) ||
+            h->job != job || h->comm != comm) {
+            continue;
+        }
+        payload->assign(reinterpret_cast<const char*>(body), payload_bytes(*h));
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+void encode_join(const join_request& r, uint8_t* out) {
+    const uint32_t v[] = {r.members, r.expected,       r.slots,
+                          r.flags,   r.parent_members, r.parent_index};
+    for (size_t i = 0; i < 6; ++i) {
+        put32(out + 4 * i, v[i]);
+    }
+}
+
+bool decode_join(const uint8_t* p, size_t len, join_request* out) {
+    if (len != join_request_bytes) {
+        return false;
+    }
+    out->members        = get32(p);
+    out->expected       = get32(p + 4);
+    out->slots          = get32(p + 8);
+    out->flags          = get32(p + 12);
+    out->parent_members = get32(p + 16);
+    out->parent_index   = get32(p + 20);
+    return true;
+}
+
+size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
+                      std::string_view payload, uint8_t* out) {
+    header h;
+    h.kind        = kind;
+    h.job         = job;
+    h.comm        = comm;
+    h.contributor = member;
+    h.count       = uint32_t(payload.size());
+    return encode(h, payload.data(), out);
+}
+
+result<uint32_t> join_node(link& l, uint32_t job, uint32_t comm, uint32_t member,
+                           const join_request& r, double timeout_s) {
+    uint8_t body[join_request_bytes];
+    encode_join(r, body);
+    std::vector<uint8_t> pkt(header_bytes + join_request_bytes);
+    size_t len =
+        control_packet(packet_kind::join, job, comm, member,
+                       std::string_view(reinterpret_cast<char*>(body), sizeof body), pkt.data());
+    l.send(pkt.data(), len);
+    header h;
+    std::string text;
+    std::string who = "inc: join of job " + std::to_string(job) + " communicator " +
+                      std::to_string(comm) + " member " + std::to_string(member) + " at " +
+                      l.describe();
+    if (!await(l, packet_kind::joined, packet_kind::nack, job, comm, timeout_s, &h, &text)) {
+        return status(LOOM_ERR_TIMEOUT,
+                      who + ": no answer within " + std::to_string(timeout_s) + " s");
+    }
+    if (h.kind == packet_kind::nack) {
+        auto code = loom_status_t(h.seq);
+        return status(code == LOOM_SUCCESS ? LOOM_ERR_INTERNAL : code, who + ": " + text);
+    }
+    return h.slot;
+}
+
+void leave_node(link& l, uint32_t job, uint32_t comm, uint32_t member) {
+    uint8_t pkt[header_bytes];
+    l.send(pkt, control_packet(packet_kind::leave, job, comm, member, {}, pkt));
+}
+
+result<std::string> query_stats(std::string_view address, double timeout_s) {
+    auto l = connect_link(address, timeout_s);
+    if (!l) {
+        return l.error();
+    }
+    uint8_t pkt[header_bytes];
+    (*l)->send(pkt, control_packet(packet_kind::stats_query, 0, 0, 0, {}, pkt));
+    header h;
+    std::string text;
+    if (!await(**l, packet_kind::stats_reply, packet_kind::stats_reply, 0, 0, timeout_s, &h,
+               &text)) {
+        return status(LOOM_ERR_TIMEOUT, "inc: no statistics from " + std::string(address) +
+                                            " within " + std::to_string(timeout_s) + " s");
+    }
+    return text;
+}
+
+}  // namespace loom::inc

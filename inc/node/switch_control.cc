@@ -1,0 +1,258 @@
+// The aggregation node's control path: join (admission, the parent's join), leave, and
+// statistics (switch_node.hh). Control packets may allocate; data packets never get here.
+#include <algorithm>
+#include <sstream>
+
+#include "inc/node/switch_node.hh"
+
+namespace loom::inc {
+
+void switch_node::send_control(peer& p, packet_kind kind, uint32_t job, uint32_t comm,
+                               uint32_t member, std::string_view body, uint32_t seq,
+                               uint32_t slot) {
+    header h;
+    h.kind        = kind;
+    h.job         = job;
+    h.comm        = comm;
+    h.contributor = member;
+    h.seq         = seq;
+    h.slot        = slot;
+    body          = body.substr(0, max_payload_bytes);
+    h.count       = uint32_t(body.size());
+    send(p, ctrl_.data(), encode(h, body.data(), ctrl_.data()));
+}
+
+void switch_node::reply_joined(peer& p, const group_state& g, uint32_t member) {
+    send_control(p, packet_kind::joined, g.job, g.comm, member, {}, 0, g.req.slots);
+}
+
+void switch_node::reply_nack(peer& p, const header& h, const status& why) {
+    ++stats_.nacks;
+    send_control(p, packet_kind::nack, h.job, h.comm, h.contributor, why.message(),
+                 uint32_t(why.code()));
+}
+
+// Admits (job, comm) at the aggregator and, for a tree, asks the parent.
+status switch_node::admit_group(const header& h, const join_request& r, group_state** out) {
+    bool tree = r.parent_members > 0;
+    if (tree && !parent_) {
+        return not_supported("loom-switch: the join asks for a parent level (" +
+                             std::to_string(r.parent_members) +
+                             " members) but this node has no --parent");
+    }
+    if (tree && !parent_->l->alive()) {
+        return status(LOOM_ERR_PEER_FAILURE,
+                      "loom-switch: the parent " + parent_->l->describe() + " is gone");
+    }
+    if (tree && r.parent_index >= r.parent_members) {
+        return invalid_argument("loom-switch: parent index " + std::to_string(r.parent_index) +
+                                " outside the parent's " + std::to_string(r.parent_members) +
+                                " members");
+    }
+    group_config c;
+    c.job               = h.job;
+    c.comm              = h.comm;
+    c.members           = r.members;
+    c.expected          = r.expected;
+    c.slots             = r.slots;
+    c.deterministic     = (r.flags & join_deterministic) != 0;
+    c.upstream          = tree;
+    c.up_index          = r.parent_index;
+    c.members_are_nodes = (r.flags & join_from_node) != 0;
+    if (status st = agg_.admit(c); !st) {
+        return st;
+    }
+    auto g  = std::make_unique<group_state>();
+    g->job  = h.job;
+    g->comm = h.comm;
+    g->req  = r;
+    g->members.assign(r.members, nullptr);
+    g->up = tree ? up_state::pending : up_state::none;
+    if (tree) {
+        join_request up;
+        up.members = up.expected = r.parent_members;
+        up.slots                 = r.slots;
+        up.flags                 = (r.flags & join_deterministic) | join_from_node;
+        uint8_t body[join_request_bytes];
+        encode_join(up, body);
+        send_control(*parent_, packet_kind::join, h.job, h.comm, r.parent_index,
+                     std::string_view(reinterpret_cast<const char*>(body), sizeof body));
+    }
+    groups_.push_back(std::move(g));
+    *out = groups_.back().get();
+    return status::ok();
+}
+
+void switch_node::on_join(peer& p, const header& h, const uint8_t* body) {
+    ++stats_.joins;
+    join_request r;
+    if (!decode_join(body, h.count, &r)) {
+        reply_nack(p, h,
+                   invalid_argument("loom-switch: a join payload is " +
+                                    std::to_string(join_request_bytes) + " bytes, not " +
+                                    std::to_string(h.count)));
+        return;
+    }
+    if (h.contributor >= r.members) {
+        reply_nack(p, h,
+                   invalid_argument("loom-switch: member " + std::to_string(h.contributor) +
+                                    " outside 0.." + std::to_string(r.members - 1)));
+        return;
+    }
+    group_state* g = find_group(h.job, h.comm);
+    if (g == nullptr) {
+        if (status st = admit_group(h, r, &g); !st) {
+            reply_nack(p, h, st);
+            return;
+        }
+    } else if (g->req.members != r.members || g->req.expected != r.expected ||
+               g->req.slots != r.slots || g->req.flags != r.flags) {
+        reply_nack(p, h,
+                   invalid_argument("loom-switch: join of member " + std::to_string(h.contributor) +
+                                    " disagrees with the group's members, expected, "
+                                    "slots or flags"));
+        return;
+    }
+    peer*& slot = g->members[h.contributor];
+    if (slot != nullptr && slot != &p) {
+        reply_nack(p, h,
+                   invalid_argument("loom-switch: member " + std::to_string(h.contributor) +
+                                    " already joined on another link"));
+        return;
+    }
+    if (slot == nullptr) {
+        slot = &p;
+        ++g->joined;
+    }
+    if (g->up == up_state::pending) {
+        g->pending.emplace_back(&p, h.contributor);
+        return;
+    }
+    reply_joined(p, *g, h.contributor);
+}
+
+void switch_node::on_parent_reply(const header& h, const uint8_t* body) {
+    group_state* g = find_group(h.job, h.comm);
+    if (g == nullptr || g->up != up_state::pending) {
+        ++stats_.unexpected;
+        return;
+    }
+    auto pending = std::move(g->pending);
+    g->pending.clear();
+    if (h.kind == packet_kind::joined) {
+        g->up = up_state::joined;
+        for (auto [p, m] : pending) {
+            reply_joined(*p, *g, m);
+        }
+        return;
+    }
+    // Refused upstream: refuse the members with the parent's reason, and forget the group.
+    auto code = loom_status_t(h.seq);
+    status why(code == LOOM_SUCCESS ? LOOM_ERR_INTERNAL : code,
+               "loom-switch: the parent refused: " +
+                   std::string(reinterpret_cast<const char*>(body), h.count));
+    g->up = up_state::none;  // nothing to leave upstream
+    for (auto [p, m] : pending) {
+        header as      = h;
+        as.contributor = m;
+        reply_nack(*p, as, why);
+    }
+    drop_group(*g);
+}
+
+void switch_node::on_leave(peer& p, const header& h) {
+    ++stats_.leaves;
+    group_state* g = find_group(h.job, h.comm);
+    if (g != nullptr && h.contributor < g->members.size() && g->members[h.contributor] == &p) {
+        member_gone(*g, h.contributor);
+    }
+}
+
+bool switch_node::member_gone(group_state& g, uint32_t member) {
+    g.members[member] = nullptr;
+    --g.joined;
+    std::erase_if(g.pending, [&](const auto& pm) { return pm.second == member; });
+    if (g.joined > 0) {
+        return false;
+    }
+    drop_group(g);
+    return true;
+}
+
+void switch_node::drop_group(group_state& g) {
+    agg_.release(g.job, g.comm);
+    if (g.up != up_state::none && parent_) {
+        send_control(*parent_, packet_kind::leave, g.job, g.comm, g.req.parent_index, {});
+    }
+    std::erase_if(groups_, [&](const auto& p) { return p.get() == &g; });
+}
+
+std::string switch_node::stats_text() const {
+    link_stats links = retired_;
+    auto add         = [&](const link_stats& s) {
+        links.send_dropped += s.send_dropped;
+        links.bad_frames += s.bad_frames;
+    };
+    for (const auto& p : peers_) {
+        add(p->l->stats());
+    }
+    if (parent_) {
+        add(parent_->l->stats());
+    }
+    const aggregator_stats& a = agg_.stats();
+    std::ostringstream o;
+    auto line = [&](std::string_view name, uint64_t v) { o << name << ' ' << v << '\n'; };
+    line("links", peers_.size());
+    line("links_accepted", stats_.links_accepted);
+    line("links_closed", stats_.links_closed);
+    line("parent_alive", parent_ && parent_->l->alive() ? 1 : 0);
+    line("groups", groups_.size());
+    line("slots_in_use", agg_.slots_in_use());
+    line("packets_in", stats_.packets_in);
+    line("bytes_in", stats_.bytes_in);
+    line("bytes_out", stats_.bytes_out);
+    line("contributions", a.contributions);
+    // Averages since the node started (--stats-interval prints them as it runs).
+    double up_s = std::max(now_s() - started_s_, 1e-9);
+    line("uptime_ms", uint64_t(up_s * 1e3));
+    line("contributions_per_s", uint64_t(double(a.contributions) / up_s));
+    line("bytes_in_per_s", uint64_t(double(stats_.bytes_in) / up_s));
+    line("results", a.results);
+    line("duplicates", a.duplicates);
+    line("resent", a.resent);
+    line("acks", a.acks);
+    line("forwarded", a.forwarded);
+    line("reforwarded", a.reforwarded);
+    line("from_parent", a.from_parent);
+    line("awaiting_parent", a.awaiting_parent);
+    line("drops_injected", stats_.drops_injected);
+    line("dups_injected", stats_.dups_injected);
+    line("send_drops", links.send_dropped);
+    line("bad_frames", links.bad_frames);
+    line("retransmissions", stats_.retransmissions);
+    // One word each (parse_error_name's are phrases), in parse_error's order.
+    static const char* const reasons[] = {"truncated", "bad_magic",  "bad_version",
+                                          "bad_kind",  "bad_dtype",  "bad_op",
+                                          "too_large", "bad_length", "bad_checksum"};
+    for (size_t e = 1; e < stats_.malformed.size(); ++e) {
+        o << "malformed_" << reasons[e - 1] << ' ' << stats_.malformed[e] << '\n';
+    }
+    line("unknown_group", a.unknown_group);
+    line("bad_member", a.bad_member);
+    line("bad_slot", a.bad_slot);
+    line("stale", a.stale);
+    line("mismatched", a.mismatched);
+    line("unexpected", stats_.unexpected);
+    line("joins", stats_.joins);
+    line("nacks", stats_.nacks);
+    line("leaves", stats_.leaves);
+    line("stats_queries", stats_.stats_queries);
+    return o.str();
+}
+
+void switch_node::reply_stats(peer& p) {
+    ++stats_.stats_queries;
+    send_control(p, packet_kind::stats_reply, 0, 0, 0, stats_text());
+}
+
+}  // namespace loom::inc

@@ -1,0 +1,218 @@
+// The aggregation node's data path: links, parsing, loss injection, the aggregator's sink
+// (switch_node.hh). The control path (join, leave, statistics) is in switch_control.cc.
+#include "inc/node/switch_node.hh"
+
+#include <algorithm>
+
+namespace loom::inc {
+
+// Maps the aggregator's (job, comm, member) to the link that joined as that member.
+class switch_node::sink final : public packet_sink {
+  public:
+    explicit sink(switch_node& n) : node_(n) {}
+    void unicast(uint32_t job, uint32_t comm, uint32_t member, const uint8_t* packet,
+                 size_t len) override {
+        group_state* g = node_.find_group(job, comm);
+        if (g != nullptr && member < g->members.size() && g->members[member] != nullptr) {
+            node_.send(*g->members[member], packet, len);
+        }
+    }
+    void multicast(uint32_t job, uint32_t comm, const uint8_t* packet, size_t len) override {
+        group_state* g = node_.find_group(job, comm);
+        if (g == nullptr) {
+            return;
+        }
+        for (peer* p : g->members) {
+            if (p != nullptr) {
+                node_.send(*p, packet, len);
+            }
+        }
+    }
+    void upstream(uint32_t, uint32_t, const uint8_t* packet, size_t len) override {
+        if (node_.parent_) {
+            node_.send(*node_.parent_, packet, len);
+        }
+    }
+
+  private:
+    switch_node& node_;
+};
+
+namespace {
+
+aggregator_config aggregator_for(const switch_config& c) {
+    aggregator_config a;
+    a.total_slots = c.slots;
+    a.job_quota   = c.job_quota;
+    return a;
+}
+
+void add(link_stats& to, const link_stats& s) {
+    to.sent += s.sent;
+    to.received += s.received;
+    to.send_dropped += s.send_dropped;
+    to.bytes_sent += s.bytes_sent;
+    to.bytes_received += s.bytes_received;
+    to.bad_frames += s.bad_frames;
+}
+
+}  // namespace
+
+switch_node::switch_node(const switch_config& c)
+    : cfg_(c), agg_(aggregator_for(c)), sink_(std::make_unique<sink>(*this)), rng_(c.seed) {
+    ctrl_.resize(header_bytes + max_payload_bytes);
+}
+
+switch_node::~switch_node() = default;
+
+result<std::unique_ptr<switch_node>> switch_node::open(const switch_config& c) {
+    if (c.drop < 0 || c.dup < 0 || c.drop + c.dup > 1) {
+        return invalid_argument("loom-switch: drop " + std::to_string(c.drop) + " and dup " +
+                                std::to_string(c.dup) + " must be probabilities summing to <= 1");
+    }
+    std::unique_ptr<switch_node> n(new switch_node(c));
+    auto l = listen_links(c.listen);
+    if (!l) {
+        return l.error();
+    }
+    n->listener_ = std::move(*l);
+    if (!c.parent.empty()) {
+        auto up = connect_link(c.parent, c.connect_timeout_s);
+        if (!up) {
+            return status(up.error()).prefix("loom-switch: parent: ");
+        }
+        n->parent_            = std::make_unique<peer>();
+        n->parent_->l         = std::move(*up);
+        n->parent_->is_parent = true;
+    }
+    return n;
+}
+
+std::string switch_node::address() const {
+    return listener_->address();
+}
+
+bool switch_node::poll() {
+    bool work = false;
+    while (auto l = listener_->accept()) {
+        peers_.push_back(std::make_unique<peer>());
+        peers_.back()->l = std::move(l);
+        ++stats_.links_accepted;
+        work = true;
+    }
+    for (size_t i = 0; i < peers_.size(); ++i) {
+        work |= drain(*peers_[i]);
+    }
+    if (parent_) {
+        work |= drain(*parent_);
+    }
+    reap();
+    return work;
+}
+
+// At most a bounded batch per link per pass, so one busy link cannot starve the others.
+bool switch_node::drain(peer& p) {
+    const uint8_t* packet = nullptr;
+    size_t len            = 0;
+    int n                 = 0;
+    for (; n < 256 && p.l->recv(&packet, &len); ++n) {
+        ++stats_.packets_in;
+        stats_.bytes_in += len;
+        handle(p, packet, len);
+    }
+    return n > 0;
+}
+
+uint64_t switch_node::next_random() {  // splitmix64
+    uint64_t z = (rng_ += 0x9e3779b97f4a7c15ull);
+    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
+    header h;
+    const uint8_t* body = nullptr;
+    parse_error e       = parse(packet, len, &h, &body);
+    if (e != parse_error::none) {
+        ++stats_.malformed[std::min<size_t>(size_t(e), stats_.malformed.size() - 1)];
+        return;
+    }
+    bool data = h.kind == packet_kind::contribute || h.kind == packet_kind::ack ||
+                h.kind == packet_kind::result;
+    if (data) {
+        stats_.retransmissions += (h.flags & flag_resend) != 0 ? 1 : 0;
+        // Results belong to the parent's link, contributions and acks to the members'.
+        if ((h.kind == packet_kind::result) != p.is_parent) {
+            ++stats_.unexpected;
+            return;
+        }
+        int times = 1;
+        if (cfg_.drop > 0 || cfg_.dup > 0) {
+            double u = double(next_random() >> 11) * 0x1p-53;
+            times    = u < cfg_.drop ? 0 : u < cfg_.drop + cfg_.dup ? 2 : 1;
+            stats_.drops_injected += times == 0 ? 1 : 0;
+            stats_.dups_injected += times == 2 ? 1 : 0;
+        }
+        for (int i = 0; i < times; ++i) {
+            agg_.on_packet(h, body, *sink_);
+        }
+        return;
+    }
+    switch (h.kind) {
+        case packet_kind::join:
+            p.is_parent ? void(++stats_.unexpected) : on_join(p, h, body);
+            return;
+        case packet_kind::joined:
+        case packet_kind::nack:
+            p.is_parent ? on_parent_reply(h, body) : void(++stats_.unexpected);
+            return;
+        case packet_kind::leave:
+            p.is_parent ? void(++stats_.unexpected) : on_leave(p, h);
+            return;
+        case packet_kind::stats_query:
+            reply_stats(p);
+            return;
+        default:
+            ++stats_.unexpected;
+            return;
+    }
+}
+
+// Links whose other side went away: their memberships end as if they had left.
+void switch_node::reap() {
+    for (size_t i = 0; i < peers_.size();) {
+        peer* p = peers_[i].get();
+        if (p->l->alive()) {
+            ++i;
+            continue;
+        }
+        for (size_t k = groups_.size(); k-- > 0;) {
+            group_state& g = *groups_[k];
+            for (uint32_t m = 0; m < g.members.size(); ++m) {
+                if (g.members[m] == p && member_gone(g, m)) {
+                    break;  // the group is gone with its last member
+                }
+            }
+        }
+        add(retired_, p->l->stats());
+        ++stats_.links_closed;
+        peers_.erase(peers_.begin() + long(i));
+    }
+}
+
+void switch_node::send(peer& p, const uint8_t* packet, size_t len) {
+    stats_.bytes_out += len;
+    p.l->send(packet, len);
+}
+
+switch_node::group_state* switch_node::find_group(uint32_t job, uint32_t comm) {
+    for (auto& g : groups_) {
+        if (g->job == job && g->comm == comm) {
+            return g.get();
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace loom::inc

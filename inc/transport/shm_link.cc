@@ -1,0 +1,407 @@
+// The shm provider of inc/transport/link.hh: per connection, one memfd segment holding two
+// single-producer/single-consumer rings of packet slots (client → node, node → client).
+//
+// Hand-shake (control path): the node listens on a Unix stream socket in the abstract
+// namespace ("\0loom-inc-NAME": nothing on disk to clean up after a crash). A client
+// connects, creates and initialises the segment, and passes its fd with SCM_RIGHTS; the node
+// maps it, checks its geometry and answers one byte. The socket then stays open only so that
+// either side learns when the other is gone: the kernel closes it when a process dies.
+//
+// Data path: send() copies into the next free slot or drops (counted) when the ring is full;
+// recv() hands out the next slot in place and frees it on the following recv() call. Neither
+// makes a syscall; an idle recv() probes the socket at most once a millisecond.
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "base/clock.hh"
+#include "drivers/shm/shm_ring.hh"  // the shm driver's SPSC ring (memory orders documented there)
+#include "inc/transport/link.hh"
+
+namespace loom::inc::detail {
+namespace {
+
+using drivers::shm::cache_line;
+using drivers::shm::ring_spsc_consumer;
+using drivers::shm::ring_spsc_producer;
+using drivers::shm::ring_spsc_view;
+
+constexpr size_t max_packet         = header_bytes + max_payload_bytes;
+constexpr uint32_t ring_slots       = 256;  // power of two (the ring masks its counters)
+constexpr uint32_t slot_bytes       = uint32_t((4 + max_packet + cache_line - 1) / cache_line *
+                                               cache_line);  // length word + packet, line-aligned
+constexpr uint32_t segment_magic    = 0x4c4d5348u;           // "LMSH"
+constexpr uint32_t segment_version  = 1;
+constexpr int64_t probe_interval_ns = 1'000'000;  // an idle link checks its peer every 1 ms
+constexpr double first_backoff_s    = 0.002;
+constexpr double max_backoff_s      = 0.05;
+
+/// The segment's first cache line: what the node checks before trusting the rings.
+struct segment_header {
+    uint32_t magic, version, slots, slot_bytes;
+};
+
+size_t ring_bytes() {
+    return drivers::shm::ring_spsc_bytes(ring_slots, slot_bytes);
+}
+size_t segment_bytes() {
+    return cache_line + 2 * ring_bytes();
+}
+
+std::string errno_text(int err) {
+    return std::string(std::strerror(err));
+}
+
+std::string seconds(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g s", s);
+    return buf;
+}
+
+/// The abstract socket address of shm:NAME; false when NAME does not fit.
+bool socket_address(std::string_view name, sockaddr_un* out, socklen_t* len) {
+    std::string path = std::string(1, '\0') + "loom-inc-" + std::string(name);
+    if (name.empty() || path.size() > sizeof out->sun_path) {
+        return false;
+    }
+    *out            = sockaddr_un{};
+    out->sun_family = AF_UNIX;
+    std::memcpy(out->sun_path, path.data(), path.size());
+    *len = socklen_t(offsetof(sockaddr_un, sun_path) + path.size());
+    return true;
+}
+
+int64_t coarse_now_ns() {
+    // CLOCK_MONOTONIC_COARSE is read from the vDSO without a syscall; ms resolution suffices.
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+class shm_link final : public link {
+  public:
+    /// `to_peer` / `from_peer`: ring indices 0 (client → node) or 1 (node → client).
+    shm_link(int sock, void* segment, int to_peer, std::string address)
+        : sock_(sock), segment_(segment), address_(std::move(address)) {
+        char* rings = static_cast<char*>(segment) + cache_line;
+        out_        = ring_spsc_producer(
+                   ring_spsc_view::at(rings + size_t(to_peer) * ring_bytes(), ring_slots, slot_bytes));
+        in_ = ring_spsc_consumer(
+            ring_spsc_view::at(rings + size_t(1 - to_peer) * ring_bytes(), ring_slots, slot_bytes));
+    }
+    ~shm_link() override {
+        ::munmap(segment_, segment_bytes());
+        if (sock_ >= 0) {
+            ::close(sock_);
+        }
+    }
+
+    void send(const uint8_t* packet, size_t len) override {
+        char* slot = alive_ && len <= max_packet ? out_.try_reserve() : nullptr;
+        if (slot == nullptr) {
+            ++stats_.send_dropped;  // full ring, dead peer or oversized packet
+            return;
+        }
+        auto n = uint32_t(len);
+        std::memcpy(slot, &n, sizeof n);
+        std::memcpy(slot + sizeof n, packet, len);
+        out_.publish();  // release: the slot's bytes before the new head (ring R1)
+        ++stats_.sent;
+        stats_.bytes_sent += len;
+    }
+
+    bool recv(const uint8_t** packet, size_t* len) override {
+        if (holding_) {
+            in_.release();  // the caller is done with the last packet (ring R2)
+            holding_ = false;
+        }
+        for (;;) {
+            const char* slot = in_.peek();  // acquire: the head, then the slot (ring A1)
+            if (slot == nullptr) {
+                idle();
+                return false;
+            }
+            uint32_t n = 0;
+            std::memcpy(&n, slot, sizeof n);
+            if (n > max_packet) {
+                ++stats_.bad_frames;  // a corrupt slot: skip it, the rest may be fine
+                in_.release();
+                continue;
+            }
+            *packet  = reinterpret_cast<const uint8_t*>(slot + sizeof n);
+            *len     = n;
+            holding_ = true;
+            ++stats_.received;
+            stats_.bytes_received += n;
+            return true;
+        }
+    }
+
+    bool alive() const override { return alive_; }
+    std::string describe() const override {
+        return address_ + (alive_ ? " (fd " + std::to_string(sock_) + ")" : " (closed)");
+    }
+    const link_stats& stats() const override { return stats_; }
+
+  private:
+    /// Liveness off the hot path: at most one non-blocking recv on the socket per interval.
+    void idle() {
+        if (!alive_) {
+            return;
+        }
+        int64_t now = coarse_now_ns();
+        if (now - last_probe_ns_ < probe_interval_ns) {
+            return;
+        }
+        last_probe_ns_ = now;
+        char byte      = 0;
+        ssize_t r      = ::recv(sock_, &byte, 1, MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            alive_ = false;  // the peer closed its socket or died (the kernel closed it)
+        }
+    }
+
+    int sock_;
+    void* segment_;
+    std::string address_;
+    ring_spsc_producer out_;
+    ring_spsc_consumer in_;
+    bool holding_          = false;  // the last recv()'s slot is still the caller's
+    bool alive_            = true;
+    int64_t last_probe_ns_ = 0;
+    link_stats stats_;
+};
+
+/// Maps a segment fd (both sides); null on failure.
+void* map_segment(int fd) {
+    void* p = ::mmap(nullptr, segment_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+/// Receives the segment fd a client passes (non-blocking); -1 while none has arrived, -2 when
+/// the connection is broken or sent something else.
+int receive_fd(int sock) {
+    segment_header h{};
+    iovec iov{&h, sizeof h};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov        = &iov;
+    msg.msg_iovlen     = 1;
+    msg.msg_control    = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n          = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return -1;
+    }
+    int fd        = -2;
+    cmsghdr* cmsg = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr;
+    if (cmsg != nullptr && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
+        std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
+    }
+    // The geometry travels twice (message and segment) so a mismatched build is refused.
+    bool valid = n == ssize_t(sizeof h) && h.magic == segment_magic &&
+                 h.version == segment_version && h.slots == ring_slots &&
+                 h.slot_bytes == slot_bytes;
+    if (fd >= 0 && !valid) {
+        ::close(fd);
+        fd = -2;
+    }
+    return fd;
+}
+
+class shm_listener final : public listener {
+  public:
+    shm_listener(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+    ~shm_listener() override {
+        for (int s : pending_) {
+            ::close(s);
+        }
+        ::close(fd_);
+    }
+
+    std::unique_ptr<link> accept() override {
+        for (;;) {
+            int s = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (s < 0) {
+                break;
+            }
+            pending_.push_back(s);
+        }
+        // A connection becomes a link once its segment fd has arrived (it may lag accept).
+        for (size_t i = 0; i < pending_.size(); ++i) {
+            int s  = pending_[i];
+            int fd = receive_fd(s);
+            if (fd == -1) {
+                continue;
+            }
+            pending_.erase(pending_.begin() + ptrdiff_t(i));
+            --i;
+            std::unique_ptr<link> l = adopt(s, fd);
+            if (l) {
+                return l;
+            }
+        }
+        return nullptr;
+    }
+    std::string address() const override { return "shm:" + name_; }
+
+  private:
+    std::unique_ptr<link> adopt(int sock, int fd) {
+        struct stat st {};
+        void* seg = nullptr;
+        if (fd >= 0 && ::fstat(fd, &st) == 0 && size_t(st.st_size) >= segment_bytes()) {
+            seg = map_segment(fd);
+        }
+        if (fd >= 0) {
+            ::close(fd);  // the mapping keeps the segment
+        }
+        const auto* h = static_cast<const segment_header*>(seg);
+        char ok       = 1;
+        if (seg == nullptr || h->magic != segment_magic || h->slots != ring_slots ||
+            h->slot_bytes != slot_bytes || ::send(sock, &ok, 1, MSG_NOSIGNAL) != 1) {
+            if (seg != nullptr) {
+                ::munmap(seg, segment_bytes());
+            }
+            ::close(sock);  // the client's connect fails on the closed socket
+            return nullptr;
+        }
+        return std::make_unique<shm_link>(sock, seg, 1, "shm:" + name_ + " (node)");
+    }
+
+    int fd_;
+    std::string name_;
+    std::vector<int> pending_;  // accepted, segment not yet received
+};
+
+/// Connects the Unix socket, retrying while nobody listens; -1 and *why at the deadline.
+int dial(const sockaddr_un& addr, socklen_t addr_len, const deadline& until, std::string* why) {
+    double backoff_s = first_backoff_s;
+    for (;;) {
+        int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s < 0) {
+            *why = "socket(): " + errno_text(errno);
+            return -1;
+        }
+        if (::connect(s, reinterpret_cast<const sockaddr*>(&addr), addr_len) == 0) {
+            return s;
+        }
+        *why = errno_text(errno);
+        ::close(s);
+        if (until.remaining_s() <= 0) {
+            return -1;
+        }
+        ::usleep(useconds_t(std::min(backoff_s, std::max(0.0, until.remaining_s())) * 1e6));
+        backoff_s = std::min(backoff_s * 2, max_backoff_s);
+    }
+}
+
+}  // namespace
+
+result<std::unique_ptr<link>> connect_shm(std::string_view name, double timeout_s) {
+    std::string address = "shm:" + std::string(name);
+    sockaddr_un addr{};
+    socklen_t addr_len = 0;
+    if (!socket_address(name, &addr, &addr_len)) {
+        return invalid_argument("'" + address + "': NAME must be 1.." +
+                                std::to_string(sizeof addr.sun_path - 10) + " characters");
+    }
+    deadline until(timeout_s);
+    std::string why;
+    int sock = dial(addr, addr_len, until, &why);
+    if (sock < 0) {
+        return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
+                                            seconds(timeout_s) + ": " + why);
+    }
+    int fd = ::memfd_create("loom-inc-link", MFD_CLOEXEC);
+    if (fd < 0 || ::ftruncate(fd, off_t(segment_bytes())) != 0) {
+        int err = errno;
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        ::close(sock);
+        return system_error("connecting to " + address + ": shared memory: " + errno_text(err));
+    }
+    void* seg = map_segment(fd);
+    if (seg == nullptr) {
+        int err = errno;
+        ::close(fd);
+        ::close(sock);
+        return system_error("connecting to " + address + ": mmap: " + errno_text(err));
+    }
+    // Initialise before the fd leaves: sendmsg orders these writes before the node's mmap.
+    segment_header h{segment_magic, segment_version, ring_slots, slot_bytes};
+    std::memcpy(seg, &h, sizeof h);
+    char* rings = static_cast<char*>(seg) + cache_line;
+    drivers::shm::ring_spsc_init(rings);
+    drivers::shm::ring_spsc_init(rings + ring_bytes());
+
+    iovec iov{&h, sizeof h};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov        = &iov;
+    msg.msg_iovlen     = 1;
+    msg.msg_control    = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cmsg      = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level   = SOL_SOCKET;
+    cmsg->cmsg_type    = SCM_RIGHTS;
+    cmsg->cmsg_len     = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+    ssize_t sent = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    ::close(fd);  // the node has its own copy now; the mapping keeps ours
+    // The node answers one byte once it has mapped the segment (it accepts from its poll
+    // loop, so this waits for that loop, within the deadline).
+    char ok          = 0;
+    ssize_t got      = -1;
+    std::string fail = sent == ssize_t(sizeof h) ? "no answer" : "sendmsg: " + errno_text(errno);
+    if (sent == ssize_t(sizeof h)) {
+        pollfd p{sock, POLLIN, 0};
+        int wait_ms = int(std::max(0.0, until.remaining_s()) * 1000) + 1;
+        if (::poll(&p, 1, wait_ms) > 0) {
+            got  = ::recv(sock, &ok, 1, MSG_DONTWAIT);
+            fail = got == 0 ? "the node closed the connection (segment refused)" : fail;
+        }
+    }
+    if (got != 1 || ok != 1) {
+        ::munmap(seg, segment_bytes());
+        ::close(sock);
+        return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
+                                            seconds(timeout_s) + ": " + fail);
+    }
+    return std::unique_ptr<link>(std::make_unique<shm_link>(sock, seg, 0, address));
+}
+
+result<std::unique_ptr<listener>> listen_shm(std::string_view name) {
+    std::string address = "shm:" + std::string(name);
+    sockaddr_un addr{};
+    socklen_t addr_len = 0;
+    if (!socket_address(name, &addr, &addr_len)) {
+        return invalid_argument("'" + address + "': NAME must be 1.." +
+                                std::to_string(sizeof addr.sun_path - 10) + " characters");
+    }
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return system_error("listening at " + address + ": socket(): " + errno_text(errno));
+    }
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0 ||
+        ::listen(fd, 128) != 0) {
+        int err = errno;
+        ::close(fd);
+        return system_error("listening at " + address + ": " + errno_text(err) +
+                            (err == EADDRINUSE ? " (another node listens there)" : ""));
+    }
+    return std::unique_ptr<listener>(std::make_unique<shm_listener>(fd, std::string(name)));
+}
+
+}  // namespace loom::inc::detail

@@ -1,0 +1,213 @@
+// In-network collectives on a communicator: where its aggregation node is, admission agreed
+// by all ranks, and the per-call choice between `inc` and the software fallback.
+//
+// Agreement: every rank asks its node for slots (inc_offload::open), then one all-reduce
+// (minimum of 1 = admitted, 0 = not) over the software path tells everyone whether all
+// were admitted. Only then do the `inc` algorithms run, so either every rank of the
+// communicator uses them or every rank falls back, to the same software algorithm (the
+// default rule is a function of the call alone), and the reason is logged on each rank.
+#include <algorithm>
+#include <set>
+
+#include "base/log.hh"
+#include "comm/comm.hh"
+#include "topology/fabric.hh"
+
+namespace loom::comm {
+namespace {
+
+uint32_t fnv32(std::string_view s) {
+    uint32_t h = 2166136261u;
+    for (char c : s) {
+        h = (h ^ uint8_t(c)) * 16777619u;
+    }
+    return h;
+}
+
+// The job a communicator belongs to (its quota at the node): the world's job name, without
+// the ".s<n>c<c>" suffixes of splits.
+std::string root_job(const std::string& job) {
+    size_t dot = job.find(".s");
+    return dot == std::string::npos ? job : job.substr(0, dot);
+}
+
+// "sw0=tcp:…,sw1=shm:…" → address of `id`; empty when absent.
+std::string address_of(const std::string& spec, const std::string& id) {
+    size_t at = 0;
+    while (at <= spec.size()) {
+        size_t end = spec.find(',', at);
+        std::string item = spec.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        size_t eq        = item.find('=');
+        if (eq != std::string::npos && item.substr(0, eq) == id) {
+            return item.substr(eq + 1);
+        }
+        if (end == std::string::npos) {
+            break;
+        }
+        at = end + 1;
+    }
+    return "";
+}
+
+// The in-network switch a rank's endpoint is linked to.
+int leaf_of(const topology::fabric& f, int rank) {
+    int node = f.node_of_rank(rank);
+    for (int l : f.links_of(node)) {
+        const topology::link& k = f.links()[l];
+        int other               = k.a == node ? k.b : k.a;
+        if (f.nodes()[other].in_network) {
+            return other;
+        }
+    }
+    return -1;
+}
+
+// The tree case: this rank's leaf, how many ranks share it, and the leaves under the root.
+status plan_tree(const settings& s, inc_plan* p) {
+    if (s.comm_id != 0) {
+        return not_supported("aggregation trees serve the world communicator only; split "
+                             "communicators need a single node (LOOM_SWITCH=ADDR)");
+    }
+    auto f = topology::load_fabric_file(s.switch_fabric);
+    if (!f) {
+        return f.error();
+    }
+    if (f->nranks() != s.size) {
+        return invalid_argument("LOOM_SWITCH_FABRIC " + s.switch_fabric + " has " +
+                                std::to_string(f->nranks()) + " ranks, the communicator " +
+                                std::to_string(s.size));
+    }
+    std::vector<int> leaf(static_cast<size_t>(s.size));
+    std::set<int> leaves;
+    for (int r = 0; r < s.size; ++r) {
+        leaf[r] = leaf_of(*f, r);
+        if (leaf[r] < 0) {
+            return invalid_argument("rank " + std::to_string(r) +
+                                    " is linked to no in-network switch in " + s.switch_fabric);
+        }
+        leaves.insert(leaf[r]);
+    }
+    const int mine = leaf[s.rank];
+    p->expected    = uint32_t(std::count(leaf.begin(), leaf.end(), mine));
+    if (leaves.size() > 1) {
+        int parent = f->nodes()[mine].parent;
+        for (int l : leaves) {
+            if (f->nodes()[l].parent != parent || parent < 0) {
+                return invalid_argument("the leaves of " + s.switch_fabric +
+                                        " need one common parent (two levels at most)");
+            }
+        }
+        p->parent_members = uint32_t(leaves.size());
+        p->parent_index   = uint32_t(std::distance(leaves.begin(), leaves.find(mine)));
+    }
+    const std::string& id = f->nodes()[mine].id;
+    p->address            = address_of(s.switch_address, id);
+    if (p->address.empty()) {
+        return invalid_argument("LOOM_SWITCH names no address for switch '" + id + "'");
+    }
+    return status::ok();
+}
+
+bool carried(loom_dtype_t dtype, loom_op_t op) {
+    return inc::element_bytes(dtype) != 0 &&
+           (op == LOOM_SUM || op == LOOM_MIN || op == LOOM_MAX || op == LOOM_AVG);
+}
+
+}  // namespace
+
+void communicator::open_in_network() {
+    const settings& s = settings_;
+    if (s.switch_address.empty()) {
+        return;
+    }
+    inc_plan p;
+    p.job           = fnv32(root_job(s.job));
+    p.comm          = fnv32(s.job) ^ s.comm_id;
+    p.members       = uint32_t(s.size);
+    p.expected      = uint32_t(s.size);
+    p.slots         = uint32_t(s.inc_slots);
+    p.deterministic = s.inc_deterministic;
+    p.timeout_s     = std::min(s.timeout_s, 10.0);
+    p.address       = s.switch_address;
+    p.drop          = s.inc_drop;
+    p.dup           = s.inc_dup;
+    p.reorder       = s.inc_reorder;
+    if (!s.switch_fabric.empty()) {
+        if (status st = plan_tree(s, &p); !st) {
+            inc_reason_ = st.message();
+            return;
+        }
+    }
+    auto o = inc_offload::open(p, rank());
+    if (!o) {
+        inc_reason_ = o.error().message();
+        return;
+    }
+    inc_ = std::move(o).value();
+}
+
+status communicator::agree_in_network() {
+    if (settings_.switch_address.empty()) {
+        return status::ok();
+    }
+    int32_t mine = inc_ ? 1 : 0, all = 0;
+    call_args a;
+    a.kind    = call_kind::allreduce;
+    a.sendbuf = &mine;
+    a.recvbuf = &all;
+    a.count   = 1;
+    a.dtype   = LOOM_INT32;
+    a.op      = LOOM_MIN;
+    if (loom_status_t code = run_blocking(a); code != LOOM_SUCCESS) {
+        return status(code, "rank " + std::to_string(rank()) +
+                                ": agreeing on in-network admission failed");
+    }
+    inc_ready_ = all == 1;
+    if (inc_ready_) {
+        LOOM_LOG_INFO(log::subsystem::inc, "rank %d: in-network collectives through %s (%d slots)",
+                      rank(), inc_->address().c_str(), settings_.inc_slots);
+        return status::ok();
+    }
+    if (inc_reason_.empty()) {
+        inc_reason_ = "another rank was not admitted by its aggregation node";
+    }
+    if (inc_) {
+        inc_->retire();  // give the slots back: nobody will use them
+    }
+    LOOM_LOG_WARN(log::subsystem::inc,
+                  "rank %d: in-network collectives off, software algorithms instead: %s",
+                  rank(), inc_reason_.c_str());
+    return status::ok();
+}
+
+const algorithms::algorithm* communicator::in_network_or_fallback(
+    const algorithms::call& c, const algorithms::algorithm* chosen, bool explicit_choice,
+    loom_dtype_t dtype, loom_op_t op) {
+    const bool inc_call = c.coll == schedule::collective::allreduce ||
+                          c.coll == schedule::collective::reduce ||
+                          c.coll == schedule::collective::broadcast;
+    const bool usable = inc_ready_ && inc_call && carried(dtype, op);
+    if (!explicit_choice && usable) {
+        return algorithms::find(c.coll, "inc");  // the default where a node admitted us
+    }
+    if (chosen->name != "inc" || usable) {
+        return chosen;
+    }
+    schedule::schedule_info info;
+    info.coll       = c.coll;
+    info.nranks     = c.nranks;
+    info.count      = c.count;
+    info.dtype_size = c.dtype_size;
+    const algorithms::algorithm* fallback =
+        algorithms::find(c.coll, default_algorithm(c.coll, schedule::payload_bytes(info)));
+    std::string why = !inc_ready_ ? (inc_reason_.empty() ? std::string("no aggregation node "
+                                                                       "(LOOM_SWITCH unset)")
+                                                         : inc_reason_)
+                                  : "the node does not reduce this dtype/op";
+    LOOM_LOG_INFO(log::subsystem::inc, "rank %d: %s inc falls back to %s: %s", rank(),
+                  std::string(schedule::collective_name(c.coll)).c_str(),
+                  std::string(fallback->name).c_str(), why.c_str());
+    return fallback;
+}
+
+}  // namespace loom::comm

@@ -1,0 +1,291 @@
+// The in-network offload (inc_offload.hh).
+#include "comm/inc_offload.hh"
+
+#include <sched.h>
+
+#include <cstring>
+
+#include "base/check.hh"
+#include "base/clock.hh"
+#include "base/log.hh"
+
+namespace loom::comm {
+namespace {
+
+// Segments of calls in flight at once: max in-flight calls × segments per call, bounded.
+constexpr size_t segment_table = 256;
+
+void put32(uint8_t* p, uint32_t v) {
+    for (int i = 0; i < 4; ++i) {
+        p[i] = uint8_t(v >> (24 - 8 * i));
+    }
+}
+
+bool key_less(const engine::offload_op& a, const engine::offload_op& b) {
+    return a.seq != b.seq ? a.seq < b.seq : a.slot < b.slot;
+}
+
+}  // namespace
+
+int inc_halves(schedule::collective coll, int rank, int root) {
+    if (coll == schedule::collective::allreduce) {
+        return 2;
+    }
+    return rank == root ? 2 : 1;  // reduce: push (+ pull at the root); broadcast: pull (+ push)
+}
+
+inc_offload::inc_offload(const inc_plan& plan, int rank, std::unique_ptr<inc::link> l)
+    : plan_(plan), rank_(rank), link_(std::move(l)), client_([&] {
+          inc::client_config c;
+          c.job           = plan.job;
+          c.comm          = plan.comm;
+          c.rank          = uint32_t(rank);
+          c.members       = plan.members;
+          c.window        = plan.slots;
+          c.deterministic = plan.deterministic;
+          c.deadline_s    = 1e9;  // the engine's call deadline governs (offload_op)
+          return c;
+      }()) {
+    segments_.resize(segment_table);
+}
+
+inc_offload::~inc_offload() {
+    retire();
+}
+
+void inc_offload::retire() {
+    if (link_ && link_->alive() && !dead_) {
+        inc::header h;
+        h.kind        = inc::packet_kind::leave;
+        h.job         = plan_.job;
+        h.comm        = plan_.comm;
+        h.contributor = uint32_t(rank_);
+        uint8_t packet[inc::header_bytes];
+        link_->send(packet, inc::encode(h, nullptr, packet));
+    }
+    retired_ = true;
+    dead_    = true;
+}
+
+result<std::unique_ptr<inc_offload>> inc_offload::open(const inc_plan& plan, int rank) {
+    auto l = inc::connect_link(plan.address, plan.timeout_s);
+    if (!l) {
+        return status(l.error()).prefix("aggregation node " + plan.address + ": ");
+    }
+    std::unique_ptr<inc::link> up = std::move(l).value();
+    if (plan.drop > 0 || plan.dup > 0 || plan.reorder > 0) {
+        up = inc::lossy_link(std::move(up), plan.drop, plan.dup, plan.reorder,
+                             plan.seed * 0x9e3779b97f4a7c15ull + uint64_t(rank));
+    }
+    std::unique_ptr<inc_offload> o(new inc_offload(plan, rank, std::move(up)));
+    LOOM_CHECK(o->join());
+    return o;
+}
+
+status inc_offload::join() {
+    uint8_t body[24];
+    const uint32_t fields[6] = {plan_.members,
+                                plan_.expected,
+                                plan_.slots,
+                                plan_.deterministic ? 1u : 0u,
+                                plan_.parent_members,
+                                plan_.parent_index};
+    for (int i = 0; i < 6; ++i) {
+        put32(body + 4 * i, fields[i]);
+    }
+    inc::header h;
+    h.kind        = inc::packet_kind::join;
+    h.job         = plan_.job;
+    h.comm        = plan_.comm;
+    h.contributor = uint32_t(rank_);
+    h.count       = sizeof(body);
+    std::vector<uint8_t> packet(inc::header_bytes + sizeof(body));
+    size_t len = inc::encode(h, body, packet.data());
+    // The join and its answer ride the lossy path like everything else: ask again until
+    // the node answers or the deadline passes.
+    const double give_up = now_s() + plan_.timeout_s;
+    double next_send     = 0;
+    while (now_s() < give_up) {
+        if (!link_->alive()) {
+            return status(LOOM_ERR_PEER_FAILURE,
+                          "aggregation node " + plan_.address + " closed the connection");
+        }
+        if (now_s() >= next_send) {
+            link_->send(packet.data(), len);
+            next_send = now_s() + 0.05;
+        }
+        const uint8_t* in = nullptr;
+        size_t n          = 0;
+        if (!link_->recv(&in, &n)) {
+            sched_yield();
+            continue;
+        }
+        inc::header r;
+        const uint8_t* payload = nullptr;
+        if (inc::parse(in, n, &r, &payload) != inc::parse_error::none || r.job != plan_.job ||
+            r.comm != plan_.comm) {
+            continue;
+        }
+        if (r.kind == inc::packet_kind::joined) {
+            return status::ok();
+        }
+        if (r.kind == inc::packet_kind::nack) {
+            auto code = static_cast<loom_status_t>(r.seq);
+            return status(code == LOOM_SUCCESS ? LOOM_ERR_NO_RESOURCE : code,
+                          "aggregation node " + plan_.address + " refused: " +
+                              std::string(reinterpret_cast<const char*>(payload), r.count));
+        }
+    }
+    return status(LOOM_ERR_TIMEOUT, "aggregation node " + plan_.address + " did not answer the "
+                                    "join within " + std::to_string(plan_.timeout_s) + " s");
+}
+
+inc_offload::segment* inc_offload::find_or_add(uint32_t seq, uint32_t slot) {
+    segment* free_one = nullptr;
+    for (segment& s : segments_) {
+        if (!s.used) {
+            free_one = free_one != nullptr ? free_one : &s;
+            continue;
+        }
+        if (s.key().seq == seq && s.key().slot == slot) {
+            return &s;
+        }
+    }
+    if (free_one != nullptr) {
+        *free_one      = segment{};
+        free_one->used = true;
+    }
+    return free_one;
+}
+
+loom_status_t inc_offload::post(const engine::offload_op& op) {
+    if (dead_) {
+        return LOOM_ERR_PEER_FAILURE;
+    }
+    segment* s = find_or_add(op.seq, op.slot);
+    if (s == nullptr) {
+        return LOOM_ERR_NO_RESOURCE;  // the table is full: the engine posts it again later
+    }
+    s->halves_needed = inc_halves(op.coll, rank_, op.root);
+    (op.push ? s->push : s->pull) = op;
+    (op.push ? s->has_push : s->has_pull) = true;
+    ++s->halves_posted;
+    return LOOM_SUCCESS;
+}
+
+inc_offload::segment* inc_offload::next_ready() {
+    segment* best = nullptr;
+    for (segment& s : segments_) {
+        if (!s.used || s.started || s.halves_posted < s.halves_needed) {
+            continue;
+        }
+        if (best == nullptr || key_less(s.key(), best->key())) {
+            best = &s;
+        }
+    }
+    return best;
+}
+
+status inc_offload::start(segment& s) {
+    const engine::offload_op& k = s.key();
+    inc::collective_shape shape;
+    shape.flags = k.coll == schedule::collective::reduce      ? inc::flag_to_root
+                  : k.coll == schedule::collective::broadcast ? inc::flag_from_root
+                                                              : 0;
+    shape.root  = uint16_t(k.root);
+    shape.first = k.first;
+    s.started = true;
+    running_  = &s;
+    return client_.start(k.seq, k.dtype, k.op, s.has_push ? s.push.data : nullptr,
+                         s.has_pull ? s.pull.data : nullptr, k.count, now_s(), shape);
+}
+
+void inc_offload::complete(segment& s, loom_status_t code, engine::offload_completion* out,
+                           int* n) {
+    if (s.has_push) {
+        out[(*n)++] = {s.push.cookie, code};
+    }
+    if (s.has_pull) {
+        out[(*n)++] = {s.pull.cookie, code};
+    }
+    if (running_ == &s) {
+        running_ = nullptr;
+    }
+    s = segment{};
+}
+
+void inc_offload::fail_all(loom_status_t code, const std::string& why,
+                           engine::offload_completion* out, int* n, int max) {
+    failure_ = why;
+    for (segment& s : segments_) {
+        if (s.used && s.halves_posted > 0 && *n + 2 <= max) {
+            complete(s, code, out, n);
+        }
+    }
+    client_.abandon();
+}
+
+int inc_offload::poll(engine::offload_completion* out, int max) {
+    int n = 0;
+    if (retired_) {
+        return 0;
+    }
+    if (dead_ || !link_->alive()) {
+        if (!dead_) {
+            dead_ = true;
+            LOOM_LOG_WARN(log::subsystem::inc, "rank %d: aggregation node %s is gone", rank_,
+                          plan_.address.c_str());
+        }
+        fail_all(LOOM_ERR_PEER_FAILURE,
+                 "rank " + std::to_string(rank_) + ": the aggregation node " + plan_.address +
+                     " is gone (connection closed)",
+                 out, &n, max);
+        return n;
+    }
+    const double now = now_s();
+    const uint8_t* in = nullptr;
+    size_t len        = 0;
+    for (int burst = 0; burst < 64 && link_->recv(&in, &len); ++burst) {
+        inc::header h;
+        const uint8_t* payload = nullptr;
+        if (inc::parse(in, len, &h, &payload) == inc::parse_error::none) {
+            client_.on_packet(h, payload, now, *link_);
+        }
+    }
+    if (running_ == nullptr && max >= 2) {
+        if (segment* s = next_ready()) {
+            if (status st = start(*s); !st) {
+                failure_ = "rank " + std::to_string(rank_) + ": " + st.message();
+                complete(*s, st.code(), out, &n);
+                return n;
+            }
+        }
+    }
+    if (running_ != nullptr && max - n >= 2) {
+        if (status st = client_.poll(now, *link_); !st) {
+            failure_ = st.message();
+            complete(*running_, st.code(), out, &n);
+        } else if (client_.done()) {
+            complete(*running_, LOOM_SUCCESS, out, &n);
+        }
+    }
+    return n;
+}
+
+bool inc_offload::cancel(uint64_t cookie) {
+    for (segment& s : segments_) {
+        if (!s.used || !((s.has_push && s.push.cookie == cookie) ||
+                         (s.has_pull && s.pull.cookie == cookie))) {
+            continue;
+        }
+        if (running_ == &s) {
+            client_.abandon();
+            running_ = nullptr;
+        }
+        s = segment{};
+        return true;
+    }
+    return false;
+}
+
+}  // namespace loom::comm

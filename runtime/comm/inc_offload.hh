@@ -1,0 +1,89 @@
+// The communicator's in-network offload (engine/offload.hh) over inc/: a link to this
+// rank's aggregation node (loom-switch) and an inc::client streaming the steps through it.
+//
+// Admission: open() connects and sends a join; the node answers joined (slots granted) or
+// nack (no slots for this job, unknown parent, …). The communicator then agrees on the
+// answers of all ranks (comm.cc) so that every rank uses `inc` or none does.
+//
+// Steps: the engine posts each inc_push / inc_pull as it becomes ready. The halves of one
+// segment (seq, slot) are paired: all-reduce needs both, reduce's non-roots only the push,
+// broadcast's non-roots only the pull. A complete segment becomes one client collective;
+// segments run one at a time in (seq, slot) order, which is the same on every rank
+// (collectives start in the same order everywhere), so no rank waits for a segment the
+// others have not begun. Nothing on this path allocates: the segment table is sized once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.hh"
+#include "engine/offload.hh"
+#include "inc/client/client.hh"
+#include "inc/transport/link.hh"
+
+namespace loom::comm {
+
+/// Where a rank's aggregation node is and what the communicator asks of it.
+struct inc_plan {
+    std::string address;  // this rank's (leaf) node
+    uint32_t job = 0, comm = 0;
+    uint32_t members  = 1;  // communicator size: contributor ids are ranks
+    uint32_t expected = 1;  // ranks under this rank's node
+    uint32_t slots    = 8;
+    bool deterministic      = true;
+    uint32_t parent_members = 0;  // leaves of the communicator under one parent (0: none)
+    uint32_t parent_index   = 0;  // this leaf's index among them
+    double timeout_s        = 10;
+    double drop = 0, dup = 0, reorder = 0;  // faults on this rank's sends (LOOM_INC_*)
+    uint64_t seed = 1;
+};
+
+class inc_offload final : public engine::offload {
+  public:
+    /// Connects and asks for admission; an error says why (the caller falls back).
+    static result<std::unique_ptr<inc_offload>> open(const inc_plan& plan, int rank);
+    ~inc_offload() override;
+
+    loom_status_t post(const engine::offload_op& op) override;
+    int poll(engine::offload_completion* out, int max) override;
+    bool cancel(uint64_t cookie) override;
+    std::string last_failure() const override { return failure_; }
+
+    const std::string& address() const { return plan_.address; }
+    /// Leaves the node (the communicator agreed not to use it); posts fail from then on.
+    void retire();
+    const inc::client_stats& client_stats() const { return client_.stats(); }
+
+  private:
+    struct segment {
+        bool used = false, started = false;
+        bool has_push = false, has_pull = false;
+        int halves_needed = 0, halves_posted = 0;
+        engine::offload_op push, pull;  // as posted
+        const engine::offload_op& key() const { return has_push ? push : pull; }
+    };
+    inc_offload(const inc_plan& plan, int rank, std::unique_ptr<inc::link> l);
+    status join();
+    segment* find_or_add(uint32_t seq, uint32_t slot);
+    segment* next_ready();
+    status start(segment& s);
+    void complete(segment& s, loom_status_t code, engine::offload_completion* out, int* n);
+    void fail_all(loom_status_t code, const std::string& why, engine::offload_completion* out,
+                  int* n, int max);
+
+    inc_plan plan_;
+    int rank_;
+    std::unique_ptr<inc::link> link_;
+    inc::client client_;
+    std::vector<segment> segments_;  // fixed table
+    segment* running_ = nullptr;
+    std::string failure_;
+    bool dead_    = false;
+    bool retired_ = false;
+};
+
+/// The halves a rank posts for one segment of a collective (1 or 2).
+int inc_halves(schedule::collective coll, int rank, int root);
+
+}  // namespace loom::comm

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# In-network all-reduce against the software algorithms, measured on this machine and
+# predicted at scale.
+#  1. measured: for N in $INC_BENCH_RANKS (default 2 4 8), loomrun --switch starts one
+#     loom-switch and N ranks over tcp links to it; loom-bench runs a checked all-reduce from
+#     8 B to 64 MiB with --algo inc, ring and dbt (the software ones over shm between the
+#     ranks, as a node would run them), and the rows are collected into one table.
+#  2. predicted: scripts/inc_predictions.sh (the simulator on a switch fabric, α = 0.5 µs,
+#     α_switch = 0.15 µs, BW = 50 GB/s, N = 8, 64, 512, with the crossover sizes).
+# Usage: scripts/inc_bench.sh [BUILD_DIR]   (default build; scripts/setup.sh builds it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+[ -x "$build/tools/loom-switch/loom-switch" ] || scripts/setup.sh "$build"
+ranks=${INC_BENCH_RANKS:-2 4 8}
+iters=${INC_BENCH_ITERS:-5}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for n in $ranks; do
+    for algo in inc ring dbt; do
+        "$build/tools/loomrun/loomrun" -n "$n" --switch --transport shm --timeout 600 -- \
+            "$build/tools/loom-bench/loom-bench" allreduce -b 8 -e 64M -f 8 -n "$iters" -w 1 \
+            -c --algo "$algo" 2>&1 |
+            awk -v n="$n" -v algo="$algo" '$1 ~ /^\[0\]$/ && $2 ~ /^[0-9]+$/ {
+                print n, algo, $2, $0 }' >>"$out"
+    done
+done
+echo "== measured on this machine: all-reduce float32 sum, time per call (µs), rank 0's row"
+echo "   (inc: one loom-switch process; ring, dbt: shm between the ranks)"
+awk '
+    { key = $1 " " $3; t[key, $2] = $0; sizes[key] = 1 }
+    END {
+        printf "%3s %10s %14s %14s %14s  %s\n", "N", "bytes", "inc", "ring", "dbt", "inc/best"
+        n = asorti(sizes, order, "@ind_num_asc")
+        for (i = 1; i <= n; i++) {
+            split(order[i], k, " ")
+            split(t[order[i], "inc"], a, " "); split(t[order[i], "ring"], b, " ")
+            split(t[order[i], "dbt"], c, " ")
+            # loom-bench rows: [0] size count type redop root time algbw busbw #wrong
+            best = b[10] < c[10] ? b[10] : c[10]
+            printf "%3d %10d %14s %14s %14s  %.2f\n", k[1], k[2], a[10], b[10], c[10],
+                   (best > 0 ? a[10] / best : 0)
+        }
+    }' "$out" | sort -k1,1n -k2,2n
+echo
+if [ -x scripts/inc_predictions.sh ]; then
+    scripts/inc_predictions.sh "$build"
+fi

@@ -1,0 +1,249 @@
+// In-network collectives through a running loom-switch, across real processes (started by
+// loomrun --switch, or by run_inc.sh beside its own switch). Each rank runs allreduce,
+// reduce and broadcast with algorithm "inc" over every dtype × op the node reduces, counts
+// 0 … the largest size, in place and out of place, and checks its output against the
+// independent references of reference.hh; float sums are also run twice and compared bit
+// for bit (deterministic order). Then:
+//   --expect inc       rank 0 asks the node for its statistics: contributions > 0, i.e. the
+//                      calls really went through the network (not a silent fallback);
+//   --expect fallback  the node refused the communicator: every result still exact, the
+//                      node saw no contribution;
+//   --until-failure    all-reduce in a loop until a call fails (the switch is killed by the
+//                      script): the failure must come within the call's timeout on every
+//                      rank, name the aggregation node, and no result may be wrong.
+// Output: "rank R of N: C checks, F failed" (run_inc.sh counts them).
+#include <loom/loom.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/clock.hh"
+#include "inc/protocol/packet.hh"
+#include "inc/transport/link.hh"
+#include "reference.hh"
+
+namespace {
+
+using namespace loom::test::api;
+
+int rank_ = 0, size_ = 1, checks = 0, failed = 0;
+
+void expect(bool ok, const std::string& what) {
+    ++checks;
+    if (!ok) {
+        ++failed;
+        std::printf("FAIL rank %d: %s\n", rank_, what.c_str());
+        std::fflush(stdout);
+    }
+}
+
+loom_coll_attr_t inc_attr() {
+    loom_coll_attr_t a;
+    loom_coll_attr_init(&a);
+    a.algorithm = "inc";
+    return a;
+}
+
+constexpr loom_dtype_t dtypes[] = {LOOM_INT32,   LOOM_INT64,   LOOM_FLOAT32,
+                                   LOOM_FLOAT64, LOOM_BFLOAT16, LOOM_FLOAT16};
+constexpr loom_op_t ops[]       = {LOOM_SUM, LOOM_MIN, LOOM_MAX};
+
+std::string name_of(const char* what, loom_dtype_t d, loom_op_t o, size_t n, bool in_place) {
+    return std::string(what) + " dtype " + std::to_string(d) + " op " + std::to_string(o) +
+           " count " + std::to_string(n) + (in_place ? " in place" : "");
+}
+
+void allreduce_case(loom_comm_t comm, loom_dtype_t d, loom_op_t o, size_t n, bool in_place,
+                    uint64_t seed) {
+    size_t e = loom_dtype_size(d);
+    std::vector<uint8_t> in(n * e + 1), out(n * e + 1);
+    fill_reduction_input(d, o, seed, rank_, in.data(), 0, n);
+    loom_coll_attr_t a = inc_attr();
+    void* dst          = in_place ? in.data() : out.data();
+    loom_status_t st   = loom_allreduce(comm, in.data(), dst, n, d, o, &a, nullptr);
+    std::string what   = name_of("allreduce", d, o, n, in_place);
+    expect(st == LOOM_SUCCESS, what + ": " + loom_last_error_message());
+    std::string bad = check_reduction(d, o, seed, size_, dst, 0, n);
+    expect(bad.empty(), what + ": " + bad);
+}
+
+void reduce_broadcast_case(loom_comm_t comm, loom_dtype_t d, loom_op_t o, size_t n, int root,
+                           uint64_t seed) {
+    size_t e = loom_dtype_size(d);
+    std::vector<uint8_t> in(n * e + 1), out(n * e + 1, 0);
+    fill_reduction_input(d, o, seed, rank_, in.data(), 0, n);
+    loom_coll_attr_t a = inc_attr();
+    loom_status_t st   = loom_reduce(comm, in.data(), out.data(), n, d, o, root, &a, nullptr);
+    std::string what   = name_of("reduce", d, o, n, false) + " root " + std::to_string(root);
+    expect(st == LOOM_SUCCESS, what + ": " + loom_last_error_message());
+    if (rank_ == root) {
+        std::string bad = check_reduction(d, o, seed, size_, out.data(), 0, n);
+        expect(bad.empty(), what + ": " + bad);
+    }
+    // Broadcast the root's input: everyone must end with it.
+    std::vector<uint8_t> want(n * e + 1), got(n * e + 1, 0);
+    fill_bytes(seed, uint64_t(root), want.data(), n * e);
+    if (rank_ == root) {
+        got = want;
+    }
+    st   = loom_broadcast(comm, got.data(), got.data(), n, d, root, &a, nullptr);
+    what = name_of("broadcast", d, LOOM_SUM, n, true) + " root " + std::to_string(root);
+    expect(st == LOOM_SUCCESS, what + ": " + loom_last_error_message());
+    expect(first_difference(got.data(), want.data(), n * e) < 0, what + ": wrong bytes");
+}
+
+// Float sums in arrival order would differ run to run; the node's rank order must not.
+void deterministic_case(loom_comm_t comm, size_t n) {
+    std::vector<float> in(n), a(n), b(n);
+    for (size_t i = 0; i < n; ++i) {
+        in[i] = 1.0f / float(1 + (i * 7 + size_t(rank_) * 13) % 97) * (rank_ % 2 ? -1e3f : 1e-3f);
+    }
+    loom_coll_attr_t at = inc_attr();
+    expect(loom_allreduce(comm, in.data(), a.data(), n, LOOM_FLOAT32, LOOM_SUM, &at, nullptr) ==
+               LOOM_SUCCESS,
+           "deterministic run 1");
+    expect(loom_allreduce(comm, in.data(), b.data(), n, LOOM_FLOAT32, LOOM_SUM, &at, nullptr) ==
+               LOOM_SUCCESS,
+           "deterministic run 2");
+    expect(std::memcmp(a.data(), b.data(), n * sizeof(float)) == 0,
+           "float sums differ bitwise between two runs");
+}
+
+// The node's statistics, through its own protocol (what loom-switch --stats prints).
+long node_counter(const char* name) {
+    const char* addr = std::getenv("LOOM_SWITCH");
+    if (addr == nullptr || std::strchr(addr, '=') != nullptr) {
+        return -1;  // a tree: not asked here
+    }
+    auto l = loom::inc::connect_link(addr, 5);
+    if (!l) {
+        return -2;
+    }
+    loom::inc::header h;
+    h.kind = loom::inc::packet_kind::stats_query;
+    uint8_t q[loom::inc::header_bytes];
+    (*l)->send(q, loom::inc::encode(h, nullptr, q));
+    loom::deadline until(5);
+    while (!until.expired()) {
+        const uint8_t* p = nullptr;
+        size_t len       = 0;
+        loom::inc::header r;
+        const uint8_t* text = nullptr;
+        if ((*l)->recv(&p, &len) && loom::inc::parse(p, len, &r, &text) ==
+                                         loom::inc::parse_error::none &&
+            r.kind == loom::inc::packet_kind::stats_reply) {
+            std::string s(reinterpret_cast<const char*>(text), r.count);
+            size_t at = s.find(std::string(name) + " ");
+            return at == std::string::npos ? -3 : std::atol(s.c_str() + at + std::strlen(name) + 1);
+        }
+    }
+    return -4;
+}
+
+void until_failure(loom_comm_t comm, size_t n) {
+    std::vector<int32_t> in(n, rank_ + 1), out(n);
+    loom_coll_attr_t a = inc_attr();
+    for (int i = 0; i < 100000; ++i) {
+        double t0        = loom::now_s();
+        loom_status_t st = loom_allreduce(comm, in.data(), out.data(), n, LOOM_INT32, LOOM_SUM, &a,
+                                          nullptr);
+        double took      = loom::now_s() - t0;
+        if (st == LOOM_SUCCESS) {
+            bool right = true;
+            for (size_t k = 0; k < n && right; ++k) {
+                right = out[k] == size_ * (size_ + 1) / 2;
+            }
+            expect(right, "a call that succeeded returned a wrong sum");
+            continue;
+        }
+        std::string msg = loom_last_error_message();
+        std::printf("rank %d: call %d failed after %.2f s: %s\n", rank_, i, took, msg.c_str());
+        expect(took < 20, "the failure took " + std::to_string(took) + " s");
+        expect(msg.find("aggregation node") != std::string::npos ||
+                   msg.find("rank") != std::string::npos,
+               "the message names neither the node nor a rank: " + msg);
+        return;
+    }
+    expect(false, "the switch was never lost");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string expect_mode = "inc";
+    bool full = false, kill_mode = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--expect" && i + 1 < argc) {
+            expect_mode = argv[++i];
+        } else if (a == "--full") {
+            full = true;
+        } else if (a == "--until-failure") {
+            kill_mode = true;
+        } else {
+            std::fprintf(stderr, "usage: test_api_inc [--expect inc|fallback] [--full] "
+                                 "[--until-failure]\n");
+            return 2;
+        }
+    }
+    loom_comm_t comm = nullptr;
+    if (loom_comm_create(nullptr, &comm) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom_comm_create: %s\n", loom_last_error_message());
+        return 1;
+    }
+    rank_ = loom_comm_rank(comm);
+    size_ = loom_comm_size(comm);
+    if (kill_mode) {
+        until_failure(comm, 1 << 16);
+    } else {
+        // Sizes around the 8 KiB packet (2048 float32, 1024 float64) and the window.
+        std::vector<size_t> counts = {0, 1, 7, 1023, 1024, 1025, 2047, 2048, 2049, 65539};
+        if (full) {
+            counts.push_back((size_t{16} << 20) / 4 + 3);  // 16 MiB + 12 B of float32
+        }
+        uint64_t seed = 1;
+        for (size_t n : counts) {
+            for (loom_dtype_t d : dtypes) {
+                for (loom_op_t o : ops) {
+                    bool big = n > 100000;
+                    if (big && !(d == LOOM_FLOAT32 && o == LOOM_SUM)) {
+                        continue;  // the largest size once, float32 sum
+                    }
+                    allreduce_case(comm, d, o, n, (seed & 1) != 0, seed);
+                    ++seed;
+                }
+            }
+            reduce_broadcast_case(comm, LOOM_INT32, LOOM_SUM, n, int(seed % size_), seed);
+            reduce_broadcast_case(comm, LOOM_FLOAT64, LOOM_MAX, n, size_ - 1, seed + 1);
+            seed += 2;
+        }
+        if (full) {
+            allreduce_case(comm, LOOM_INT32, LOOM_SUM, (size_t{64} << 20) / 4, false, 77);
+        }
+        deterministic_case(comm, 50000);
+        // A dtype/op the node does not reduce falls back, on every rank alike.
+        std::vector<int8_t> in(100, int8_t(rank_)), out(100);
+        loom_coll_attr_t a = inc_attr();
+        expect(loom_allreduce(comm, in.data(), out.data(), 100, LOOM_INT8, LOOM_SUM, &a, nullptr) ==
+                   LOOM_SUCCESS,
+               "int8 sum (fallback)");
+        expect(out[5] == int8_t(size_ * (size_ - 1) / 2), "int8 fallback result");
+        loom_barrier(comm, nullptr, nullptr);
+        if (rank_ == 0) {
+            long contributions = node_counter("contributions");
+            if (expect_mode == "inc") {
+                expect(contributions > 0 || contributions == -1,
+                       "the node saw " + std::to_string(contributions) + " contributions");
+            } else {
+                expect(contributions == 0,
+                       "a refused communicator contributed " + std::to_string(contributions));
+            }
+        }
+    }
+    std::printf("rank %d of %d: %d checks, %d failed\n", rank_, size_, checks, failed);
+    loom_comm_destroy(comm);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,141 @@
+// loom-switch: the software aggregation node (inc/node/switch_node.hh) as a process.
+//
+// Runs the node until SIGINT or SIGTERM, then prints its statistics and exits 0. The
+// address it listens on is printed ("loom-switch listening on ADDR") and written to
+// --ready-file, so launchers know when it is up and which port it got. With --stats ADDR
+// it is a client instead: it asks that node for its statistics and prints them.
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "inc/node/join.hh"
+#include "options.hh"
+
+namespace loom::switch_tool {
+namespace {
+
+volatile sig_atomic_t stop_requested = 0;
+
+void on_signal(int) {
+    stop_requested = 1;
+}
+
+int fail(const std::string& reason, int code) {
+    std::cout.flush();
+    std::cerr << "loom-switch: " << reason << '\n';
+    return code;
+}
+
+// Written beside, then renamed, so a launcher never reads half an address.
+status write_ready_file(const std::string& path, const std::string& address) {
+    std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp);
+        f << address << '\n';
+        if (!f.flush()) {
+            return system_error("cannot write --ready-file " + tmp);
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        return system_error("cannot rename " + tmp + " to " + path);
+    }
+    return status::ok();
+}
+
+void install_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a peer that died is seen by the link, not as a signal
+}
+
+// The machine may be shared with the ranks: yield at once when idle, after many idle passes
+// sleep briefly, and after seconds of nothing sleep longer, so an idle switch costs almost
+// no CPU while a busy one answers at once.
+void back_off(uint64_t idle_passes) {
+    if (idle_passes < 2000) {
+        sched_yield();
+        return;
+    }
+    timespec ts{0, idle_passes < 50'000 ? 100'000 : 1'000'000};
+    nanosleep(&ts, nullptr);
+}
+
+int serve(const options& o) {
+    auto node = inc::switch_node::open(o.node);
+    if (!node) {
+        return fail(node.error().message(), exit_failed);
+    }
+    std::string address = (*node)->address();
+    std::cout << "loom-switch listening on " << address << std::endl;
+    if (!o.ready_file.empty()) {
+        if (status st = write_ready_file(o.ready_file, address); !st) {
+            return fail(st.message(), exit_failed);
+        }
+    }
+    using clock     = std::chrono::steady_clock;
+    auto next_stats = clock::now() + std::chrono::duration<double>(o.stats_interval_s);
+    uint64_t idle   = 0;
+    while (stop_requested == 0) {
+        idle = (*node)->poll() ? 0 : idle + 1;
+        if (idle > 0) {
+            back_off(idle);
+        }
+        if (o.stats_interval_s > 0 && clock::now() >= next_stats) {
+            std::cout << (*node)->stats_text() << std::endl;
+            next_stats = clock::now() + std::chrono::duration<double>(o.stats_interval_s);
+        }
+    }
+    std::cout << (*node)->stats_text() << std::flush;
+    return exit_ok;
+}
+
+int query(const options& o) {
+    auto text = inc::query_stats(o.stats_address, 2);  // a node answers at once
+    if (!text) {
+        return fail(text.error().message(), exit_failed);
+    }
+    std::cout << *text << std::flush;
+    return exit_ok;
+}
+
+int run(int argc, char** argv) {
+    CLI::App app{"The loom software aggregation node (in-network collectives).", "loom-switch"};
+    options o;
+    add_options(app, o);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) {
+            return app.exit(e);  // --help
+        }
+        return fail(e.what(), exit_bad_args);
+    }
+    if (status st = check_options(o); !st) {
+        return fail(st.message(), exit_bad_args);
+    }
+    if (!o.stats_address.empty()) {
+        return query(o);
+    }
+    install_handlers();
+    return serve(o);
+}
+
+}  // namespace
+}  // namespace loom::switch_tool
+
+int main(int argc, char** argv) {
+    try {
+        return loom::switch_tool::run(argc, argv);
+    } catch (const std::exception& e) {
+        return loom::switch_tool::fail(std::string("unexpected error: ") + e.what(),
+                                       loom::switch_tool::exit_failed);
+    }
+}

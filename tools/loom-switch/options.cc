@@ -1,0 +1,77 @@
+// loom-switch options (options.hh).
+#include "options.hh"
+
+#include <charconv>
+
+namespace loom::switch_tool {
+
+void add_options(CLI::App& app, options& o) {
+    app.add_option("--listen", o.node.listen,
+                   "address to accept links on: tcp:HOST:PORT (port 0: any free one) or "
+                   "shm:NAME");
+    app.add_option("--parent", o.node.parent,
+                   "the parent node's address (a tree's next level); none: answer locally");
+    app.add_option("--slots", o.node.slots, "aggregation slots in the node's pool")
+        ->capture_default_str();
+    app.add_option("--job-quota", o.node.job_quota, "slots one job may hold over its groups")
+        ->capture_default_str();
+    app.add_option("--drop", o.node.drop,
+                   "probability of dropping a received data packet (loss injection)");
+    app.add_option("--dup", o.node.dup, "probability of handling a received data packet twice");
+    app.add_option("--seed", o.node.seed, "seed of the loss injection")->capture_default_str();
+    app.add_option("--ready-file", o.ready_file,
+                   "file to write the listening address to once the node is up");
+    app.add_option("--stats-interval", o.stats_interval_s,
+                   "print the statistics every S seconds (0: only at exit)");
+    app.add_option("--stats", o.stats_address,
+                   "query the node at ADDR for its statistics, print them and exit");
+}
+
+status check_address(const std::string& address, const std::string& what) {
+    std::string_view a = address;
+    if (a.starts_with("shm:") && a.size() > 4) {
+        return status::ok();
+    }
+    if (a.starts_with("tcp:")) {
+        size_t colon          = a.rfind(':');
+        std::string_view port = a.substr(colon + 1);
+        unsigned value        = 0;
+        auto [end, ec]        = std::from_chars(port.data(), port.data() + port.size(), value);
+        if (colon > 4 && !port.empty() && ec == std::errc{} && end == port.data() + port.size() &&
+            value <= 65535) {
+            return status::ok();
+        }
+    }
+    return invalid_argument(what + " '" + address +
+                            "': expected tcp:HOST:PORT (PORT 0..65535) or shm:NAME");
+}
+
+status check_options(const options& o) {
+    if (!o.stats_address.empty()) {
+        return check_address(o.stats_address, "--stats");
+    }
+    if (o.node.listen.empty()) {
+        return invalid_argument("--listen ADDR is required (or --stats ADDR)");
+    }
+    if (status st = check_address(o.node.listen, "--listen"); !st) {
+        return st;
+    }
+    if (!o.node.parent.empty()) {
+        if (status st = check_address(o.node.parent, "--parent"); !st) {
+            return st;
+        }
+    }
+    if (o.node.slots < 1 || o.node.job_quota < 1) {
+        return invalid_argument("--slots and --job-quota must be at least 1");
+    }
+    auto probability = [](double p) { return p >= 0 && p <= 1; };
+    if (!probability(o.node.drop) || !probability(o.node.dup) || o.node.drop + o.node.dup > 1) {
+        return invalid_argument("--drop and --dup are probabilities (0..1) summing to at most 1");
+    }
+    if (!(o.stats_interval_s >= 0)) {
+        return invalid_argument("--stats-interval must be >= 0 seconds");
+    }
+    return status::ok();
+}
+
+}  // namespace loom::switch_tool

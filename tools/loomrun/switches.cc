@@ -1,0 +1,164 @@
+// loomrun --switch (switches.hh).
+#include "switches.hh"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "base/clock.hh"
+#include "topology/fabric.hh"
+
+namespace loom::loomrun {
+namespace {
+
+constexpr double ready_timeout_s = 10;
+
+// loom-switch next to loomrun (installed), in the build tree's sibling folder, or on PATH.
+std::string switch_program() {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n]         = '\0';
+        std::string dir = std::string(self).substr(0, std::string(self).rfind('/'));
+        for (const std::string& c : {dir + "/loom-switch", dir + "/../loom-switch/loom-switch"}) {
+            if (access(c.c_str(), X_OK) == 0) {
+                return c;
+            }
+        }
+    }
+    return "loom-switch";
+}
+
+}  // namespace
+
+result<std::string> switch_set::launch(const std::string& listen, const std::string& parent) {
+    std::string ready = dir_ + "/switch-" + std::to_string(pids_.size());
+    std::vector<std::string> args = {switch_program(), "--listen", listen, "--ready-file", ready};
+    if (!parent.empty()) {
+        args.insert(args.end(), {"--parent", parent});
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        return system_error(std::string("fork: ") + strerror(errno));
+    }
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);  // loomrun blocks signals for its signalfd
+        std::vector<char*> argv;
+        for (auto& a : args) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::fprintf(stderr, "loomrun: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    pids_.push_back(pid);
+    deadline until(ready_timeout_s);
+    while (!until.expired()) {
+        std::ifstream in(ready);
+        std::string address;
+        if (in && std::getline(in, address) && !address.empty()) {
+            return address;
+        }
+        int st = 0;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            pids_.pop_back();
+            return system_error("--switch: loom-switch exited before it was ready (status " +
+                                std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : 128) + ")");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return status(LOOM_ERR_TIMEOUT, "--switch: loom-switch did not report its address within " +
+                                        std::to_string(int(ready_timeout_s)) + " s");
+}
+
+result<std::unique_ptr<switch_set>> switch_set::start(const std::string& fabric,
+                                                      const std::string& transport,
+                                                      const std::string& job_id) {
+    std::unique_ptr<switch_set> s(new switch_set());
+    char templ[] = "/tmp/loomrun-switch-XXXXXX";
+    if (mkdtemp(templ) == nullptr) {
+        return system_error(std::string("--switch: mkdtemp: ") + strerror(errno));
+    }
+    s->dir_     = templ;
+    auto listen = [&](const std::string& id) {
+        return transport == "shm" ? "shm:" + job_id + "-" + id : std::string("tcp:127.0.0.1:0");
+    };
+    if (!topology::names_fabric_file(fabric)) {
+        auto addr = s->launch(listen("switch"), "");
+        if (!addr) {
+            return addr.error();
+        }
+        s->env_.push_back("LOOM_SWITCH=" + *addr);
+        return s;
+    }
+    auto f = topology::load_fabric_file(fabric);
+    if (!f) {
+        return f.error();
+    }
+    // Parents first: a child is told its parent's address. Roots are the in-network
+    // switches without a parent; their children follow level by level.
+    std::map<int, std::string> address;
+    std::string spec;
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (size_t i = 0; i < f->nodes().size(); ++i) {
+            const topology::node& n = f->nodes()[i];
+            int id                  = static_cast<int>(i);
+            if (!n.in_network || address.count(id) != 0 ||
+                (n.parent >= 0 && address.count(n.parent) == 0)) {
+                continue;
+            }
+            auto addr = s->launch(listen(n.id), n.parent >= 0 ? address[n.parent] : "");
+            if (!addr) {
+                return addr.error();
+            }
+            address[id] = *addr;
+            spec += (spec.empty() ? "" : ",") + n.id + "=" + *addr;
+            progress = true;
+        }
+    }
+    if (address.empty()) {
+        return invalid_argument("--switch: " + fabric + " has no in-network switch");
+    }
+    s->env_.push_back("LOOM_SWITCH=" + spec);
+    s->env_.push_back("LOOM_SWITCH_FABRIC=" + fabric);
+    return s;
+}
+
+void switch_set::stop(double grace_s) {
+    for (pid_t p : pids_) {
+        kill(p, SIGTERM);
+    }
+    deadline until(grace_s);
+    for (pid_t p : pids_) {
+        int st = 0;
+        while (waitpid(p, &st, WNOHANG) == 0) {
+            if (until.expired()) {
+                kill(p, SIGKILL);
+                waitpid(p, &st, 0);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    pids_.clear();
+}
+
+switch_set::~switch_set() {
+    stop(2);
+    for (size_t i = 0; i < 64; ++i) {
+        unlink((dir_ + "/switch-" + std::to_string(i)).c_str());
+    }
+    rmdir(dir_.c_str());
+}
+
+}  // namespace loom::loomrun
