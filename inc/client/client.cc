@@ -131,8 +131,7 @@ void client::on_packet(const header& h, const uint8_t* payload, double now_s, up
     uint64_t chunk = at / chunk_;
     bool has_data  = (h.flags & flag_no_data) == 0;
     if (chunk >= chunks_ || chunk % slots_.size() != h.slot || h.dtype != dtype_ || h.op != op_ ||
-        h.count != std::min<uint64_t>(chunk_, count_ - at) ||
-        (gets_data_ && !has_data)) {
+        h.count != std::min<uint64_t>(chunk_, count_ - at) || (gets_data_ && !has_data)) {
         ++stats_.foreign;
         return;
     }

@@ -38,7 +38,7 @@ class uplink {
 struct client_config {
     uint32_t job = 0, comm = 0;
     uint32_t rank = 0, members = 1;
-    uint32_t window         = 8;     // slots admitted for this communicator
+    uint32_t window         = 8;  // slots admitted for this communicator
     uint32_t chunk_elements = 0;  // ≤ max_payload_bytes / element size; 0: as many as fit
     bool deterministic      = false;
     double rto_s            = 200e-6;  // first retransmission timeout
@@ -103,10 +103,10 @@ class client {
     loom_op_t op_       = LOOM_SUM;
     collective_shape shape_;
     bool sends_data_ = true, gets_data_ = true;
-    const uint8_t* in_  = nullptr;
-    uint8_t* out_       = nullptr;
+    const uint8_t* in_ = nullptr;
+    uint8_t* out_      = nullptr;
     size_t count_ = 0, esize_ = 0;
-    uint64_t chunk_ = 0;  // elements per chunk of this collective
+    uint64_t chunk_  = 0;  // elements per chunk of this collective
     uint64_t chunks_ = 0, delivered_ = 0;
     double deadline_ = 0;
     double srtt_s_   = 0;  // smoothed round trip, 0 until the first sample

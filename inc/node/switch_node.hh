@@ -107,7 +107,7 @@ class switch_node {
 
     switch_config cfg_;
     switch_stats stats_;
-    link_stats retired_;  // of links closed
+    link_stats retired_;          // of links closed
     double started_s_ = now_s();  // for the rates in stats_text()
     aggregator agg_;
     std::unique_ptr<sink> sink_;

@@ -191,7 +191,7 @@ parse_error parse(const uint8_t* packet, size_t len, header* out, const uint8_t*
         return parse_error::bad_op;
     }
     // 64-bit product: a hostile count cannot wrap the length check.
-    uint64_t n = !carries                       ? uint64_t(h.count)
+    uint64_t n = !carries                        ? uint64_t(h.count)
                  : (h.flags & flag_no_data) != 0 ? 0
                                                  : uint64_t(h.count) * element_bytes(h.dtype);
     if (n > max_payload_bytes) {

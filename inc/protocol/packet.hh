@@ -61,7 +61,7 @@ enum packet_flags : uint16_t {
     flag_resend        = 2,  // a retransmission (statistics only)
     flag_last_chunk    = 4,  // the final chunk of the collective's vector
     // The collective's shape (every contribution carries it; an entry keeps the first's):
-    flag_no_data   = 8,   // a contribution or result without payload (count elements still
+    flag_no_data = 8,     // a contribution or result without payload (count elements still
                           // name the chunk): a broadcast's non-root, a reduce's non-root result
     flag_to_root   = 16,  // reduce: only `root` gets the result's data, the others a notice
     flag_from_root = 32,  // broadcast: the result is `root`'s data; the others send no data

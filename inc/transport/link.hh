@@ -47,7 +47,7 @@ class link : public uplink {
     /// False once the other side closed or died (detected by recv/send or the socket).
     virtual bool alive() const = 0;
     /// "tcp:10.0.0.1:7000 (fd 5)" and the like, for diagnostics.
-    virtual std::string describe() const = 0;
+    virtual std::string describe() const    = 0;
     virtual const link_stats& stats() const = 0;
 };
 

@@ -50,16 +50,17 @@ struct call {
 };
 
 struct cost {
-    double n_alpha = 0;     // sequential hops
-    double n_beta  = 0;     // multiples of M / BW on the critical path
-    bool exact     = true;  // false: an asymptotic "≈" form (pipelining optimum, bounds)
-    std::string note;       // port model, errata, validity range
+    double n_alpha = 0;         // sequential hops
+    double n_beta  = 0;         // multiples of M / BW on the critical path
+    bool exact     = true;      // false: an asymptotic "≈" form (pipelining optimum, bounds)
+    std::string note;           // port model, errata, validity range
     double n_alpha_switch = 0;  // rank ↔ aggregation-node hops (in-network algorithms)
 
     /// alpha_switch_s < 0: the aggregation node's hops cost alpha_s too.
     double time_s(double alpha_s, double bw_bytes_per_s, double bytes,
                   double alpha_switch_s = -1) const {
-        return n_alpha * alpha_s + n_alpha_switch * (alpha_switch_s < 0 ? alpha_s : alpha_switch_s) +
+        return n_alpha * alpha_s +
+               n_alpha_switch * (alpha_switch_s < 0 ? alpha_s : alpha_switch_s) +
                n_beta * bytes / bw_bytes_per_s;
     }
 };

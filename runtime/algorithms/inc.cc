@@ -40,8 +40,8 @@ namespace {
 using schedule::region;
 
 status build_inc(const call& c, int rank, schedule::builder& b) {
-    const bool pushes = c.coll != collective::broadcast || rank == c.root;
-    const bool pulls  = c.coll != collective::reduce || rank == c.root;
+    const bool pushes      = c.coll != collective::broadcast || rank == c.root;
+    const bool pulls       = c.coll != collective::reduce || rank == c.root;
     const int contributors = c.coll == collective::broadcast ? 1 : c.nranks;
     for (int s = 0; s < c.segments; ++s) {
         int64_t off = segment_offset(c.count, c.segments, s);
@@ -61,7 +61,7 @@ cost cost_inc(const cost_query& q) {
     cost k;  // one rank, too, makes the round trip through the node: the same form
     k.n_alpha_switch = 2;
     k.n_beta         = 1 + 1.0 / q.segments;
-    k.note = "in-network: α_switch per rank-node hop; P segments pipeline up and down";
+    k.note           = "in-network: α_switch per rank-node hop; P segments pipeline up and down";
     return k;
 }
 

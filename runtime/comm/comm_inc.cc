@@ -35,7 +35,7 @@ std::string root_job(const std::string& job) {
 std::string address_of(const std::string& spec, const std::string& id) {
     size_t at = 0;
     while (at <= spec.size()) {
-        size_t end = spec.find(',', at);
+        size_t end       = spec.find(',', at);
         std::string item = spec.substr(at, end == std::string::npos ? std::string::npos : end - at);
         size_t eq        = item.find('=');
         if (eq != std::string::npos && item.substr(0, eq) == id) {
@@ -65,8 +65,9 @@ int leaf_of(const topology::fabric& f, int rank) {
 // The tree case: this rank's leaf, how many ranks share it, and the leaves under the root.
 status plan_tree(const settings& s, inc_plan* p) {
     if (s.comm_id != 0) {
-        return not_supported("aggregation trees serve the world communicator only; split "
-                             "communicators need a single node (LOOM_SWITCH=ADDR)");
+        return not_supported(
+            "aggregation trees serve the world communicator only; split "
+            "communicators need a single node (LOOM_SWITCH=ADDR)");
     }
     auto f = topology::load_fabric_file(s.switch_fabric);
     if (!f) {
@@ -159,8 +160,8 @@ status communicator::agree_in_network() {
     a.dtype   = LOOM_INT32;
     a.op      = LOOM_MIN;
     if (loom_status_t code = run_blocking(a); code != LOOM_SUCCESS) {
-        return status(code, "rank " + std::to_string(rank()) +
-                                ": agreeing on in-network admission failed");
+        return status(
+            code, "rank " + std::to_string(rank()) + ": agreeing on in-network admission failed");
     }
     inc_ready_ = all == 1;
     if (inc_ready_) {
@@ -175,8 +176,8 @@ status communicator::agree_in_network() {
         inc_->retire();  // give the slots back: nobody will use them
     }
     LOOM_LOG_WARN(log::subsystem::inc,
-                  "rank %d: in-network collectives off, software algorithms instead: %s",
-                  rank(), inc_reason_.c_str());
+                  "rank %d: in-network collectives off, software algorithms instead: %s", rank(),
+                  inc_reason_.c_str());
     return status::ok();
 }
 

@@ -140,19 +140,19 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
     if (!algos) {
         return algos.error();
     }
-    s->algos = *algos;
-    auto& reg          = params::registry::global();
-    s->switch_address  = reg.get_string("LOOM_SWITCH");
-    s->switch_fabric   = reg.get_string("LOOM_SWITCH_FABRIC");
-    int64_t slots      = reg.get_int("LOOM_INC_SLOTS");
+    s->algos          = *algos;
+    auto& reg         = params::registry::global();
+    s->switch_address = reg.get_string("LOOM_SWITCH");
+    s->switch_fabric  = reg.get_string("LOOM_SWITCH_FABRIC");
+    int64_t slots     = reg.get_int("LOOM_INC_SLOTS");
     if (slots < 1 || slots > 4096) {
         return invalid_argument("LOOM_INC_SLOTS=" + std::to_string(slots) + " must be 1..4096");
     }
     s->inc_slots         = static_cast<int>(slots);
     s->inc_deterministic = reg.get_int("LOOM_INC_DETERMINISTIC") != 0;
-    for (auto [name, field] : {std::pair{"LOOM_INC_DROP", &s->inc_drop},
-                               std::pair{"LOOM_INC_DUP", &s->inc_dup},
-                               std::pair{"LOOM_INC_REORDER", &s->inc_reorder}}) {
+    for (auto [name, field] :
+         {std::pair{"LOOM_INC_DROP", &s->inc_drop}, std::pair{"LOOM_INC_DUP", &s->inc_dup},
+          std::pair{"LOOM_INC_REORDER", &s->inc_reorder}}) {
         *field = reg.get_real(name);
         if (!(*field >= 0 && *field <= 1)) {
             return invalid_argument(std::string(name) + "=" + std::to_string(*field) +
@@ -160,8 +160,9 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
         }
     }
     if (!s->switch_fabric.empty() && s->switch_address.find('=') == std::string::npos) {
-        return invalid_argument("LOOM_SWITCH_FABRIC is set: LOOM_SWITCH must name each switch's "
-                                "address as ID=ADDR,ID=ADDR");
+        return invalid_argument(
+            "LOOM_SWITCH_FABRIC is set: LOOM_SWITCH must name each switch's "
+            "address as ID=ADDR,ID=ADDR");
     }
     return status::ok();
 }

@@ -84,12 +84,9 @@ result<std::unique_ptr<inc_offload>> inc_offload::open(const inc_plan& plan, int
 
 status inc_offload::join() {
     uint8_t body[24];
-    const uint32_t fields[6] = {plan_.members,
-                                plan_.expected,
-                                plan_.slots,
-                                plan_.deterministic ? 1u : 0u,
-                                plan_.parent_members,
-                                plan_.parent_index};
+    const uint32_t fields[6] = {plan_.members,        plan_.expected,
+                                plan_.slots,          plan_.deterministic ? 1u : 0u,
+                                plan_.parent_members, plan_.parent_index};
     for (int i = 0; i < 6; ++i) {
         put32(body + 4 * i, fields[i]);
     }
@@ -136,8 +133,10 @@ status inc_offload::join() {
                               std::string(reinterpret_cast<const char*>(payload), r.count));
         }
     }
-    return status(LOOM_ERR_TIMEOUT, "aggregation node " + plan_.address + " did not answer the "
-                                    "join within " + std::to_string(plan_.timeout_s) + " s");
+    return status(LOOM_ERR_TIMEOUT, "aggregation node " + plan_.address +
+                                        " did not answer the "
+                                        "join within " +
+                                        std::to_string(plan_.timeout_s) + " s");
 }
 
 inc_offload::segment* inc_offload::find_or_add(uint32_t seq, uint32_t slot) {
@@ -166,8 +165,8 @@ loom_status_t inc_offload::post(const engine::offload_op& op) {
     if (s == nullptr) {
         return LOOM_ERR_NO_RESOURCE;  // the table is full: the engine posts it again later
     }
-    s->halves_needed = inc_halves(op.coll, rank_, op.root);
-    (op.push ? s->push : s->pull) = op;
+    s->halves_needed                      = inc_halves(op.coll, rank_, op.root);
+    (op.push ? s->push : s->pull)         = op;
     (op.push ? s->has_push : s->has_pull) = true;
     ++s->halves_posted;
     return LOOM_SUCCESS;
@@ -194,8 +193,8 @@ status inc_offload::start(segment& s) {
                                                               : 0;
     shape.root  = uint16_t(k.root);
     shape.first = k.first;
-    s.started = true;
-    running_  = &s;
+    s.started   = true;
+    running_    = &s;
     return client_.start(k.seq, k.dtype, k.op, s.has_push ? s.push.data : nullptr,
                          s.has_pull ? s.pull.data : nullptr, k.count, now_s(), shape);
 }
@@ -242,7 +241,7 @@ int inc_offload::poll(engine::offload_completion* out, int max) {
                  out, &n, max);
         return n;
     }
-    const double now = now_s();
+    const double now  = now_s();
     const uint8_t* in = nullptr;
     size_t len        = 0;
     for (int burst = 0; burst < 64 && link_->recv(&in, &len); ++burst) {
@@ -274,8 +273,8 @@ int inc_offload::poll(engine::offload_completion* out, int max) {
 
 bool inc_offload::cancel(uint64_t cookie) {
     for (segment& s : segments_) {
-        if (!s.used || !((s.has_push && s.push.cookie == cookie) ||
-                         (s.has_pull && s.pull.cookie == cookie))) {
+        if (!s.used ||
+            !((s.has_push && s.push.cookie == cookie) || (s.has_pull && s.pull.cookie == cookie))) {
             continue;
         }
         if (running_ == &s) {

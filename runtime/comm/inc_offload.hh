@@ -28,9 +28,9 @@ namespace loom::comm {
 struct inc_plan {
     std::string address;  // this rank's (leaf) node
     uint32_t job = 0, comm = 0;
-    uint32_t members  = 1;  // communicator size: contributor ids are ranks
-    uint32_t expected = 1;  // ranks under this rank's node
-    uint32_t slots    = 8;
+    uint32_t members        = 1;  // communicator size: contributor ids are ranks
+    uint32_t expected       = 1;  // ranks under this rank's node
+    uint32_t slots          = 8;
     bool deterministic      = true;
     uint32_t parent_members = 0;  // leaves of the communicator under one parent (0: none)
     uint32_t parent_index   = 0;  // this leaf's index among them

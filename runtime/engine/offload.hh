@@ -16,15 +16,15 @@ namespace loom::engine {
 
 /// One in-network step of a call.
 struct offload_op {
-    uint64_t cookie = 0;  // completes with this cookie
-    uint32_t seq    = 0;  // the call's sequence number on its communicator
-    uint32_t slot   = 0;  // the step's tag: the segment (algorithms/inc.cc)
-    bool push       = true;  // contribute `data` (inc_push) or receive into `data` (inc_pull)
-    void* data      = nullptr;
-    uint64_t first  = 0;  // the segment's first element in the call's vector
-    uint64_t count  = 0;  // its elements
-    loom_dtype_t dtype        = LOOM_FLOAT32;
-    loom_op_t op              = LOOM_SUM;  // LOOM_AVG arrives as LOOM_SUM (the engine divides)
+    uint64_t cookie    = 0;     // completes with this cookie
+    uint32_t seq       = 0;     // the call's sequence number on its communicator
+    uint32_t slot      = 0;     // the step's tag: the segment (algorithms/inc.cc)
+    bool push          = true;  // contribute `data` (inc_push) or receive into `data` (inc_pull)
+    void* data         = nullptr;
+    uint64_t first     = 0;  // the segment's first element in the call's vector
+    uint64_t count     = 0;  // its elements
+    loom_dtype_t dtype = LOOM_FLOAT32;
+    loom_op_t op       = LOOM_SUM;  // LOOM_AVG arrives as LOOM_SUM (the engine divides)
     schedule::collective coll = schedule::collective::allreduce;
     int root                  = 0;
     double deadline_s         = 0;  // base/clock.hh now_s() time

@@ -47,7 +47,7 @@ loom_coll_attr_t inc_attr() {
     return a;
 }
 
-constexpr loom_dtype_t dtypes[] = {LOOM_INT32,   LOOM_INT64,   LOOM_FLOAT32,
+constexpr loom_dtype_t dtypes[] = {LOOM_INT32,   LOOM_INT64,    LOOM_FLOAT32,
                                    LOOM_FLOAT64, LOOM_BFLOAT16, LOOM_FLOAT16};
 constexpr loom_op_t ops[]       = {LOOM_SUM, LOOM_MIN, LOOM_MAX};
 
@@ -132,8 +132,8 @@ long node_counter(const char* name) {
         size_t len       = 0;
         loom::inc::header r;
         const uint8_t* text = nullptr;
-        if ((*l)->recv(&p, &len) && loom::inc::parse(p, len, &r, &text) ==
-                                         loom::inc::parse_error::none &&
+        if ((*l)->recv(&p, &len) &&
+            loom::inc::parse(p, len, &r, &text) == loom::inc::parse_error::none &&
             r.kind == loom::inc::packet_kind::stats_reply) {
             std::string s(reinterpret_cast<const char*>(text), r.count);
             size_t at = s.find(std::string(name) + " ");
@@ -147,10 +147,10 @@ void until_failure(loom_comm_t comm, size_t n) {
     std::vector<int32_t> in(n, rank_ + 1), out(n);
     loom_coll_attr_t a = inc_attr();
     for (int i = 0; i < 100000; ++i) {
-        double t0        = loom::now_s();
-        loom_status_t st = loom_allreduce(comm, in.data(), out.data(), n, LOOM_INT32, LOOM_SUM, &a,
-                                          nullptr);
-        double took      = loom::now_s() - t0;
+        double t0 = loom::now_s();
+        loom_status_t st =
+            loom_allreduce(comm, in.data(), out.data(), n, LOOM_INT32, LOOM_SUM, &a, nullptr);
+        double took = loom::now_s() - t0;
         if (st == LOOM_SUCCESS) {
             bool right = true;
             for (size_t k = 0; k < n && right; ++k) {
@@ -184,8 +184,9 @@ int main(int argc, char** argv) {
         } else if (a == "--until-failure") {
             kill_mode = true;
         } else {
-            std::fprintf(stderr, "usage: test_api_inc [--expect inc|fallback] [--full] "
-                                 "[--until-failure]\n");
+            std::fprintf(stderr,
+                         "usage: test_api_inc [--expect inc|fallback] [--full] "
+                         "[--until-failure]\n");
             return 2;
         }
     }

@@ -497,8 +497,7 @@ int run_job(const options& given) {
     }
     std::unique_ptr<switch_set> switches;  // --switch: up before the ranks, down after
     if (opts.with_switch) {
-        auto set = switch_set::start(opts.fabric, opts.transport,
-                                     "lr" + std::to_string(getpid()));
+        auto set = switch_set::start(opts.fabric, opts.transport, "lr" + std::to_string(getpid()));
         if (!set) {
             return fail(set.error(), exit_failed);
         }

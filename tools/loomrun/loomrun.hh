@@ -31,14 +31,14 @@ constexpr int exit_timeout  = 124;  // as timeout(1)
 
 struct options {
     int ranks             = 0;
-    std::string transport = "shm";    // LOOM_TRANSPORT of every rank
-    double timeout_s      = 0;        // 0: no timeout
-    std::string hosts     = "local";  // local | netns
-    double grace_s        = 2.0;      // SIGTERM → SIGKILL when ending ranks
-    std::string fabric;               // --fabric: LOOM_FABRIC, over fwd:<transport>
-    bool link_stats = false;          // --link-stats: print the link counters at exit
-    std::string link_stats_dir;       // set by run_job under --link-stats
-    bool with_switch = false;         // --switch: start loom-switch node(s) for the ranks
+    std::string transport = "shm";        // LOOM_TRANSPORT of every rank
+    double timeout_s      = 0;            // 0: no timeout
+    std::string hosts     = "local";      // local | netns
+    double grace_s        = 2.0;          // SIGTERM → SIGKILL when ending ranks
+    std::string fabric;                   // --fabric: LOOM_FABRIC, over fwd:<transport>
+    bool link_stats = false;              // --link-stats: print the link counters at exit
+    std::string link_stats_dir;           // set by run_job under --link-stats
+    bool with_switch = false;             // --switch: start loom-switch node(s) for the ranks
     std::vector<std::string> switch_env;  // set by run_job under --switch (LOOM_SWITCH…)
     bool show_config  = false;
     bool show_version = false;

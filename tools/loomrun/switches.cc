@@ -38,7 +38,7 @@ std::string switch_program() {
 }  // namespace
 
 result<std::string> switch_set::launch(const std::string& listen, const std::string& parent) {
-    std::string ready = dir_ + "/switch-" + std::to_string(pids_.size());
+    std::string ready             = dir_ + "/switch-" + std::to_string(pids_.size());
     std::vector<std::string> args = {switch_program(), "--listen", listen, "--ready-file", ready};
     if (!parent.empty()) {
         args.insert(args.end(), {"--parent", parent});
