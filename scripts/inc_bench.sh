@@ -19,7 +19,7 @@ trap 'rm -f "$out"' EXIT
 for n in $ranks; do
     for algo in inc ring dbt; do
         "$build/tools/loomrun/loomrun" -n "$n" --switch --transport shm --timeout 600 -- \
-            "$build/tools/loom-bench/loom-bench" allreduce -b 8 -e 64M -f 8 -n "$iters" -w 1 \
+            "$build/tools/loom-bench/loom-bench" allreduce -b 8 -e 64M -f 2 -n "$iters" -w 1 \
             -c --algo "$algo" 2>&1 |
             awk -v n="$n" -v algo="$algo" '$1 ~ /^\[0\]$/ && $2 ~ /^[0-9]+$/ {
                 print n, algo, $2, $0 }' >>"$out"
@@ -27,21 +27,19 @@ for n in $ranks; do
 done
 echo "== measured on this machine: all-reduce float32 sum, time per call (µs), rank 0's row"
 echo "   (inc: one loom-switch process; ring, dbt: shm between the ranks)"
-awk '
-    { key = $1 " " $3; t[key, $2] = $0; sizes[key] = 1 }
-    END {
-        printf "%3s %10s %14s %14s %14s  %s\n", "N", "bytes", "inc", "ring", "dbt", "inc/best"
-        n = asorti(sizes, order, "@ind_num_asc")
-        for (i = 1; i <= n; i++) {
-            split(order[i], k, " ")
-            split(t[order[i], "inc"], a, " "); split(t[order[i], "ring"], b, " ")
-            split(t[order[i], "dbt"], c, " ")
-            # loom-bench rows: [0] size count type redop root time algbw busbw #wrong
-            best = b[10] < c[10] ? b[10] : c[10]
-            printf "%3d %10d %14s %14s %14s  %.2f\n", k[1], k[2], a[10], b[10], c[10],
-                   (best > 0 ? a[10] / best : 0)
-        }
-    }' "$out" | sort -k1,1n -k2,2n
+# Rows: N algo size [0] size count type redop root time …: one line per (N, size).
+sort -k1,1n -k3,3n "$out" | awk '
+    function flush() {
+        if (key == "") return
+        best = t["ring"] < t["dbt"] ? t["ring"] : t["dbt"]
+        printf "%3d %10d %14s %14s %14s  %.2f\n", n, size, t["inc"], t["ring"], t["dbt"],
+               (best > 0 ? t["inc"] / best : 0)
+    }
+    BEGIN { printf "%3s %10s %14s %14s %14s  %s\n", "N", "bytes", "inc", "ring", "dbt", "inc/best" }
+    { k = $1 " " $3
+      if (k != key) { flush(); key = k; n = $1; size = $3; delete t }
+      t[$2] = $10 }
+    END { flush() }'
 echo
 if [ -x scripts/inc_predictions.sh ]; then
     scripts/inc_predictions.sh "$build"
