@@ -336,41 +336,35 @@ void aggregator::from_parent(group& g, const header& h, const uint8_t* payload, 
     answer(g, *e, out);
 }
 
+// The header of an entry's packet (a result down, or the partial going up).
+header aggregator::packet_of(const group& g, const entry& e, packet_kind kind, bool no_data) {
+    header h;
+    h.kind   = kind;
+    h.dtype  = e.dtype;
+    h.op     = e.op;
+    h.flags  = uint16_t((g.cfg.deterministic ? flag_deterministic : 0) | e.shape |
+                        (no_data ? flag_no_data : 0));
+    h.root   = e.root;
+    h.job    = g.cfg.job;
+    h.comm   = g.cfg.comm;
+    h.seq    = e.seq;
+    h.slot   = uint32_t((&e - g.entries.data()) / 2);
+    h.offset = e.offset;
+    h.count  = e.count;
+    return h;
+}
+
 void aggregator::send_up(group& g, const entry& e, packet_sink& out) {
-    header c;
-    c.kind        = packet_kind::contribute;
-    c.dtype       = e.dtype;
-    c.op          = e.op;
-    c.flags       = uint16_t((g.cfg.deterministic ? flag_deterministic : 0) | e.shape |
-                             (e.has_data ? 0 : flag_no_data));
-    c.root        = e.root;
-    c.job         = g.cfg.job;
-    c.comm        = g.cfg.comm;
-    c.seq         = e.seq;
-    c.slot        = uint32_t((&e - g.entries.data()) / 2);
-    c.offset      = e.offset;
-    c.count       = e.count;
+    header c      = packet_of(g, e, packet_kind::contribute, !e.has_data);
     c.contributor = g.cfg.up_index;
     size_t len    = encode(c, e.sum.data(), out_.data());
     out.upstream(g.cfg.job, g.cfg.comm, out_.data(), len);
 }
 
 void aggregator::send_result(group& g, const entry& e, packet_sink& out, int to_member) {
-    header r;
-    r.kind        = packet_kind::result;
-    r.dtype       = e.dtype;
-    r.op          = e.op;
     bool no_data  = !e.has_data || ((e.shape & flag_to_root) != 0 && !g.cfg.members_are_nodes &&
                                    to_member != int(e.root));
-    r.flags       = uint16_t((g.cfg.deterministic ? flag_deterministic : 0) | e.shape |
-                             (no_data ? flag_no_data : 0));
-    r.root        = e.root;
-    r.job         = g.cfg.job;
-    r.comm        = g.cfg.comm;
-    r.seq         = e.seq;
-    r.slot        = uint32_t((&e - g.entries.data()) / 2);
-    r.offset      = e.offset;
-    r.count       = e.count;
+    header r      = packet_of(g, e, packet_kind::result, no_data);
     r.contributor = to_member < 0 ? 0 : uint32_t(to_member);
     size_t len    = encode(r, e.sum.data(), out_.data());
     if (to_member < 0) {

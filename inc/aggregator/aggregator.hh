@@ -127,6 +127,7 @@ class aggregator {
     void answer(group& g, entry& e, packet_sink& out);
     void from_parent(group& g, const header& h, const uint8_t* payload, packet_sink& out);
     void send_up(group& g, const entry& e, packet_sink& out);
+    static header packet_of(const group& g, const entry& e, packet_kind kind, bool no_data);
     void send_result(group& g, const entry& e, packet_sink& out, int to_member);
 
     aggregator_config cfg_;
