@@ -124,7 +124,19 @@ std::vector<param> declarations() {
         {"LOOM_ALGO", type::string, "", "", "",
          "algorithm per primitive, prim=name(;prim=name)*, e.g. "
          "allreduce=rabenseifner;alltoall=pairwise; an unknown or inapplicable name is an "
-         "error listing the allowed ones; unset: the default rule (loom.h)"},
+         "error listing the allowed ones; unset: the tuner chooses by predicted cost"},
+        // Tuner (runtime/tuner): the parameters it predicts with and how it reports.
+        {"LOOM_CALIBRATION_FILE", type::string, "", "", "",
+         "the calibration file (one line per host and transport: alpha, BW, reduction "
+         "throughput); unset: $XDG_CACHE_HOME/loom/calibration.txt, else "
+         "~/.cache/loom/calibration.txt"},
+        {"LOOM_CALIBRATE", type::choice, "auto", "", "auto|off",
+         "auto: a communicator whose host and transport have no line in the calibration file "
+         "measures alpha and BW (ranks 0 and 1, tens of ms) and rank 0 writes it; off: never "
+         "measure, use the file's line or the built-in defaults"},
+        {"LOOM_EXPLAIN", type::integer, "0", "", "",
+         "1: rank 0 prints every new algorithm choice with the candidates, their predicted "
+         "times and why the others were excluded (as loom_comm_explain)"},
         {"LOOM_TOPOLOGY", type::string, "", "", "",
          "the logical fabric shape the algorithms see (star:N, ring:N, torus:AxB, mesh:AxB); "
          "unset: star:<size>"},
@@ -175,6 +187,10 @@ std::vector<param> foreign_declarations() {
         {"PMIX_NAMESPACE", type::string, "", "", "", "PMIx launchers: the job's namespace"},
         {"PMIX_LOCAL_SIZE", type::integer, "", "", "", "PMIx launchers: ranks on this host"},
         {"TMPDIR", type::string, "/tmp", "", "", "where the default file rendezvous lives"},
+        {"XDG_CACHE_HOME", type::string, "", "", "",
+         "where the calibration file lives by default (loom/calibration.txt under it)"},
+        {"HOME", type::string, "", "", "",
+         "without XDG_CACHE_HOME, the calibration file is ~/.cache/loom/calibration.txt"},
     };
 }
 

@@ -1,4 +1,4 @@
-// Algorithm choice for a call: the attribute, else LOOM_ALGO, else the default rule.
+// Algorithm choice for a call: the attribute, else LOOM_ALGO, else the tuner.
 //
 // LOOM_ALGO has one strict grammar, prim=name(;prim=name)* with no spaces, each primitive
 // at most once: a typo must not silently run another algorithm (STYLE.md §6.9). Names are
@@ -6,11 +6,8 @@
 // applies (power of two, torus …) depends on the call, so that is checked per call, and
 // an inapplicable choice fails the call with the names that would apply.
 //
-// The default rule, until the tuner chooses from costs: binomial trees for the rooted
-// primitives (⌈log2 N⌉ rounds, any N and root); for allreduce, recursive doubling below
-// 64 KiB, where latency (log2 N rounds) dominates, and the bandwidth-optimal ring from
-// 64 KiB; ring reduce_scatter/allgather (bandwidth-optimal, any N); pairwise alltoall
-// (N-1 direct exchanges, any N); direct send/recv.
+// Without either, the tuner chooses (runtime/tuner, comm_tuner.cc): the applicable
+// algorithm of least predicted cost with the communicator's agreed parameters.
 #include <string>
 
 #include "comm/comm.hh"
@@ -84,25 +81,6 @@ result<algo_table> algo_table::parse(std::string_view spec) {
     return table;
 }
 
-std::string_view default_algorithm(schedule::collective c, double bytes) {
-    using schedule::collective;
-    switch (c) {
-        case collective::broadcast:
-        case collective::reduce:
-            return "binomial";
-        case collective::allreduce:
-            return bytes < small_allreduce_bytes ? "recursive-doubling" : "ring";
-        case collective::reduce_scatter:
-        case collective::allgather:
-            return "ring";
-        case collective::alltoall:
-            return "pairwise";
-        case collective::sendrecv:
-            return "direct";
-    }
-    return "";
-}
-
 std::string applicable_names(const algorithms::call& c) {
     std::string out;
     for (const algorithms::algorithm* a : algorithms::catalogue()) {
@@ -115,23 +93,29 @@ std::string applicable_names(const algorithms::call& c) {
 
 result<const algorithms::algorithm*> choose_algorithm(const algorithms::call& c,
                                                       std::string_view requested,
-                                                      const algo_table& table) {
+                                                      const algo_table& table,
+                                                      const algorithms::algorithm* tuned,
+                                                      std::string* origin_out) {
     std::string_view prim = schedule::collective_name(c.coll);
-    std::string origin    = "the call's attribute";
+    std::string origin    = "attribute";
     std::string_view name = requested;
     if (name.empty()) {
         name   = table.for_primitive(c.coll);
         origin = "LOOM_ALGO";
     }
+    if (origin_out) {
+        *origin_out = name.empty() ? "tuner" : origin;
+    }
     if (name.empty()) {
-        // The default rule's choices apply to every N, count, root and topology.
-        schedule::schedule_info info;
-        info.coll       = c.coll;
-        info.nranks     = c.nranks;
-        info.count      = c.count;
-        info.dtype_size = c.dtype_size;
-        name            = default_algorithm(c.coll, schedule::payload_bytes(info));
-        origin          = "the default rule";
+        if (!tuned) {
+            return status(LOOM_ERR_NOT_APPLICABLE,
+                          std::string(prim) + ": no algorithm applies to this call (" +
+                              std::to_string(c.nranks) + " ranks, " + c.topo.to_string() + ")");
+        }
+        return tuned;
+    }
+    if (origin == "attribute") {
+        origin = "the call's attribute";
     }
     const algorithms::algorithm* a = algorithms::find(c.coll, name);
     if (!a) {

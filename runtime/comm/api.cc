@@ -8,16 +8,13 @@
 #include <new>
 
 #include "bootstrap/bootstrap.hh"
+#include "comm/api_handle.hh"
 #include "comm/comm.hh"
 
 using loom::comm::call_args;
 using loom::comm::call_kind;
 using loom::comm::communicator;
 using loom::comm::request_handle;
-
-struct loom_comm_s {
-    std::unique_ptr<communicator> impl;
-};
 
 namespace {
 

@@ -28,12 +28,7 @@ uint64_t fnv1a(std::string_view s) {
     return h;
 }
 
-// What identifies a call's schedule besides its primitive: count, root and peer as the
-// generator sees them (send/recv: root = source, peer = destination; barrier: 1 element).
-struct call_shape {
-    int64_t count;
-    int root, peer;
-};
+}  // namespace
 
 call_shape shape_of(const call_args& a, int rank) {
     call_shape s{static_cast<int64_t>(a.count), a.root, 0};
@@ -49,7 +44,6 @@ call_shape shape_of(const call_args& a, int rank) {
     return s;
 }
 
-// The call as a generator sees it, on this communicator's topology.
 algorithms::call to_call(const call_args& a, const call_options& o, int rank, int size,
                          const topology::shape& topo, routing::tie_rule ties) {
     call_shape s = shape_of(a, rank);
@@ -67,8 +61,6 @@ algorithms::call to_call(const call_args& a, const call_options& o, int rank, in
     c.ties     = ties;
     return c;
 }
-
-}  // namespace
 
 uint64_t call_signature(call_kind kind, const algorithms::call& c, std::string_view algorithm,
                         loom_dtype_t dtype, loom_op_t op) {
@@ -158,7 +150,11 @@ status communicator::connect() {
         return e.error();
     }
     engine_ = std::move(e).value();
+    LOOM_CHECK(agree_machine_params());
     LOOM_CHECK(agree_in_network());
+    // Choices made while admission was open did not know whether `inc` could run.
+    decisions_.clear();
+    plans_.clear();
     LOOM_LOG_INFO(log::subsystem::init, "rank %d of %d: %s communicator up (job %s, %s)", rank(),
                   size(), settings_.transport.c_str(), settings_.job.c_str(),
                   settings_.topo.to_string().c_str());
@@ -214,12 +210,13 @@ result<cached_plan> communicator::plan_for(const call_args& a, const call_option
     if (auto it = plans_.find(key); it != plans_.end() && it->second.requested == o.algorithm) {
         return it->second;
     }
-    algorithms::call c = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
-    auto chosen        = choose_algorithm(c, o.algorithm, settings_.algos);
+    algorithms::call c   = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
+    bool explicit_choice = !o.algorithm.empty() || !settings_.algos.for_primitive(c.coll).empty();
+    const algorithms::algorithm* tuned = explicit_choice ? nullptr : tuned_choice(c, dtype, op);
+    auto chosen                        = choose_algorithm(c, o.algorithm, settings_.algos, tuned);
     if (!chosen) {
         return status(chosen.error()).prefix("rank " + std::to_string(rank()) + ": ");
     }
-    bool explicit_choice = !o.algorithm.empty() || !settings_.algos.for_primitive(c.coll).empty();
     const algorithms::algorithm* algo =
         in_network_or_fallback(c, *chosen, explicit_choice, dtype, op);
     auto built = build_plan(c, *algo, a.kind, dtype, op);

@@ -40,6 +40,7 @@
 #include "engine/engine.hh"
 #include "routing/dor.hh"
 #include "topology/topology.hh"
+#include "tuner/tuner.hh"
 
 namespace loom::comm {
 
@@ -111,6 +112,20 @@ inline bool has_field(size_t struct_size, size_t field_end) {
     return struct_size >= field_end;
 }
 
+// comm.cc: the call as the algorithms see it ---------------------------------------------
+
+/// What identifies a call's schedule besides its primitive: count, root and peer as the
+/// generator sees them (send/recv: root = source, peer = destination; barrier: 1 element).
+struct call_shape {
+    int64_t count;
+    int root, peer;
+};
+call_shape shape_of(const call_args& a, int rank);
+
+/// The call as a generator sees it, on this communicator's topology.
+algorithms::call to_call(const call_args& a, const call_options& o, int rank, int size,
+                         const topology::shape& topo, routing::tie_rule ties);
+
 // algo_choice.cc ------------------------------------------------------------------------
 
 /// LOOM_ALGO parsed: one algorithm name per primitive ("" where not given).
@@ -129,18 +144,15 @@ class algo_table {
     std::string names_[schedule::collective_count];
 };
 
-/// The default rule (loom.h): binomial broadcast/reduce; allreduce recursive-doubling below
-/// 64 KiB, ring from 64 KiB; ring reduce_scatter/allgather; pairwise alltoall; direct
-/// sendrecv. `bytes` is the call's payload (schedule::payload_bytes).
-std::string_view default_algorithm(schedule::collective c, double bytes);
-constexpr double small_allreduce_bytes = 64 * 1024;
-
-/// Chooses the algorithm for `c`: `requested` (from `origin`, e.g. "the call's attribute"),
-/// else the table's entry, else the default. An unknown or inapplicable name is an error
-/// whose message lists the names applicable to this call.
+/// Chooses the algorithm for `c`: `requested` (the call's attribute), else the table's
+/// entry (LOOM_ALGO), else `tuned` (the tuner's choice). An unknown or inapplicable name is
+/// an error whose message lists the names applicable to this call. *origin (may be null)
+/// receives "attribute", "LOOM_ALGO" or "tuner".
 result<const algorithms::algorithm*> choose_algorithm(const algorithms::call& c,
                                                       std::string_view requested,
-                                                      const algo_table& table);
+                                                      const algo_table& table,
+                                                      const algorithms::algorithm* tuned,
+                                                      std::string* origin = nullptr);
 
 /// The names of the primitive's algorithms whose constraints admit `c`, "a, b, c".
 std::string applicable_names(const algorithms::call& c);
@@ -168,6 +180,11 @@ struct settings {
     int plan_cache                 = 64;
     uint16_t comm_id               = 0;
     algo_table algos;
+    // Tuner (comm_tuner.cc): LOOM_CALIBRATION_FILE, LOOM_CALIBRATE, LOOM_EXPLAIN, LOOM_PORT_MODEL.
+    std::string calibration_file;
+    bool calibrate_auto          = true;
+    bool explain                 = false;
+    algorithms::port_model ports = algorithms::port_model::per_edge;
     // In-network aggregation (LOOM_SWITCH …; inc_offload.hh): empty switch_address: none.
     std::string switch_address;
     std::string switch_fabric;
@@ -235,6 +252,23 @@ class communicator {
     /// True when every rank was admitted by its aggregation node (the `inc` algorithms run).
     bool in_network() const { return inc_ready_; }
 
+    // comm_tuner.cc ----------------------------------------------------------------------
+    /// The parameters the tuner uses (rank 0's, agreed at creation or by calibrate).
+    const tuner::machine_params& machine() const { return machine_; }
+    /// Measures α, BW and the reduction throughput (collective; see loom_comm_calibrate).
+    status calibrate(bool thorough);
+    /// What a call would run and why, without running it (loom_comm_explain).
+    struct explanation {
+        tuner::ranking ranking;
+        const algorithms::algorithm* chosen = nullptr;
+        std::string origin;  // "attribute", "LOOM_ALGO", "tuner", "in-network fallback"
+        double predicted_s = 0;
+        std::string text;
+    };
+    result<explanation> explain(const call_args& a);
+    /// This rank's traffic counters (engine::traffic_counters).
+    engine::traffic_counters traffic() const { return engine_->traffic(); }
+
     /// The endpoint's per-neighbour link counters (drivers::link_stats); not_supported when
     /// the transport is not fwd:<driver>.
     result<std::vector<drivers::link_stat>> link_stats() const;
@@ -248,6 +282,14 @@ class communicator {
     uint32_t* counter_for(const call_args& a);
     loom_status_t finish(engine::request* r, call_kind kind, loom_status_t code);
     status exchange_colors(int color, int key, std::vector<int>* all);
+    // comm_tuner.cc: the parameters agreed at creation, and the tuner's choice per call.
+    status agree_machine_params();
+    status share_machine_params(std::string* line);
+    status measure(bool thorough, tuner::machine_params* p);
+    tuner::in_network_state in_network_for(const algorithms::call& c, loom_dtype_t dtype,
+                                           loom_op_t op) const;
+    const algorithms::algorithm* tuned_choice(const algorithms::call& c, loom_dtype_t dtype,
+                                              loom_op_t op);
     // comm_inc.cc: admission at creation (agreed by all ranks) and the per-call fallback.
     void open_in_network();
     status agree_in_network();
@@ -278,6 +320,8 @@ class communicator {
     bool inc_ready_ = false;
     std::string inc_reason_;  // why not (logged, and in fallback messages)
     std::unique_ptr<engine::engine> engine_;
+    tuner::machine_params machine_;
+    tuner::decision_cache decisions_;
     std::unordered_map<plan_key, cached_plan, plan_key_hash> plans_;
     std::vector<request_handle> handles_;
     uint32_t coll_seq_ = 0;

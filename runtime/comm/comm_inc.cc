@@ -181,33 +181,35 @@ status communicator::agree_in_network() {
     return status::ok();
 }
 
-const algorithms::algorithm* communicator::in_network_or_fallback(
-    const algorithms::call& c, const algorithms::algorithm* chosen, bool explicit_choice,
-    loom_dtype_t dtype, loom_op_t op) {
+tuner::in_network_state communicator::in_network_for(const algorithms::call& c, loom_dtype_t dtype,
+                                                     loom_op_t op) const {
     const bool inc_call = c.coll == schedule::collective::allreduce ||
                           c.coll == schedule::collective::reduce ||
                           c.coll == schedule::collective::broadcast;
-    const bool usable = inc_ready_ && inc_call && carried(dtype, op);
-    if (!explicit_choice && usable) {
-        return algorithms::find(c.coll, "inc");  // the default where a node admitted us
+    tuner::in_network_state st;
+    st.usable = inc_ready_ && inc_call && carried(dtype, op);
+    if (!inc_ready_) {
+        st.why_not = inc_reason_.empty() ? "no aggregation node (LOOM_SWITCH unset)" : inc_reason_;
+    } else if (!st.usable) {
+        st.why_not = "the aggregation node does not reduce this dtype/op";
     }
-    if (chosen->name != "inc" || usable) {
-        return chosen;
+    return st;
+}
+
+const algorithms::algorithm* communicator::in_network_or_fallback(
+    const algorithms::call& c, const algorithms::algorithm* chosen, bool explicit_choice,
+    loom_dtype_t dtype, loom_op_t op) {
+    tuner::in_network_state inc = in_network_for(c, dtype, op);
+    if (!explicit_choice || chosen->name != "inc" || inc.usable) {
+        return chosen;  // the tuner only picks inc where it is usable
     }
-    schedule::schedule_info info;
-    info.coll       = c.coll;
-    info.nranks     = c.nranks;
-    info.count      = c.count;
-    info.dtype_size = c.dtype_size;
-    const algorithms::algorithm* fallback =
-        algorithms::find(c.coll, default_algorithm(c.coll, schedule::payload_bytes(info)));
-    std::string why = !inc_ready_ ? (inc_reason_.empty() ? std::string("no aggregation node "
-                                                                       "(LOOM_SWITCH unset)")
-                                                         : inc_reason_)
-                                  : "the node does not reduce this dtype/op";
+    const algorithms::algorithm* fallback = tuned_choice(c, dtype, op);
+    if (!fallback) {
+        return chosen;  // nothing else applies: the inc step fails with its own message
+    }
     LOOM_LOG_INFO(log::subsystem::inc, "rank %d: %s inc falls back to %s: %s", rank(),
                   std::string(schedule::collective_name(c.coll)).c_str(),
-                  std::string(fallback->name).c_str(), why.c_str());
+                  std::string(fallback->name).c_str(), inc.why_not.c_str());
     return fallback;
 }
 

@@ -140,8 +140,15 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
     if (!algos) {
         return algos.error();
     }
-    s->algos          = *algos;
-    auto& reg         = params::registry::global();
+    s->algos            = *algos;
+    auto& reg           = params::registry::global();
+    s->calibration_file = reg.get_string("LOOM_CALIBRATION_FILE");
+    s->calibrate_auto   = reg.get_string("LOOM_CALIBRATE") == "auto";
+    s->explain          = reg.get_int("LOOM_EXPLAIN") != 0;
+    if (!algorithms::parse_port_model(reg.get_string("LOOM_PORT_MODEL"), &s->ports)) {
+        return invalid_argument("LOOM_PORT_MODEL='" + reg.get_string("LOOM_PORT_MODEL") +
+                                "' (allowed: per-edge, single-port)");
+    }
     s->switch_address = reg.get_string("LOOM_SWITCH");
     s->switch_fabric  = reg.get_string("LOOM_SWITCH_FABRIC");
     int64_t slots     = reg.get_int("LOOM_INC_SLOTS");

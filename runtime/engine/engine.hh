@@ -60,6 +60,13 @@ struct failure {
     std::string message;  // one line naming all of the above
 };
 
+/// Bytes and messages of the steps this engine completed since it was created: sends and
+/// receives handed to the driver, pushes to and pulls from the aggregation node.
+struct traffic_counters {
+    uint64_t sent_bytes = 0, recv_bytes = 0, sent_msgs = 0, recv_msgs = 0;
+    uint64_t switch_sent_bytes = 0, switch_recv_bytes = 0;
+};
+
 class request;
 
 class engine {
@@ -86,6 +93,8 @@ class engine {
     virtual void release(request* r) = 0;
     /// Fails every request in flight with `code` (abort, or a peer known dead); returns promptly.
     virtual void abort(loom_status_t code, const std::string& why) = 0;
+    /// A snapshot of the traffic counters (exact when no call is in flight).
+    virtual traffic_counters traffic() const = 0;
 };
 
 }  // namespace loom::engine

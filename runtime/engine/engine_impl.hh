@@ -27,6 +27,7 @@ class engine_impl final : public engine {
     const failure& failure_of(const request* r) const override;
     void release(request* r) override;
     void abort(loom_status_t code, const std::string& why) override;
+    traffic_counters traffic() const override;
 
   private:
     // engine.cc
@@ -41,6 +42,7 @@ class engine_impl final : public engine {
     loom_status_t post_in_network(request& r, uint32_t i);
     void on_completion(const drivers::completion& c);
     void complete(request& r, uint32_t i);
+    void count_traffic(const plan_step& s);
     void finish(request& r);
     void fail(request& r, loom_status_t code, int peer, int step, const std::string& why,
               bool notify);
@@ -65,6 +67,12 @@ class engine_impl final : public engine {
     std::vector<std::unique_ptr<request>> pool_;
     std::vector<notice> early_;  // failures announced for calls not started here yet
     uint32_t idle_passes_ = 0;
+    // One writer (the thread that progresses), readers take snapshots: relaxed loads and
+    // stores, no read-modify-write, so counting costs a plain add per completed step.
+    struct {
+        std::atomic<uint64_t> sent_bytes{0}, recv_bytes{0}, sent_msgs{0}, recv_msgs{0};
+        std::atomic<uint64_t> switch_sent_bytes{0}, switch_recv_bytes{0};
+    } traffic_;
     std::mutex lock_;  // per pass and per call, never per step (thread mode)
     std::thread thread_;
     std::atomic<bool> stop_{false};

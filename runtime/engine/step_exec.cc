@@ -194,10 +194,52 @@ void engine_impl::on_completion(const drivers::completion& c) {
     complete(r, i);
 }
 
+namespace {
+void add(std::atomic<uint64_t>& counter, uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+}  // namespace
+
+void engine_impl::count_traffic(const plan_step& s) {
+    const auto bytes = static_cast<uint64_t>(s.bytes);
+    switch (s.kind) {
+        case schedule::step_kind::send:
+            add(traffic_.sent_bytes, bytes);
+            add(traffic_.sent_msgs, 1);
+            break;
+        case schedule::step_kind::recv:
+        case schedule::step_kind::recv_copy:
+        case schedule::step_kind::recv_reduce:
+            add(traffic_.recv_bytes, bytes);
+            add(traffic_.recv_msgs, 1);
+            break;
+        case schedule::step_kind::inc_push:
+            add(traffic_.switch_sent_bytes, bytes);
+            break;
+        case schedule::step_kind::inc_pull:
+            add(traffic_.switch_recv_bytes, bytes);
+            break;
+        default:
+            break;
+    }
+}
+
+traffic_counters engine_impl::traffic() const {
+    traffic_counters t;
+    t.sent_bytes        = traffic_.sent_bytes.load(std::memory_order_relaxed);
+    t.recv_bytes        = traffic_.recv_bytes.load(std::memory_order_relaxed);
+    t.sent_msgs         = traffic_.sent_msgs.load(std::memory_order_relaxed);
+    t.recv_msgs         = traffic_.recv_msgs.load(std::memory_order_relaxed);
+    t.switch_sent_bytes = traffic_.switch_sent_bytes.load(std::memory_order_relaxed);
+    t.switch_recv_bytes = traffic_.switch_recv_bytes.load(std::memory_order_relaxed);
+    return t;
+}
+
 void engine_impl::complete(request& r, uint32_t i) {
     r.state[i] = step_state::done;
     ++r.done_steps;
     const plan& p = *r.p;
+    count_traffic(p.steps[i]);
     for (uint32_t k = p.steps[i].dependents_begin; k < p.steps[i].dependents_end; ++k) {
         uint32_t d = p.dependents[k];
         if (--r.waiting[d] == 0) {

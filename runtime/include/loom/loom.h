@@ -219,6 +219,49 @@ typedef struct loom_link_stat {
 /// snapshot, exact only when no call is in flight.
 loom_status_t loom_comm_link_stats(loom_comm_t comm, loom_link_stat_t* out, int max, int* n);
 
+/** Bytes and messages this rank handed to its transport, counted where the engine posts
+ *  them to the driver (sends of every call, in-network pushes), since creation. */
+typedef struct loom_traffic {
+    size_t struct_size;         /**< sizeof(loom_traffic_t), set by the caller */
+    uint64_t sent_bytes;        /**< payload bytes posted to peers (software algorithms) */
+    uint64_t recv_bytes;        /**< payload bytes received from peers */
+    uint64_t sent_msgs;         /**< messages posted to peers */
+    uint64_t recv_msgs;         /**< messages received from peers */
+    uint64_t switch_sent_bytes; /**< payload bytes pushed to the aggregation node (inc) */
+    uint64_t switch_recv_bytes; /**< payload bytes pulled from the aggregation node (inc) */
+} loom_traffic_t;
+
+/// This rank's traffic counters (see loom_traffic_t). A snapshot: exact when no call is in
+/// flight. Local; never blocks.
+/// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for NULL arguments or a struct_size
+///         smaller than its first field.
+loom_status_t loom_comm_traffic(loom_comm_t comm, loom_traffic_t* out);
+
+/** The machine parameters the tuner predicts with (one transport of one host). */
+typedef struct loom_calibration {
+    size_t struct_size;        /**< sizeof(loom_calibration_t), set by the caller */
+    char host[64];             /**< the host they were measured on */
+    char transport[32];        /**< "shm", "tcp", "fwd:shm" … */
+    double alpha_s;            /**< per-message latency: half a small-message round trip */
+    double bw_bytes_per_s;     /**< streaming bandwidth between two ranks */
+    double reduce_bytes_per_s; /**< float32 sum throughput of one rank (bytes of input) */
+    double alpha_switch_s;     /**< rank to aggregation node latency (inc); alpha_s if none */
+    char source[32];           /**< "measured", "file", "defaults" */
+    char file[256];            /**< the calibration file read or written ("" none) */
+} loom_calibration_t;
+
+/// The parameters this communicator's tuner uses: rank 0's, agreed by every rank when the
+/// communicator was created (from LOOM_CALIBRATION_FILE, an automatic light calibration
+/// with LOOM_CALIBRATE=auto, or the built-in defaults). Local; never blocks.
+loom_status_t loom_comm_calibration(loom_comm_t comm, loom_calibration_t* out);
+
+/// Measures α (8-byte ping-pong), BW (large ping-pong) between ranks 0 and 1 and the local
+/// reduction throughput; rank 0 writes them to the calibration file (LOOM_CALIBRATION_FILE,
+/// one line per host and transport, replaced atomically) and every rank's tuner adopts
+/// rank 0's figures. thorough = 0: a light pass (tens of ms); 1: a full pass (about 1 s).
+/// Collective over the communicator; blocking. With one rank, α and BW keep their values.
+loom_status_t loom_comm_calibrate(loom_comm_t comm, int thorough, loom_calibration_t* out);
+
 /** Per-call options. Initialise with loom_coll_attr_init(); struct_size versions the ABI
  *  as in loom_config_t. Pass NULL to a collective for all defaults. */
 typedef struct loom_coll_attr {
@@ -234,6 +277,40 @@ typedef struct loom_coll_attr {
 /// Fills *attr with the defaults (algorithm NULL, timeout_s 0, segments 0, channels 0).
 /// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for NULL. Thread-safe.
 loom_status_t loom_coll_attr_init(loom_coll_attr_t* attr);
+
+/** One algorithm the tuner weighed for a call (loom_comm_explain). */
+typedef struct loom_explain_candidate {
+    char algorithm[32]; /**< its name */
+    int applicable;     /**< 1: it could run this call; 0: excluded (see reason) */
+    double predicted_s; /**< predicted time with the calibrated parameters (< 0: excluded) */
+    char reason[160];   /**< excluded: why (not a power of two, needs a torus, no switch…);
+                             else its cost formula */
+} loom_explain_candidate_t;
+
+#define LOOM_EXPLAIN_MAX_CANDIDATES 32
+
+/** What a call would run and why. */
+typedef struct loom_explain {
+    size_t struct_size; /**< sizeof(loom_explain_t), set by the caller */
+    char algorithm[32]; /**< the algorithm the call runs */
+    char origin[32];    /**< "attribute", "LOOM_ALGO", "tuner", "in-network fallback" */
+    double predicted_s; /**< its predicted time */
+    int n_candidates;   /**< entries filled in candidates[], fastest applicable first */
+    loom_explain_candidate_t candidates[LOOM_EXPLAIN_MAX_CANDIDATES];
+} loom_explain_t;
+
+/// Explains the choice for a call of `count` elements (as the primitive's count argument)
+/// without running it: every algorithm of the primitive, applicable ones ranked by
+/// predicted time, excluded ones with the reason, and the choice (attr->algorithm, else
+/// LOOM_ALGO, else the tuner; identical on every rank). `text` (may be NULL) receives the
+/// same as a table, truncated to text_size. With LOOM_EXPLAIN=1 every new choice is also
+/// logged by rank 0. Local; never blocks; starts no call.
+/// @return LOOM_SUCCESS; LOOM_ERR_INVALID_ARGUMENT for NULL comm/out or a bad dtype, op,
+///         root or primitive; the error of an explicit choice that cannot run the call.
+loom_status_t loom_comm_explain(loom_comm_t comm, loom_collective_t coll, size_t count,
+                                loom_dtype_t dtype, loom_op_t op, int root,
+                                const loom_coll_attr_t* attr, loom_explain_t* out, char* text,
+                                size_t text_size);
 
 /* Algorithm choice, in order: attr->algorithm; else the entry for the primitive in
  * LOOM_ALGO ("prim=name(;prim=name)*", e.g. "allreduce=rabenseifner;alltoall=pairwise";

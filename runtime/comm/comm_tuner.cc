@@ -1,0 +1,262 @@
+// The tuner inside a communicator: the machine parameters every rank agrees on, the cached
+// choice per call, calibration and explanations (runtime/tuner holds the pure parts).
+//
+// Agreement: rank 0 reads the calibration file (or decides to measure) and broadcasts one
+// line; every rank, rank 0 included, parses that same line, so all predict with identical
+// numbers and choose identically. The broadcasts made here name their algorithm (binomial),
+// because the tuner cannot choose before its parameters are agreed.
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "base/check.hh"
+#include "base/log.hh"
+#include "base/params.hh"
+#include "comm/comm.hh"
+#include "engine/reduce.hh"
+
+namespace loom::comm {
+namespace {
+
+constexpr size_t line_bytes         = 512;
+constexpr const char* measure_token = "measure";
+
+double now_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct ping_pong_plan {
+    int warmup, reps;
+    size_t bytes;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string calibration_file(const std::string& configured) {
+    auto& reg = params::registry::global();
+    return tuner::calibration_path(configured, reg.get_string("XDG_CACHE_HOME"),
+                                   reg.get_string("HOME"));
+}
+
+}  // namespace
+
+status communicator::share_machine_params(std::string* line) {
+    if (size() == 1) {
+        return status::ok();
+    }
+    char buf[line_bytes] = {};
+    if (rank() == 0) {
+        std::memcpy(buf, line->data(), std::min(line->size(), line_bytes - 1));
+    }
+    loom_coll_attr_t attr;
+    loom_coll_attr_init(&attr);
+    attr.algorithm = "binomial";
+    call_args a;
+    a.kind    = call_kind::broadcast;
+    a.sendbuf = buf;
+    a.recvbuf = buf;
+    a.count   = line_bytes;
+    a.dtype   = LOOM_UINT8;
+    a.root    = 0;
+    a.attr    = &attr;
+    if (loom_status_t code = run_blocking(a); code != LOOM_SUCCESS) {
+        return status(
+            code, "rank " + std::to_string(rank()) +
+                      ": agreeing on the tuner's parameters failed: " + loom_last_error_message());
+    }
+    *line = std::string(buf, strnlen(buf, line_bytes));
+    return status::ok();
+}
+
+status communicator::measure(bool thorough, tuner::machine_params* p) {
+    *p            = tuner::defaults_for(settings_.transport);
+    p->source     = "measured";
+    const int me  = rank();
+    const int far = me == 0 ? 1 : 0;
+    if (size() >= 2 && me <= 1) {
+        // α: half the median round trip of 8 bytes; BW: the best round trip of a large
+        // message, less the latency, per byte.
+        const ping_pong_plan small{thorough ? 50 : 5, thorough ? 1000 : 30, 8};
+        const ping_pong_plan large{thorough ? 2 : 1, thorough ? 10 : 4,
+                                   thorough ? size_t{16} << 20 : size_t{1} << 20};
+        std::vector<std::byte> buf(large.bytes);
+        auto round_trips = [&](const ping_pong_plan& pp, std::vector<double>* rtts) -> status {
+            for (int i = 0; i < pp.warmup + pp.reps; ++i) {
+                call_args out, in;
+                out.kind = call_kind::send, out.sendbuf = buf.data(), out.peer = far;
+                in.kind = call_kind::recv, in.recvbuf = buf.data(), in.peer = far;
+                out.count = in.count = pp.bytes;
+                out.dtype = in.dtype     = LOOM_UINT8;
+                const call_args order[2] = {me == 0 ? out : in, me == 0 ? in : out};
+                double t0                = now_s();
+                for (const call_args& step : order) {
+                    if (loom_status_t code = run_blocking(step); code != LOOM_SUCCESS) {
+                        return status(code, std::string("calibration ping-pong: ") +
+                                                loom_last_error_message());
+                    }
+                }
+                if (i >= pp.warmup) {
+                    rtts->push_back(now_s() - t0);
+                }
+            }
+            return status::ok();
+        };
+        std::vector<double> small_rtt, large_rtt;
+        LOOM_CHECK(round_trips(small, &small_rtt));
+        LOOM_CHECK(round_trips(large, &large_rtt));
+        p->alpha_s     = median(small_rtt) / 2;
+        double one_way = *std::min_element(large_rtt.begin(), large_rtt.end()) / 2;
+        p->bw_bytes_per_s =
+            static_cast<double>(large.bytes) / std::max(one_way - p->alpha_s, one_way * 0.1);
+    }
+    if (me == 0) {
+        // The reduction kernel the engine runs, on buffers out of cache for the full pass.
+        const size_t count = (thorough ? size_t{8} << 20 : size_t{256} << 10) / sizeof(float);
+        std::vector<float> x(count, 1.0f), y(count, 2.0f), z(count);
+        engine::reduce_fn sum = engine::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
+        double best           = 1e30;
+        for (int rep = 0; rep < (thorough ? 20 : 5); ++rep) {
+            double t0 = now_s();
+            sum(z.data(), x.data(), y.data(), count);
+            best                        = std::min(best, now_s() - t0);
+            x[static_cast<size_t>(rep)] = z[static_cast<size_t>(rep)];  // keep the work live
+        }
+        p->reduce_bytes_per_s = static_cast<double>(count * sizeof(float)) / best;
+    }
+    p->alpha_switch_s = -1;  // the aggregation node is not measured: as far as a peer
+    return status::ok();
+}
+
+status communicator::agree_machine_params() {
+    machine_               = tuner::defaults_for(settings_.transport);
+    const std::string path = calibration_file(settings_.calibration_file);
+    std::string line;
+    if (rank() == 0) {
+        auto loaded = tuner::load(path, machine_.host, settings_.transport);
+        if (!loaded) {
+            LOOM_LOG_WARN(log::subsystem::init, "rank 0: %s; the tuner uses its defaults",
+                          loaded.error().message().c_str());
+            line = tuner::to_line(machine_);
+        } else if (*loaded) {
+            line = tuner::to_line(**loaded);
+        } else if (settings_.calibrate_auto && size() >= 2) {
+            line = measure_token;
+        } else {
+            line = tuner::to_line(machine_);
+        }
+    }
+    LOOM_CHECK(share_machine_params(&line));
+    if (line == measure_token) {
+        tuner::machine_params measured;
+        LOOM_CHECK(measure(false, &measured));
+        if (rank() == 0) {
+            line = tuner::to_line(measured);
+            if (status st = tuner::save(path, measured); !st) {
+                LOOM_LOG_WARN(log::subsystem::init, "rank 0: %s", st.message().c_str());
+            }
+        }
+        LOOM_CHECK(share_machine_params(&line));
+    }
+    if (size() == 1) {
+        line = tuner::to_line(machine_);
+    }
+    auto agreed = tuner::from_line(line);
+    if (!agreed) {
+        return status(agreed.error())
+            .prefix("rank " + std::to_string(rank()) + ": the tuner's parameters from rank 0: ");
+    }
+    machine_      = std::move(agreed).value();
+    machine_.file = path;
+    decisions_.clear();
+    return status::ok();
+}
+
+status communicator::calibrate(bool thorough) {
+    tuner::machine_params measured;
+    LOOM_CHECK(measure(thorough, &measured));
+    const std::string path = calibration_file(settings_.calibration_file);
+    std::string line;
+    if (rank() == 0) {
+        if (size() == 1) {  // nobody to ping: keep α and BW, take the reduction figure
+            measured.alpha_s        = machine_.alpha_s;
+            measured.bw_bytes_per_s = machine_.bw_bytes_per_s;
+        }
+        line = tuner::to_line(measured);
+        LOOM_CHECK(tuner::save(path, measured));
+    }
+    LOOM_CHECK(share_machine_params(&line));
+    if (size() == 1) {
+        line = tuner::to_line(measured);
+    }
+    auto agreed = tuner::from_line(line);
+    if (!agreed) {
+        return agreed.error();
+    }
+    machine_      = std::move(agreed).value();
+    machine_.file = path;
+    decisions_.clear();
+    plans_.clear();  // cached plans hold choices made with the old figures
+    return status::ok();
+}
+
+const algorithms::algorithm* communicator::tuned_choice(const algorithms::call& c,
+                                                        loom_dtype_t dtype, loom_op_t op) {
+    const tuner::in_network_state inc = in_network_for(c, dtype, op);
+    schedule::schedule_info info;
+    info.coll                      = c.coll;
+    info.nranks                    = c.nranks;
+    info.count                     = c.count;
+    info.dtype_size                = c.dtype_size;
+    const double bytes             = schedule::payload_bytes(info);
+    const algorithms::algorithm* a = decisions_.find(c, inc.usable, bytes);
+    if (!a) {
+        tuner::ranking r =
+            tuner::rank_algorithms(tuner::representative(c, bytes), machine_, settings_.ports, inc);
+        a = r.best;
+        decisions_.put(c, inc.usable, bytes, a);
+        if (settings_.explain && rank() == 0) {
+            tuner::ranking exact = tuner::rank_algorithms(c, machine_, settings_.ports, inc);
+            std::fprintf(
+                stderr, "loom explain: %s",
+                tuner::explain_text(c, exact, a, "tuner", machine_, settings_.ports).c_str());
+        }
+    }
+    if (a && algorithms::check_call(*a, c)) {
+        return a;
+    }
+    // The bucket's choice cannot run this exact call (a count or root it excludes).
+    return tuner::rank_algorithms(c, machine_, settings_.ports, inc).best;
+}
+
+result<communicator::explanation> communicator::explain(const call_args& a) {
+    call_options o;
+    LOOM_CHECK(check_args(a, rank(), size(), &o));
+    loom_dtype_t dtype   = dtype_of(a);
+    loom_op_t op         = kind_reduces(a.kind) ? op_of(a) : LOOM_SUM;
+    algorithms::call c   = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
+    bool explicit_choice = !o.algorithm.empty() || !settings_.algos.for_primitive(c.coll).empty();
+    explanation e;
+    const algorithms::algorithm* tuned = explicit_choice ? nullptr : tuned_choice(c, dtype, op);
+    auto chosen = choose_algorithm(c, o.algorithm, settings_.algos, tuned, &e.origin);
+    if (!chosen) {
+        return status(chosen.error()).prefix("rank " + std::to_string(rank()) + ": ");
+    }
+    e.chosen = in_network_or_fallback(c, *chosen, explicit_choice, dtype, op);
+    if (e.chosen != *chosen) {
+        e.origin = "in-network fallback";
+    }
+    e.ranking = tuner::rank_algorithms(c, machine_, settings_.ports, in_network_for(c, dtype, op));
+    e.predicted_s = tuner::predict_s(*e.chosen, c, e.ranking.bytes, machine_, settings_.ports);
+    e.text = tuner::explain_text(c, e.ranking, e.chosen, e.origin, machine_, settings_.ports);
+    return e;
+}
+
+}  // namespace loom::comm

@@ -1,0 +1,223 @@
+#include "tuner/calibration.hh"
+
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "base/check.hh"
+
+namespace loom::tuner {
+namespace {
+
+// Creates every directory of `path`'s parent (mkdir -p), ignoring those that exist.
+void make_parents(const std::string& path) {
+    for (size_t i = 1; i < path.size(); ++i) {
+        if (path[i] == '/') {
+            ::mkdir(path.substr(0, i).c_str(), 0755);
+        }
+    }
+}
+
+bool parse_double(std::string_view text, double* out) {
+    std::string s(text);
+    char* end = nullptr;
+    errno     = 0;
+    double v  = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || errno != 0) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+std::string today() {
+    time_t t = ::time(nullptr);
+    tm parts{};
+    gmtime_r(&t, &parts);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return buf;
+}
+
+}  // namespace
+
+std::string transport_class(std::string_view transport) {
+    for (std::string_view wrapper : {"fwd:", "fault:"}) {
+        if (transport.substr(0, wrapper.size()) == wrapper) {
+            return transport_class(transport.substr(wrapper.size()));
+        }
+    }
+    return std::string(transport.empty() ? "shm" : transport);
+}
+
+machine_params defaults_for(std::string_view transport) {
+    machine_params p;
+    p.transport = transport_class(transport);
+    if (p.transport == "tcp") {
+        p.alpha_s        = 15e-6;
+        p.bw_bytes_per_s = 2e9;
+    } else if (p.transport == "self") {
+        p.alpha_s        = 0.2e-6;
+        p.bw_bytes_per_s = 10e9;
+    } else {  // shm and anything new: the shared-memory figures
+        p.alpha_s        = 2e-6;
+        p.bw_bytes_per_s = 4e9;
+    }
+    p.reduce_bytes_per_s = 8e9;
+    p.host               = host_name();
+    return p;
+}
+
+std::string host_name() {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') {
+        return "localhost";
+    }
+    return buf;
+}
+
+std::string calibration_path(std::string_view configured, std::string_view xdg_cache_home,
+                             std::string_view home) {
+    if (!configured.empty()) {
+        return std::string(configured);
+    }
+    if (!xdg_cache_home.empty()) {
+        return std::string(xdg_cache_home) + "/loom/calibration.txt";
+    }
+    return std::string(home.empty() ? "/tmp" : home) + "/.cache/loom/calibration.txt";
+}
+
+std::string to_line(const machine_params& p) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "host=%s transport=%s alpha_us=%.4g bw_GBps=%.4g reduce_GBps=%.4g "
+                  "alpha_switch_us=%.4g source=%s date=%s",
+                  p.host.c_str(), transport_class(p.transport).c_str(), p.alpha_s * 1e6,
+                  p.bw_bytes_per_s / 1e9, p.reduce_bytes_per_s / 1e9, p.switch_alpha() * 1e6,
+                  p.source.c_str(), today().c_str());
+    return buf;
+}
+
+result<machine_params> from_line(std::string_view line) {
+    machine_params p;
+    bool have_alpha = false, have_bw = false;
+    std::istringstream in{std::string(line)};
+    std::string field;
+    while (in >> field) {
+        size_t eq = field.find('=');
+        if (eq == std::string::npos) {
+            return parse_error("'" + field + "' is not key=value");
+        }
+        std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+        double v    = 0;
+        auto number = [&](double scale, double* out) -> status {
+            if (!parse_double(value, &v) || !(v > 0)) {
+                return parse_error(key + "='" + value + "' is not a positive number");
+            }
+            *out = v * scale;
+            return status::ok();
+        };
+        if (key == "host") {
+            p.host = value;
+        } else if (key == "transport") {
+            p.transport = value;
+        } else if (key == "alpha_us") {
+            LOOM_CHECK(number(1e-6, &p.alpha_s));
+            have_alpha = true;
+        } else if (key == "bw_GBps") {
+            LOOM_CHECK(number(1e9, &p.bw_bytes_per_s));
+            have_bw = true;
+        } else if (key == "reduce_GBps") {
+            LOOM_CHECK(number(1e9, &p.reduce_bytes_per_s));
+        } else if (key == "alpha_switch_us") {
+            LOOM_CHECK(number(1e-6, &p.alpha_switch_s));
+        } else if (key == "source") {
+            p.source = value;
+        }  // date and keys of later versions: ignored
+    }
+    if (p.host.empty() || p.transport.empty() || !have_alpha || !have_bw) {
+        return parse_error("a line needs host=, transport=, alpha_us= and bw_GBps=");
+    }
+    return p;
+}
+
+result<std::optional<machine_params>> load(const std::string& path, std::string_view host,
+                                           std::string_view transport) {
+    std::ifstream in(path);
+    if (!in) {
+        return std::optional<machine_params>{};
+    }
+    const std::string cls = transport_class(transport);
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        if (line.empty() || line[0] == '#') {
+            continue;
+        }
+        auto p = from_line(line);
+        if (!p) {
+            return status(p.error()).prefix("calibration file " + path + " line " +
+                                            std::to_string(number) + ": ");
+        }
+        if (p->host == host && p->transport == cls) {
+            p->file   = path;
+            p->source = "file";
+            return std::optional<machine_params>(std::move(p).value());
+        }
+    }
+    return std::optional<machine_params>{};
+}
+
+status save(const std::string& path, const machine_params& p) {
+    std::vector<std::string> keep;
+    {
+        std::ifstream in(path);
+        std::string line;
+        while (in && std::getline(in, line)) {
+            if (line.empty() || line[0] == '#') {
+                continue;
+            }
+            auto other = from_line(line);
+            if (other &&
+                (other->host != p.host || other->transport != transport_class(p.transport))) {
+                keep.push_back(line);
+            }
+        }
+    }
+    make_parents(path);
+    // Unique per process: ranks of several jobs may save at once; the last rename wins.
+    std::string aside = path + ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(aside, std::ios::trunc);
+        if (!out) {
+            return status(LOOM_ERR_SYSTEM, "cannot write the calibration file " + aside + ": " +
+                                               std::strerror(errno));
+        }
+        out << "# loom calibration: one line per host and transport (loom-bench calibrate).\n"
+               "# Delete this file to measure again; edit a line to tell the tuner otherwise.\n";
+        for (const std::string& line : keep) {
+            out << line << '\n';
+        }
+        out << to_line(p) << '\n';
+        if (!out.flush()) {
+            return status(LOOM_ERR_SYSTEM, "cannot write the calibration file " + aside);
+        }
+    }
+    if (::rename(aside.c_str(), path.c_str()) != 0) {
+        int e = errno;
+        ::unlink(aside.c_str());
+        return status(LOOM_ERR_SYSTEM,
+                      "cannot replace the calibration file " + path + ": " + std::strerror(e));
+    }
+    return status::ok();
+}
+
+}  // namespace loom::tuner

@@ -1,0 +1,63 @@
+// The machine parameters the tuner and loom-sim predict with: per host and transport, α
+// (per-message latency), BW (streaming bandwidth between two ranks), the local reduction
+// throughput and α to the aggregation node.
+//
+// They live in one text file the user can read, edit and delete (LOOM_CALIBRATION_FILE,
+// else $XDG_CACHE_HOME/loom/calibration.txt, else ~/.cache/loom/calibration.txt), one line
+// per host and transport:
+//   host=node7 transport=shm alpha_us=2.1 bw_GBps=5.3 reduce_GBps=9.8 alpha_switch_us=2.1 date=…
+// A missing file or line means "not calibrated": the communicator measures (LOOM_CALIBRATE=
+// auto) or uses the built-in defaults of the transport below.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.hh"
+
+namespace loom::tuner {
+
+struct machine_params {
+    std::string host;
+    std::string transport;  // "shm", "tcp", "self", "fwd:shm" …
+    double alpha_s            = 2e-6;
+    double bw_bytes_per_s     = 4e9;
+    double reduce_bytes_per_s = 8e9;
+    double alpha_switch_s     = -1;          // < 0: alpha_s
+    std::string source        = "defaults";  // "defaults", "file", "measured"
+    std::string file;                        // where they came from or went to
+
+    double switch_alpha() const { return alpha_switch_s < 0 ? alpha_s : alpha_switch_s; }
+};
+
+/// The transport's class for calibration: "fwd:shm" and "fault:shm" are measured as shm.
+std::string transport_class(std::string_view transport);
+
+/// Built-in figures of a transport class (a 2-core VM's order of magnitude), used until a
+/// calibration exists.
+machine_params defaults_for(std::string_view transport);
+
+/// This host's name (gethostname), "localhost" when unknown.
+std::string host_name();
+
+/// The calibration file to use: `configured` (LOOM_CALIBRATION_FILE) when set, else
+/// XDG_CACHE_HOME/loom/calibration.txt, else HOME/.cache/loom/calibration.txt, else under
+/// /tmp. The caller passes the variables (the parameter registry reads the environment).
+std::string calibration_path(std::string_view configured, std::string_view xdg_cache_home,
+                             std::string_view home);
+
+/// Reads the line for (host, transport class) from `path`; nullopt when the file or the
+/// line is absent. A malformed line is LOOM_ERR_PARSE naming the file and line.
+result<std::optional<machine_params>> load(const std::string& path, std::string_view host,
+                                           std::string_view transport);
+
+/// Writes `p` as the line for its (host, transport class), keeping the others; the file is
+/// replaced atomically (write aside, rename), directories created as needed.
+status save(const std::string& path, const machine_params& p);
+
+/// One line of the file, and its inverse (used for the file and for agreeing across ranks).
+std::string to_line(const machine_params& p);
+result<machine_params> from_line(std::string_view line);
+
+}  // namespace loom::tuner

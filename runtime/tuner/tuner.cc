@@ -1,0 +1,79 @@
+#include "tuner/tuner.hh"
+
+#include <algorithm>
+#include <cmath>
+
+namespace loom::tuner {
+
+double predict_s(const algorithms::algorithm& a, const algorithms::call& c, double bytes,
+                 const machine_params& p, algorithms::port_model ports) {
+    algorithms::cost k = algorithms::predict(a, c, bytes, ports);
+    return k.time_s(p.alpha_s, p.bw_bytes_per_s, bytes, p.switch_alpha());
+}
+
+ranking rank_algorithms(const algorithms::call& c, const machine_params& p,
+                        algorithms::port_model ports, const in_network_state& inc) {
+    ranking out;
+    schedule::schedule_info info;
+    info.coll       = c.coll;
+    info.nranks     = c.nranks;
+    info.count      = c.count;
+    info.dtype_size = c.dtype_size;
+    out.bytes       = schedule::payload_bytes(info);
+    std::vector<candidate> excluded;
+    for (const algorithms::algorithm* a : algorithms::catalogue()) {
+        if (a->primitive != c.coll) {
+            continue;
+        }
+        candidate k;
+        k.algo = a;
+        if (status st = algorithms::check_call(*a, c); !st) {
+            k.reason = st.message();
+        } else if (a->name == "inc" && !inc.usable) {
+            k.reason = inc.why_not;
+        } else {
+            k.applicable = true;
+            k.time_s     = predict_s(*a, c, out.bytes, p, ports);
+            k.reason     = std::string(a->formula);
+        }
+        (k.applicable ? out.candidates : excluded).push_back(std::move(k));
+    }
+    std::stable_sort(out.candidates.begin(), out.candidates.end(),
+                     [](const candidate& x, const candidate& y) { return x.time_s < y.time_s; });
+    if (!out.candidates.empty()) {
+        out.best = out.candidates.front().algo;
+    }
+    out.candidates.insert(out.candidates.end(), excluded.begin(), excluded.end());
+    return out;
+}
+
+int size_bucket(double bytes) {
+    if (bytes < 1) {
+        return 0;
+    }
+    int exp = 0;
+    std::frexp(bytes, &exp);  // bytes in [2^(exp-1), 2^exp)
+    return std::min(exp, size_buckets - 1);
+}
+
+double bucket_middle(int bucket) {
+    return bucket == 0 ? 0 : std::ldexp(std::sqrt(2.0), bucket - 1);
+}
+
+algorithms::call representative(const algorithms::call& c, double bytes) {
+    algorithms::call r = c;
+    if (bytes > 0 && c.count > 0) {
+        double scale = bucket_middle(size_bucket(bytes)) / bytes;
+        r.count      = std::max<int64_t>(1, std::llround(static_cast<double>(c.count) * scale));
+    }
+    return r;
+}
+
+size_t decision_cache::index(const algorithms::call& c, bool inc_usable, double bytes) {
+    size_t esize = c.dtype_size <= 1 ? 0 : c.dtype_size <= 2 ? 1 : c.dtype_size <= 4 ? 2 : 3;
+    size_t prim  = static_cast<size_t>(c.coll);
+    return ((prim * 4 + esize) * 2 + (inc_usable ? 1 : 0)) * size_buckets +
+           static_cast<size_t>(size_bucket(bytes));
+}
+
+}  // namespace loom::tuner

@@ -1,0 +1,70 @@
+#!/bin/sh
+# The tuner end to end (test_api_tuner.cc under loomrun): agreement and identical choices
+# over shm (4 ranks) and tcp (3 ranks); the automatic light calibration writes a missing
+# file once and the next communicator reads it; a malformed file is reported and the
+# defaults used; LOOM_EXPLAIN=1 prints the choices on rank 0 only.
+# A case passes when loomrun exits 0 and every rank reported "0 failed".
+# Usage: run_tuner.sh LOOMRUN TEST_API_TUNER
+set -u
+loomrun=$1
+program=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export LOOM_TIMEOUT=30
+failures=0
+
+# case_run NAME RANKS LOOMRUN-ARGS...: runs and checks every rank's summary.
+case_run() {
+    name=$1 ranks=$2
+    shift 2
+    echo "== $name"
+    "$loomrun" -n "$ranks" --timeout 200 "$@" >"$work/out" 2>&1
+    rc=$?
+    cat "$work/out"
+    passed=$(grep -c " of $ranks: [0-9]* checks, 0 failed" "$work/out")
+    if [ "$rc" -ne 0 ] || [ "$passed" -ne "$ranks" ]; then
+        echo "run_tuner: FAILED $name (loomrun exit $rc, $passed of $ranks ranks passed)"
+        failures=$((failures + 1))
+    fi
+}
+
+mkdir -p "$work/shm" "$work/tcp"
+case_run "agreement, choices, traffic, calibrate over shm" 4 --transport shm -- \
+    "$program" "$work/shm"
+case_run "agreement, choices, traffic, calibrate over tcp" 3 --transport tcp -- \
+    "$program" "$work/tcp"
+
+export LOOM_CALIBRATE=auto LOOM_CALIBRATION_FILE="$work/auto/calibration.txt"
+case_run "no calibration file: measured at creation" 3 --transport shm -- \
+    "$program" --expect-source measured
+if ! grep -q "source=measured" "$LOOM_CALIBRATION_FILE" 2>/dev/null; then
+    echo "run_tuner: FAILED the automatic calibration wrote no line"
+    failures=$((failures + 1))
+fi
+case_run "the file written: read, not measured again" 3 --transport shm -- \
+    "$program" --expect-source file
+
+printf 'host=%s transport=shm alpha_us=quick bw_GBps=1\n' "$(hostname)" >"$LOOM_CALIBRATION_FILE"
+case_run "malformed calibration file: defaults" 2 --transport shm -- \
+    "$program" --expect-source defaults
+if ! grep -q "calibration.txt line 1: alpha_us='quick'" "$work/out"; then
+    echo "run_tuner: FAILED the malformed line was not reported"
+    failures=$((failures + 1))
+fi
+
+rm -f "$LOOM_CALIBRATION_FILE"
+export LOOM_CALIBRATE=off LOOM_EXPLAIN=1
+case_run "LOOM_EXPLAIN=1" 3 --transport shm -- "$program" --expect-source defaults
+explained=$(grep -c "^\[0\] loom explain: " "$work/out")
+others=$(grep -c "^\[[12]\] loom explain: " "$work/out")
+if [ "$explained" -lt 1 ] || [ "$others" -ne 0 ] || ! grep -q "choice: " "$work/out"; then
+    echo "run_tuner: FAILED LOOM_EXPLAIN printed $explained lines on rank 0, $others elsewhere"
+    failures=$((failures + 1))
+fi
+if [ -e "$LOOM_CALIBRATION_FILE" ]; then
+    echo "run_tuner: FAILED LOOM_CALIBRATE=off wrote a calibration file"
+    failures=$((failures + 1))
+fi
+
+echo "run_tuner: $failures failed"
+[ "$failures" -eq 0 ]

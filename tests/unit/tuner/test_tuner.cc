@@ -1,0 +1,267 @@
+// The tuner's pure parts: the calibration file (round trip, look-up, atomic replace keeping
+// other lines, malformed lines named), the ranking (sorted by predicted time, equal to the
+// closed forms, exclusions with their reasons, in-network availability), the size buckets
+// and the decision cache, and the explanation text.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "sweep.hh"
+#include "test_main.hh"
+#include "tuner/tuner.hh"
+
+using namespace loom;
+using schedule::collective;
+
+namespace {
+
+std::string temp_path(const char* tag) {
+    return "/tmp/loom-test-tuner-" + std::to_string(::getpid()) + "-" + tag + ".txt";
+}
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+tuner::machine_params params(double alpha_us, double bw_gbps) {
+    tuner::machine_params p;
+    p.host           = "hostA";
+    p.transport      = "shm";
+    p.alpha_s        = alpha_us * 1e-6;
+    p.bw_bytes_per_s = bw_gbps * 1e9;
+    return p;
+}
+
+const tuner::candidate* find(const tuner::ranking& r, std::string_view name) {
+    for (const auto& k : r.candidates) {
+        if (k.algo->name == name) {
+            return &k;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+static void calibration_line_round_trips(void**) {
+    tuner::machine_params p = params(2.5, 7.25);
+    p.reduce_bytes_per_s    = 11e9;
+    p.alpha_switch_s        = 0.15e-6;
+    p.source                = "measured";
+    auto back               = tuner::from_line(tuner::to_line(p));
+    assert_true(back.is_ok());
+    assert_string_equal(back->host.c_str(), "hostA");
+    assert_string_equal(back->transport.c_str(), "shm");
+    assert_true(std::fabs(back->alpha_s - 2.5e-6) < 1e-12);
+    assert_true(std::fabs(back->bw_bytes_per_s - 7.25e9) < 1);
+    assert_true(std::fabs(back->reduce_bytes_per_s - 11e9) < 1);
+    assert_true(std::fabs(back->alpha_switch_s - 0.15e-6) < 1e-12);
+    assert_string_equal(back->source.c_str(), "measured");
+}
+
+static void calibration_transport_classes(void**) {
+    assert_string_equal(tuner::transport_class("fwd:shm").c_str(), "shm");
+    assert_string_equal(tuner::transport_class("fault:tcp").c_str(), "tcp");
+    assert_string_equal(tuner::transport_class("tcp").c_str(), "tcp");
+    assert_true(tuner::defaults_for("tcp").alpha_s > tuner::defaults_for("shm").alpha_s);
+    assert_string_equal(tuner::calibration_path("x.txt", "/c", "/h").c_str(), "x.txt");
+    assert_string_equal(tuner::calibration_path("", "/c", "/h").c_str(), "/c/loom/calibration.txt");
+    assert_string_equal(tuner::calibration_path("", "", "/h").c_str(),
+                        "/h/.cache/loom/calibration.txt");
+}
+
+static void calibration_save_keeps_other_lines(void**) {
+    std::string path = temp_path("save");
+    std::remove(path.c_str());
+    auto none = tuner::load(path, "hostA", "shm");
+    assert_true(none.is_ok() && !none->has_value());  // no file: not calibrated, no error
+
+    tuner::machine_params a = params(1, 1), b = params(2, 2), c = params(3, 3);
+    b.transport = "tcp";
+    c.host      = "hostB";
+    assert_true(tuner::save(path, a).is_ok());
+    assert_true(tuner::save(path, b).is_ok());
+    assert_true(tuner::save(path, c).is_ok());
+    tuner::machine_params a2 = params(4, 4);  // replaces hostA/shm only
+    assert_true(tuner::save(path, a2).is_ok());
+
+    auto got_a = tuner::load(path, "hostA", "fwd:shm");  // fwd:shm reads the shm line
+    auto got_b = tuner::load(path, "hostA", "tcp");
+    auto got_c = tuner::load(path, "hostB", "shm");
+    assert_true(got_a.is_ok() && got_a->has_value() && got_b.is_ok() && got_b->has_value() &&
+                got_c.is_ok() && got_c->has_value());
+    assert_true(std::fabs((*got_a)->alpha_s - 4e-6) < 1e-12);
+    assert_true(std::fabs((*got_b)->alpha_s - 2e-6) < 1e-12);
+    assert_true(std::fabs((*got_c)->alpha_s - 3e-6) < 1e-12);
+    assert_string_equal((*got_a)->source.c_str(), "file");
+    std::string text = read_all(path);
+    size_t lines     = 0;
+    for (char ch : text) {
+        lines += ch == '\n';
+    }
+    assert_int_equal(lines, 2 + 3);  // two comment lines, three parameter lines
+    std::remove(path.c_str());
+}
+
+static void calibration_malformed_line_is_named(void**) {
+    std::string path = temp_path("bad");
+    {
+        std::ofstream out(path);
+        out << "# comment\nhost=hostA transport=shm alpha_us=1 bw_GBps=2\n"
+            << "host=hostA transport=tcp alpha_us=fast bw_GBps=2\n";
+    }
+    auto r = tuner::load(path, "hostA", "tcp");
+    assert_false(r.is_ok());
+    assert_int_equal(r.error().code(), LOOM_ERR_PARSE);
+    const std::string& msg = r.error().message();
+    if (msg.find("line 3") == std::string::npos || msg.find("alpha_us") == std::string::npos) {
+        fail_msg("the message names neither the line nor the field: %s", msg.c_str());
+    }
+    assert_false(tuner::from_line("host=a transport=shm alpha_us=1").is_ok());  // no bw
+    assert_false(tuner::from_line("host=a transport=shm alpha_us=-1 bw_GBps=1").is_ok());
+    assert_false(tuner::from_line("host=a transport shm").is_ok());
+    std::remove(path.c_str());
+}
+
+// Applicable first, ascending; the excluded follow with the constraint that excluded them.
+static void ranking_sorts_and_excludes_with_reasons(void**) {
+    auto c = test::make_call(collective::allreduce, 6, 1 << 20);
+    tuner::in_network_state inc;  // no switch
+    tuner::ranking r =
+        tuner::rank_algorithms(c, params(2, 4), algorithms::port_model::per_edge, inc);
+    assert_non_null(r.best);
+    bool seen_excluded = false;
+    double last        = 0;
+    for (const auto& k : r.candidates) {
+        if (!k.applicable) {
+            seen_excluded = true;
+            assert_true(k.time_s < 0);
+            assert_false(k.reason.empty());
+            continue;
+        }
+        assert_false(seen_excluded);  // no applicable one after an excluded one
+        assert_true(k.time_s >= last);
+        last = k.time_s;
+    }
+    assert_ptr_equal(r.best, r.candidates.front().algo);
+    const tuner::candidate* dims = find(r, "dims");
+    assert_non_null(dims);
+    assert_false(dims->applicable);
+    if (dims->reason.find("needs a torus") == std::string::npos) {
+        fail_msg("dims excluded for: %s", dims->reason.c_str());
+    }
+    assert_true(find(r, "rabenseifner")->applicable);  // any N (folded)
+    const tuner::candidate* in_net = find(r, "inc");
+    assert_non_null(in_net);
+    assert_false(in_net->applicable);
+    assert_string_equal(in_net->reason.c_str(), inc.why_not.c_str());
+    // Every algorithm of the primitive is listed exactly once.
+    size_t all = 0;
+    for (const algorithms::algorithm* a : algorithms::catalogue()) {
+        all += a->primitive == collective::allreduce;
+    }
+    assert_int_equal(r.candidates.size(), all);
+}
+
+// The predicted time is the closed form with the calibrated α and BW.
+static void ranking_equals_closed_forms(void**) {
+    const double alpha = 3e-6, bw = 5e9;
+    for (int n : {2, 3, 8, 13}) {
+        for (int64_t count : {int64_t{2}, int64_t{1} << 18}) {
+            auto c = test::make_call(collective::allreduce, n, count);
+            tuner::ranking r =
+                tuner::rank_algorithms(c, params(3, 5), algorithms::port_model::per_edge, {});
+            double m                     = double(count) * 4;
+            const tuner::candidate* ring = find(r, "ring");
+            double want                  = 2.0 * (n - 1) * alpha + 2.0 * (n - 1) / n * m / bw;
+            assert_true(std::fabs(ring->time_s - want) <= 1e-9 * want);
+        }
+    }
+}
+
+// Latency-bound sizes pick fewer rounds, bandwidth-bound sizes fewer bytes; with a usable
+// aggregation node at scale the in-network algorithm wins.
+static void ranking_crossovers(void**) {
+    auto small = test::make_call(collective::allreduce, 16, 2);
+    auto large = test::make_call(collective::allreduce, 16, int64_t{1} << 26);
+    auto p     = params(2, 4);
+    auto rs    = tuner::rank_algorithms(small, p, algorithms::port_model::per_edge, {});
+    auto rl    = tuner::rank_algorithms(large, p, algorithms::port_model::per_edge, {});
+    assert_true(rs.best->name != "ring");  // 30 α is not the way to move 8 bytes
+    auto ring_small =
+        algorithms::predict(*find(rs, "ring")->algo, small, 8, algorithms::port_model::per_edge);
+    auto best_small = algorithms::predict(*rs.best, small, 8, algorithms::port_model::per_edge);
+    assert_true(best_small.n_alpha < ring_small.n_alpha);
+    auto best_large = algorithms::predict(*rl.best, large, double(int64_t{1} << 28),
+                                          algorithms::port_model::per_edge);
+    assert_true(best_large.n_beta <= 2.0 * 15 / 16 + 1e-9);  // bandwidth-optimal
+    tuner::in_network_state inc;
+    inc.usable = true;
+    auto ri    = tuner::rank_algorithms(test::make_call(collective::allreduce, 64, 2), p,
+                                        algorithms::port_model::per_edge, inc);
+    assert_string_equal(std::string(ri.best->name).c_str(), "inc");
+}
+
+static void size_buckets_and_representatives(void**) {
+    assert_int_equal(tuner::size_bucket(0), 0);
+    assert_int_equal(tuner::size_bucket(1), 1);
+    assert_int_equal(tuner::size_bucket(1023), 10);
+    assert_int_equal(tuner::size_bucket(1024), 11);
+    assert_int_equal(tuner::size_bucket(2047), 11);
+    double mid = tuner::bucket_middle(11);
+    assert_true(mid > 1024 && mid < 2048);
+    auto c = test::make_call(collective::allreduce, 4, 300);  // 1200 B, bucket 11
+    auto r = tuner::representative(c, 1200);
+    assert_int_equal(r.count, std::llround(300 * mid / 1200));
+    // Two calls of one bucket share one decision, whichever came first.
+    tuner::decision_cache cache;
+    auto a = test::make_call(collective::allreduce, 4, 260);
+    auto b = test::make_call(collective::allreduce, 4, 500);
+    auto d = test::make_call(collective::allreduce, 4, 130);  // 520 B: another bucket
+    const algorithms::algorithm* ring = &test::find_algorithm(collective::allreduce, "ring");
+    cache.put(a, false, 1040, ring);
+    assert_ptr_equal(cache.find(b, false, 2000), ring);
+    assert_null(cache.find(d, false, 520));
+    assert_null(cache.find(b, true, 2000));  // with a usable switch: decided separately
+    auto e       = b;
+    e.dtype_size = 8;
+    assert_null(cache.find(e, false, 2000));
+    cache.clear();
+    assert_null(cache.find(b, false, 2000));
+}
+
+static void explanation_text_names_everything(void**) {
+    auto c = test::make_call(collective::allreduce, 6, 1000);
+    tuner::ranking r =
+        tuner::rank_algorithms(c, params(2, 4), algorithms::port_model::per_edge, {});
+    std::string text =
+        tuner::explain_text(c, r, r.best, "tuner", params(2, 4), algorithms::port_model::per_edge);
+    for (const char* want : {"allreduce of 3.9 KiB on 6 ranks", "alpha 2 us", "BW 4 GB/s",
+                             "excluded", "needs a torus", "choice: ", "->"}) {
+        if (text.find(want) == std::string::npos) {
+            fail_msg("'%s' missing from:\n%s", want, text.c_str());
+        }
+    }
+}
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(calibration_line_round_trips),
+        cmocka_unit_test(calibration_transport_classes),
+        cmocka_unit_test(calibration_save_keeps_other_lines),
+        cmocka_unit_test(calibration_malformed_line_is_named),
+        cmocka_unit_test(ranking_sorts_and_excludes_with_reasons),
+        cmocka_unit_test(ranking_equals_closed_forms),
+        cmocka_unit_test(ranking_crossovers),
+        cmocka_unit_test(size_buckets_and_representatives),
+        cmocka_unit_test(explanation_text_names_everything),
+    };
+    return LOOM_RUN_TESTS("tuner", tests);
+}
