@@ -667,5 +667,53 @@ for verb in compare run predict; do
         "$verb" --collective allreduce --ranks 8 --alpha-switch=-1us --bytes 1K
 done
 
+# explain: the tuner's ranking offline, and --calibration (the runtime's file) for
+# explain, predict and run.
+expect_ok "explain allreduce at 512 ranks with a switch" explain --collective allreduce \
+    --ranks 512 --bytes 8,64M --switch --alpha-switch 0.15us
+contains "explain names the choice" "$tmp/out" "choice: inc (tuner)"
+contains "explain gives the exclusion reason" "$tmp/out" "dims: needs a torus"
+expect_ok "explain without a switch" explain --collective allreduce --ranks 8 --bytes 8
+contains "explain: inc excluded without --switch" "$tmp/out" "no aggregation node"
+expect_ok "explain --json" explain --collective alltoall --ranks 16 --topology torus:4x4 \
+    --bytes 1K,1M --json
+pycheck "explain --json: the choice ranks first among the applicable" "$tmp/out" '
+assert isinstance(doc, list) and len(doc) == 2
+for d in doc:
+    appl = [c for c in d["candidates"] if c["applicable"]]
+    times = [c["predicted_s"] for c in appl]
+    assert times == sorted(times), times
+    assert d["choice"] in [c["algorithm"] for c in appl]
+    assert all("excluded_because" in c for c in d["candidates"] if not c["applicable"])
+'
+printf '# comment\nhost=nodeA transport=tcp alpha_us=20 bw_GBps=2 reduce_GBps=5\n' >"$tmp/cal.txt"
+expect_ok "predict --calibration" predict --collective allreduce --algorithm ring --ranks 4 \
+    --bytes 1M --calibration "$tmp/cal.txt" --host nodeA --transport tcp --json
+pycheck "predict --calibration: the file's α and BW" "$tmp/out" '
+t = 6 * 20e-6 + 1.5 * 1048576 / 2e9
+assert abs(doc["time_s"] - t) <= 1e-9 * t, (doc["time_s"], t)
+'
+expect_ok "run --calibration" run --collective allreduce --algorithm ring --ranks 4 \
+    --bytes 1M --calibration "$tmp/cal.txt" --host nodeA --transport tcp --json
+pycheck "run --calibration: simulated with the file's α and BW" "$tmp/out" '
+t = 6 * 20e-6 + 1.5 * 1048576 / 2e9
+assert abs(doc["time_s"] - t) <= 1e-9 * t, (doc["time_s"], t)
+'
+expect_ok "explain --calibration" explain --collective allreduce --ranks 4 --bytes 8 \
+    --calibration "$tmp/cal.txt" --host nodeA --transport tcp
+contains "explain shows the file's figures" "$tmp/out" "alpha 20 us, BW 2 GB/s"
+expect_error "explain: no line for the host" 2 "no line for host 'nodeB'" \
+    explain --collective allreduce --ranks 4 --bytes 8 --calibration "$tmp/cal.txt" --host nodeB
+expect_error "explain: --calibration with --alpha" 2 "drop --alpha and --bw" \
+    explain --collective allreduce --ranks 4 --bytes 8 --calibration "$tmp/cal.txt" --alpha 1us
+printf 'host=nodeA transport=tcp alpha_us=x bw_GBps=2\n' >"$tmp/bad.txt"
+expect_error "predict: malformed calibration line" 2 "line 1: alpha_us='x'" \
+    predict --collective allreduce --algorithm ring --ranks 4 --bytes 1M \
+    --calibration "$tmp/bad.txt" --host nodeA --transport tcp
+expect_error "explain: --algorithm refused" 2 "drop --algorithm" \
+    explain --collective allreduce --algorithm ring --ranks 4 --bytes 8
+expect_error "explain: --bytes required" 2 "--bytes is required" \
+    explain --collective allreduce --ranks 4
+
 echo "1..$n"
 [ "$failures" -eq 0 ]

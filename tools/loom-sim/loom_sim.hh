@@ -25,6 +25,7 @@
 #include "algorithms/algorithm.hh"
 #include "schedule/verifier.hh"
 #include "sim/sim.hh"
+#include "tuner/calibration.hh"
 
 namespace loom::sim_tool {
 
@@ -45,6 +46,7 @@ void add_predict_verbs(CLI::App& app, std::vector<verb>& verbs);    // predict, 
 void add_run_verbs(CLI::App& app, std::vector<verb>& verbs);        // run (fabric/sim)
 void add_topology_verbs(CLI::App& app, std::vector<verb>& verbs);   // topology
 void add_compare_verbs(CLI::App& app, std::vector<verb>& verbs);    // compare
+void add_explain_verbs(CLI::App& app, std::vector<verb>& verbs);    // explain
 
 // ---- value parsers (options.cc); `flag` names the option in the message -----------------
 
@@ -130,6 +132,19 @@ result<std::optional<fabric_file>> take_fabric_file(call_flags& flags, const sim
                                                     bool alpha_or_bw_given);
 /// "fabric file F: torus:4x4, per-link α and BW; the slowest link: α = …, BW = …".
 std::string fabric_file_note(const fabric_file& f);
+
+// ---- --calibration FILE (calibration_flag.cc) ---------------------------------------------
+
+struct calibration_flags {
+    std::string file;
+    std::string host;       // default: this host
+    std::string transport;  // default shm
+};
+void add_calibration_options(CLI::App& cmd, calibration_flags& f);
+/// The line for (host, transport) of the file; nullopt without --calibration; an error when
+/// the file has no such line, is malformed, or --alpha/--bw were given too.
+result<std::optional<tuner::machine_params>> load_calibration(const calibration_flags& f,
+                                                              bool alpha_or_bw_given);
 
 // ---- verify's output (verify_output.cc) ---------------------------------------------------
 

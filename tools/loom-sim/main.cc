@@ -15,7 +15,7 @@ namespace loom::sim_tool {
 namespace {
 
 const char* const verb_list_text =
-    "algorithms, schedule, verify, predict, overview, run, compare, topology";
+    "algorithms, schedule, verify, predict, overview, run, compare, topology, explain";
 
 // Library messages are one line today; a verifier's wait cycle or a parser's excerpt might
 // not be tomorrow, and the one-line promise is the tool's, so it is kept here.
@@ -71,6 +71,7 @@ int run(int argc, char** argv) {
     add_run_verbs(app, verbs);
     add_compare_verbs(app, verbs);
     add_topology_verbs(app, verbs);
+    add_explain_verbs(app, verbs);
     // CLI11 would call an unknown verb "an argument not expected"; name it for what it is.
     if (argc > 1 && argv[1][0] != '-' &&
         std::none_of(verbs.begin(), verbs.end(),

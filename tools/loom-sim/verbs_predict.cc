@@ -23,7 +23,8 @@ struct model_flags {
     std::string alpha_switch;  // default: α
     // The default comes from LOOM_PORT_MODEL (the parameter registry), per-edge unless set.
     std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
-    bool json         = false;
+    calibration_flags calibration;
+    bool json = false;
 };
 
 struct predict_flags {
@@ -51,6 +52,7 @@ void add_model_flags(CLI::App& cmd, model_flags& f) {
                    "per-edge (each pair its own link, the texts) or single-port (one port per "
                    "rank into a switch); default LOOM_PORT_MODEL, else per-edge")
         ->type_name("MODEL");
+    add_calibration_options(cmd, f.calibration);
     cmd.add_flag("--json", f.json, "machine-readable output");
 }
 
@@ -76,6 +78,17 @@ result<cost_model> make_model(const model_flags& f) {
     m.alpha_s        = *alpha;
     m.bw_bytes_per_s = *bw;
     m.ports          = *ports;
+    auto measured    = load_calibration(f.calibration, !f.alpha.empty() || !f.bw.empty());
+    if (!measured) {
+        return measured.error();
+    }
+    if (*measured) {  // this machine, as the tuner sees it
+        m.alpha_s        = (*measured)->alpha_s;
+        m.bw_bytes_per_s = (*measured)->bw_bytes_per_s;
+        if (f.alpha_switch.empty()) {
+            m.alpha_switch_s = (*measured)->switch_alpha();
+        }
+    }
     return m;
 }
 

@@ -45,7 +45,8 @@ struct run_flags {
     std::string gamma      = "0";
     std::string top        = "10";
     std::string chain      = "8";
-    bool json              = false;
+    calibration_flags calibration;
+    bool json = false;
 };
 
 // What one run needs besides the fabric: the call (generated) or the schedule (a file).
@@ -89,6 +90,8 @@ result<schedule::schedule> read_schedule(const std::string& path) {
     return s;
 }
 
+bool given_alpha_or_bw(const run_flags& f);
+
 status parse_model(const run_flags& f, job& j) {
     auto alpha        = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
     auto bw           = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
@@ -113,8 +116,12 @@ status parse_model(const run_flags& f, job& j) {
     if (!top || !chain) {
         return !top ? top.error() : chain.error();
     }
-    j.fabric.alpha_s          = *alpha;
-    j.fabric.bw_bytes_per_s   = *bw;
+    auto measured = load_calibration(f.calibration, given_alpha_or_bw(f));
+    if (!measured) {
+        return measured.error();
+    }
+    j.fabric.alpha_s          = *measured ? (*measured)->alpha_s : *alpha;
+    j.fabric.bw_bytes_per_s   = *measured ? (*measured)->bw_bytes_per_s : *bw;
     j.fabric.alu_latency_s    = *alu;
     j.fabric.gamma_s_per_byte = *gamma;
     j.fabric.alpha_switch_s   = *alpha_switch;
@@ -517,6 +524,7 @@ void add_run_verbs(CLI::App& app, std::vector<verb>& verbs) {
                     "link's)")
         ->type_name("B");
     add_alpha_switch_option(*cmd, rf->alpha_switch);
+    add_calibration_options(*cmd, rf->calibration);
     cmd->add_option("--port-model", rf->ports,
                     "star/full mesh: per-edge (a link per pair) or single-port (one port per "
                     "rank into a switch); default LOOM_PORT_MODEL, else per-edge")

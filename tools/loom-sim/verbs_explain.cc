@@ -1,0 +1,156 @@
+// loom-sim explain: what a communicator's tuner would choose for a call, offline, on any
+// fabric — the candidates ranked by predicted time, why the others are excluded, the
+// choice. The same code as the runtime (runtime/tuner): the choice is made at the middle
+// of the call's size bucket, as a communicator caches it.
+//   loom-sim explain --collective allreduce --ranks 512 --bytes 8,1M,64M
+//                    [--topology T] [--segments P] [--alpha S --bw B | --calibration FILE]
+//                    [--alpha-switch S] [--switch] [--port-model MODEL] [--json]
+#include <iostream>
+#include <memory>
+
+#include "base/params.hh"
+#include "loom_sim.hh"
+#include "tuner/tuner.hh"
+
+namespace loom::sim_tool {
+namespace {
+
+struct explain_flags {
+    call_flags call;
+    std::string bytes;
+    std::string alpha, bw, alpha_switch;
+    std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
+    calibration_flags calibration;
+    bool in_network = false;
+    bool json       = false;
+};
+
+result<tuner::machine_params> parameters(const explain_flags& f) {
+    auto from_file = load_calibration(f.calibration, !f.alpha.empty() || !f.bw.empty());
+    if (!from_file) {
+        return from_file.error();
+    }
+    tuner::machine_params p;
+    if (*from_file) {
+        p = **from_file;
+    } else {
+        auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
+        auto bw    = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
+        if (!alpha || !bw) {
+            return !alpha ? alpha.error() : bw.error();
+        }
+        p.alpha_s        = *alpha;
+        p.bw_bytes_per_s = *bw;
+        p.transport      = "model";
+        p.source         = "flags";
+    }
+    if (!f.alpha_switch.empty()) {
+        auto a = parse_alpha_switch(f.alpha_switch);
+        if (!a) {
+            return a.error();
+        }
+        p.alpha_switch_s = *a;
+    }
+    return p;
+}
+
+nlohmann::json explanation_json(const algorithms::call& c, const tuner::ranking& r,
+                                const algorithms::algorithm* chosen) {
+    nlohmann::json cands = nlohmann::json::array();
+    for (const auto& k : r.candidates) {
+        nlohmann::json o = {{"algorithm", std::string(k.algo->name)}, {"applicable", k.applicable}};
+        if (k.applicable) {
+            o["predicted_s"] = k.time_s;
+            o["formula"]     = k.reason;
+        } else {
+            o["excluded_because"] = k.reason;
+        }
+        cands.push_back(o);
+    }
+    return {{"collective", std::string(schedule::collective_name(c.coll))},
+            {"ranks", c.nranks},
+            {"topology", c.topo.to_string()},
+            {"bytes", r.bytes},
+            {"choice", chosen ? std::string(chosen->name) : std::string()},
+            {"candidates", cands}};
+}
+
+status run_explain(const explain_flags& f) {
+    auto p = parameters(f);
+    if (!p) {
+        return p.error();
+    }
+    auto ports = parse_ports(f.ports);
+    if (!ports) {
+        return ports.error();
+    }
+    if (!f.call.algorithm.empty()) {
+        return invalid_argument("explain ranks every algorithm: drop --algorithm");
+    }
+    auto base = make_call(f.call);
+    if (!base) {
+        return base.error();
+    }
+    if (f.bytes.empty()) {
+        return invalid_argument("--bytes is required (e.g. 8,1M,64M)");
+    }
+    auto sizes = parse_size_list("--bytes", f.bytes);
+    if (!sizes) {
+        return sizes.error();
+    }
+    tuner::in_network_state inc;
+    inc.usable = f.in_network;
+    if (!f.in_network) {
+        inc.why_not = "no aggregation node (--switch not given)";
+    }
+    nlohmann::json all = nlohmann::json::array();
+    for (int64_t bytes : *sizes) {
+        auto count = count_for_bytes(*base, bytes);
+        if (!count) {
+            return count.error();
+        }
+        algorithms::call c = *base;
+        c.count            = *count;
+        // As a communicator: decided at the bucket's middle, shown at the exact size.
+        tuner::ranking bucket =
+            tuner::rank_algorithms(tuner::representative(c, double(bytes)), *p, *ports, inc);
+        tuner::ranking exact                = tuner::rank_algorithms(c, *p, *ports, inc);
+        const algorithms::algorithm* chosen = bucket.best;
+        if (chosen && !algorithms::check_call(*chosen, c)) {
+            chosen = exact.best;
+        }
+        if (f.json) {
+            all.push_back(explanation_json(c, exact, chosen));
+        } else {
+            std::cout << tuner::explain_text(c, exact, chosen, "tuner", *p, *ports) << '\n';
+        }
+    }
+    if (f.json) {
+        std::cout << (all.size() == 1 ? all.front() : all).dump(2) << '\n';
+    }
+    return status::ok();
+}
+
+}  // namespace
+
+void add_explain_verbs(CLI::App& app, std::vector<verb>& verbs) {
+    auto ef       = std::make_shared<explain_flags>();
+    CLI::App* cmd = app.add_subcommand(
+        "explain", "the tuner's choice for a call: candidates, predicted times, exclusions");
+    add_call_flags(*cmd, ef->call, call_flag_set::predict);
+    cmd->add_option("--bytes", ef->bytes, "payload sizes, a comma list (e.g. 8,1M,64M)")
+        ->type_name("M");
+    cmd->add_option("--alpha", ef->alpha, "per-message latency α (default 1us)")->type_name("S");
+    cmd->add_option("--bw", ef->bw, "link bandwidth (default 25GB/s)")->type_name("B");
+    add_alpha_switch_option(*cmd, ef->alpha_switch);
+    add_calibration_options(*cmd, ef->calibration);
+    cmd->add_option("--port-model", ef->ports,
+                    "per-edge or single-port; default LOOM_PORT_MODEL, else per-edge")
+        ->type_name("MODEL");
+    cmd->add_flag("--switch", ef->in_network,
+                  "an aggregation node admits the job (the inc algorithms may run)");
+    cmd->add_flag("--json", ef->json, "machine-readable output");
+    verbs.push_back({cmd, [ef] { return run_explain(*ef); }});
+}
+
+}  // namespace loom::sim_tool
