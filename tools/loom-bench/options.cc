@@ -18,9 +18,10 @@ constexpr named_collective collectives[] = {
     {"allreduce", LOOM_ALLREDUCE}, {"broadcast", LOOM_BROADCAST},
     {"reduce", LOOM_REDUCE},       {"reduce_scatter", LOOM_REDUCE_SCATTER},
     {"allgather", LOOM_ALLGATHER}, {"alltoall", LOOM_ALLTOALL},
+    {"sendrecv", LOOM_SENDRECV},
 };
 constexpr const char* collective_list =
-    "allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall";
+    "allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall, sendrecv; or calibrate";
 
 struct named_dtype {
     const char* name;
@@ -105,9 +106,13 @@ bool parse_int(std::string_view text, long lo, long hi, long* out) {
 
 const char* usage_text() {
     return "Usage: loomrun -n N [--transport shm|tcp] -- loom-bench COLLECTIVE [flags]\n"
-           "Measures a loom collective as nccl-tests does: for each size, warm-up calls, a\n"
-           "barrier, ITERS timed calls; time = mean per call, the maximum over ranks.\n"
-           "Collectives: allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall\n"
+           "       loomrun -n N -- loom-bench calibrate [--thorough] [--json FILE]\n"
+           "Measures a loom collective as nccl-tests does. For each size: warm-up calls, then\n"
+           "ITERS times a barrier and one timed call; an iteration lasts from the last rank\n"
+           "entering the call to the last rank leaving it (CLOCK_MONOTONIC, shared by the\n"
+           "ranks of one host); time = the median (p50) over iterations.\n"
+           "Collectives: allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall,\n"
+           "sendrecv (rank r sends to r+1 and receives from r-1, modulo N)\n"
            "  -b, --minbytes SIZE      smallest size (default 8); K, M, G = 2^10, 2^20, 2^30\n"
            "  -e, --maxbytes SIZE      largest size (default 64M)\n"
            "  -f, --stepfactor F       multiply the size by F (integer >= 2, default 2)\n"
@@ -118,14 +123,26 @@ const char* usage_text() {
            "                           int64, uint64\n"
            "  -o, --op OP              sum (default), prod, min, max, avg\n"
            "  -r, --root R             root of broadcast and reduce (default 0)\n"
-           "      --algo NAME          algorithm (loom-sim algorithms); default: LOOM_ALGO,\n"
-           "                           else loom's default rule\n"
+           "      --algo auto|NAME|all auto (default): LOOM_ALGO, else the tuner; NAME: that\n"
+           "                           algorithm; all: every applicable one, then a table\n"
+           "      --inplace            run in place (loom.h: sendbuf == recvbuf; allgather:\n"
+           "                           sendbuf = recvbuf + this rank's block); not sendrecv\n"
+           "      --csv FILE           one row per measured point (rank 0 writes)\n"
+           "      --json FILE          the run and its rows as JSON (also a --baseline file)\n"
+           "      --plot FILE.png      time against size, log-log, through gnuplot\n"
+           "      --baseline FILE      compare p50 with an earlier --json; exit 3 when a point\n"
+           "                           is slower by more than the tolerance\n"
+           "      --tolerance PCT      for --baseline (default 10)\n"
+           "      --quiet              no progress line on a terminal's stderr\n"
            "  -h, --help               this text\n"
-           "Sizes are in bytes of the whole vector, as nccl-tests: reduce_scatter, allgather\n"
+           "calibrate: measures alpha, BW and the reduction throughput (loom_comm_calibrate),\n"
+           "  --thorough for the full pass; rank 0 prints them, --json FILE also writes them.\n"
+           "Sizes are bytes of the per-rank buffer, as nccl-tests: reduce_scatter, allgather\n"
            "and alltoall round the element count down to a multiple of N. busbw = algbw x\n"
            "2(N-1)/N (allreduce), (N-1)/N (reduce_scatter, allgather, alltoall), 1 (broadcast,\n"
-           "reduce). GB/s is 10^9 bytes per second.\n"
-           "Exit status: 0 ok; 1 a call failed or -c found wrong elements; 2 bad arguments.\n";
+           "reduce, sendrecv). GB/s is 10^9 bytes per second.\n"
+           "Exit status: 0 ok; 1 a call failed or -c found wrong elements; 2 bad arguments;\n"
+           "3 --baseline found a slower point.\n";
 }
 
 const char* collective_name(loom_collective_t c) {
@@ -163,6 +180,40 @@ bool rooted(loom_collective_t c) {
     return c == LOOM_BROADCAST || c == LOOM_REDUCE;
 }
 
+namespace {
+
+// `loom-bench calibrate [--thorough] [--json FILE]`: argv[1] is "calibrate".
+parse_outcome parse_calibrate(int argc, char** argv, options* out, std::string* error) {
+    options o;
+    o.calibrate = true;
+    for (int i = 2; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        if (arg == "-h" || arg == "--help") {
+            return parse_outcome::help;
+        }
+        if (arg == "--thorough") {
+            o.thorough = true;
+        } else if (arg == "--json" || arg.substr(0, 7) == "--json=") {
+            std::string_view value = arg.size() > 6 ? arg.substr(7)
+                                     : i + 1 < argc ? std::string_view(argv[++i])
+                                                    : std::string_view();
+            if (value.empty()) {
+                *error = "calibrate: --json needs a file name";
+                return parse_outcome::fail;
+            }
+            o.json_path = std::string(value);
+        } else {
+            *error = "calibrate: unexpected argument '" + std::string(arg) +
+                     "' (allowed: --thorough, --json FILE)";
+            return parse_outcome::fail;
+        }
+    }
+    *out = o;
+    return parse_outcome::run;
+}
+
+}  // namespace
+
 parse_outcome parse_options(int argc, char** argv, options* out, std::string* error) {
     options o;
     auto fail = [&](std::string reason) {
@@ -175,6 +226,9 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
     std::string_view first = argv[1];
     if (first == "-h" || first == "--help") {
         return parse_outcome::help;
+    }
+    if (first == "calibrate") {
+        return parse_calibrate(argc, argv, out, error);
     }
     bool found = false;
     for (const auto& n : collectives) {
@@ -190,7 +244,7 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
         return fail("unknown collective '" + std::string(first) + "' (allowed: " + collective_list +
                     ")");
     }
-    bool root_given = false;
+    bool root_given = false, tolerance_given = false;
     for (int i = 2; i < argc; ++i) {
         std::string_view arg  = argv[i];
         std::string_view flag = arg, inline_value;
@@ -219,10 +273,18 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
             o.check = v == "1";
             continue;
         }
+        if (flag == "--inplace" || flag == "--quiet") {
+            if (has_inline) {
+                return fail(std::string(flag) + " takes no value");
+            }
+            (flag == "--inplace" ? o.inplace : o.quiet) = true;
+            continue;
+        }
         static constexpr const char* valued[] = {
-            "-b", "--minbytes", "-e", "--maxbytes",     "-f",    "--stepfactor",
-            "-n", "--iters",    "-w", "--warmup_iters", "-d",    "--dtype",
-            "-o", "--op",       "-r", "--root",         "--algo"};
+            "-b",    "--minbytes", "-e",         "--maxbytes",     "-f",     "--stepfactor",
+            "-n",    "--iters",    "-w",         "--warmup_iters", "-d",     "--dtype",
+            "-o",    "--op",       "-r",         "--root",         "--algo", "--json",
+            "--csv", "--plot",     "--baseline", "--tolerance"};
         bool known = false;
         for (const char* v : valued) {
             known = known || flag == v;
@@ -253,8 +315,8 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
             }
             o.factor = static_cast<uint64_t>(number);
         } else if (flag == "-n" || flag == "--iters") {
-            if (!parse_int(value, 1, 1 << 30, &number)) {
-                return bad("a positive number of iterations");
+            if (!parse_int(value, 1, 1 << 24, &number)) {
+                return bad("a number of iterations from 1 to 16777216");
             }
             o.iters = static_cast<int>(number);
         } else if (flag == "-w" || flag == "--warmup_iters") {
@@ -290,11 +352,35 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
             if (!ok) {
                 return bad(std::string("one of ") + op_list);
             }
-        } else {  // --algo
+        } else if (flag == "--algo") {
             if (value.empty() || value.find_first_of(" \t;=") != std::string_view::npos) {
-                return bad("an algorithm name (loom-sim algorithms lists them)");
+                return bad("auto, all or an algorithm name (loom-sim algorithms lists them)");
             }
-            o.algo = std::string(value);
+            o.mode = value == "auto"  ? algo_mode::automatic
+                     : value == "all" ? algo_mode::all
+                                      : algo_mode::named;
+            o.algo = o.mode == algo_mode::named ? std::string(value) : std::string();
+        } else if (flag == "--tolerance") {
+            char* end = nullptr;
+            std::string text(value);
+            double pct = std::strtod(text.c_str(), &end);
+            if (text.empty() || *end != '\0' || !(pct >= 0 && pct <= 1e6)) {
+                return bad("a percentage >= 0 (e.g. 10)");
+            }
+            o.tolerance_pct = pct;
+            tolerance_given = true;
+        } else {  // --json, --csv, --plot, --baseline: a file name
+            if (value.empty()) {
+                return bad("a file name");
+            }
+            std::string path(value);
+            if (flag == "--plot" && (path.size() < 5 || path.substr(path.size() - 4) != ".png")) {
+                return bad("a file name ending in .png");
+            }
+            (flag == "--json"   ? o.json_path
+             : flag == "--csv"  ? o.csv_path
+             : flag == "--plot" ? o.plot_path
+                                : o.baseline_path) = path;
         }
     }
     if (o.min_bytes == 0) {
@@ -307,6 +393,14 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
     if (root_given && !rooted(o.coll)) {
         return fail(std::string("-r applies to broadcast and reduce, not ") +
                     collective_name(o.coll));
+    }
+    if (o.inplace && o.coll == LOOM_SENDRECV) {
+        // loom.h's in-place convention is per call; a send and a receive on one buffer
+        // race (the send may read what the receive already wrote), so there is none.
+        return fail("--inplace: loom has no in-place send/recv (the send would race the receive)");
+    }
+    if (tolerance_given && o.baseline_path.empty()) {
+        return fail("--tolerance applies to --baseline FILE");
     }
     *out = o;
     return parse_outcome::run;
