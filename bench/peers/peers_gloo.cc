@@ -233,6 +233,10 @@ int main(int argc, char** argv) {
     ctx->connectFullMesh(fs, dev);
     context_ptr base = ctx;
 
+    // Settle as loom-bench does: 1000 barriers before the first size.
+    for (int i = 0; i < 1000; ++i) {
+        barrier(base);
+    }
     for (const spec& s : specs) {
         for (const variant& v : variants(coll, base, in.data(), out.data(), s.bytes)) {
             time_variant(base, coll, v, s);

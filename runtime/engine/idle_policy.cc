@@ -6,12 +6,23 @@
 namespace loom::engine {
 namespace {
 
-// About 2-5 µs of polling before yielding: one shm ping-pong is below that.
-constexpr uint32_t spin_passes = 64;
-// Yielding is cheap when others want the core and immediate when nobody does.
-constexpr uint32_t yield_passes = spin_passes + 256;
-// A nap short enough not to add latency a peer would notice, long enough to free the core.
+// A few passes of polling before yielding: with more ranks than cores the peer we wait for
+// is often waiting for our core, so spinning longer only delays it; with a core each, a
+// yield that finds nobody else to run returns at once, so little is lost either way.
+constexpr uint32_t spin_passes = 4;
+// Then yield for up to this long: a collective's next message is usually microseconds away,
+// and a yielding rank gives its core straight to the rank that will send it (measured: 4
+// ranks on 2 cores, 512 B all-reduce 34 µs with 256 yields before napping, 9 µs with this).
+constexpr int64_t yield_window_ns = 2'000'000;
+// Then sleep in short naps (timer slack adds about as much again): the wait is long, the
+// core is better used by others.
 constexpr long nap_ns = 50 * 1000;
+
+int64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 }  // namespace
 
@@ -24,7 +35,11 @@ void idle_policy::after_poll(bool busy) {
     if (idle_passes_ <= spin_passes) {
         return;
     }
-    if (idle_passes_ <= yield_passes) {
+    if (idle_passes_ == spin_passes + 1) {
+        yield_since_ns_ = now_ns();
+    }
+    // The clock is read every 16 yields: cheap next to a yield, fine-grained enough.
+    if ((idle_passes_ & 15) != 0 || now_ns() - yield_since_ns_ < yield_window_ns) {
         sched_yield();
         return;
     }

@@ -119,8 +119,10 @@ result<machine_params> from_line(std::string_view line) {
         }
         std::string key = field.substr(0, eq), value = field.substr(eq + 1);
         double v    = 0;
+        // reduce_GBps may be 0: "do not count reductions".
         auto number = [&](double scale, double* out) -> status {
-            if (!parse_double(value, &v) || !(v > 0)) {
+            bool zero_ok = key == "reduce_GBps";
+            if (!parse_double(value, &v) || !(v > 0 || (zero_ok && v == 0))) {
                 return parse_error(key + "='" + value + "' is not a positive number");
             }
             *out = v * scale;

@@ -47,10 +47,15 @@ std::string explain_text(const algorithms::call& c, const ranking& r,
                   human_bytes(r.bytes).c_str(), c.nranks, c.topo.to_string().c_str(),
                   std::string(algorithms::port_model_name(ports)).c_str());
     out += line;
+    char reduce[48] = "not counted";
+    if (p.reduce_bytes_per_s > 0) {
+        std::snprintf(reduce, sizeof reduce, "%.3g GB/s", p.reduce_bytes_per_s / 1e9);
+    }
     std::snprintf(line, sizeof line,
-                  "  parameters (%s, %s): alpha %.3g us, BW %.3g GB/s, alpha_switch %.3g us\n",
+                  "  parameters (%s, %s): alpha %.3g us, BW %.3g GB/s, alpha_switch %.3g us, "
+                  "reduce %s\n",
                   p.transport.c_str(), p.source.c_str(), p.alpha_s * 1e6, p.bw_bytes_per_s / 1e9,
-                  p.switch_alpha() * 1e6);
+                  p.switch_alpha() * 1e6, reduce);
     out += line;
     for (const candidate& k : r.candidates) {
         const char* mark = k.algo == chosen ? "->" : "  ";

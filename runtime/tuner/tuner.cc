@@ -5,10 +5,36 @@
 
 namespace loom::tuner {
 
+double reduced_bytes(const algorithms::algorithm& a, const algorithms::call& c) {
+    using schedule::collective;
+    if (c.coll != collective::allreduce && c.coll != collective::reduce &&
+        c.coll != collective::reduce_scatter) {
+        return 0;
+    }
+    // The root of a reduce combines the most; the others are alike or close to rank 0.
+    auto steps = algorithms::generate_rank(a, c, c.coll == collective::reduce ? c.root : 0);
+    if (!steps) {
+        return 0;
+    }
+    double elements = 0;
+    for (const schedule::step& s : steps->steps) {
+        if (s.kind == schedule::step_kind::recv_reduce) {
+            elements += static_cast<double>(s.dst.count);
+        } else if (s.kind == schedule::step_kind::local_reduce) {
+            elements += static_cast<double>(s.dst.count);
+        }
+    }
+    return elements * c.dtype_size;
+}
+
 double predict_s(const algorithms::algorithm& a, const algorithms::call& c, double bytes,
                  const machine_params& p, algorithms::port_model ports) {
     algorithms::cost k = algorithms::predict(a, c, bytes, ports);
-    return k.time_s(p.alpha_s, p.bw_bytes_per_s, bytes, p.switch_alpha());
+    double t           = k.time_s(p.alpha_s, p.bw_bytes_per_s, bytes, p.switch_alpha());
+    if (p.reduce_bytes_per_s > 0) {
+        t += reduced_bytes(a, c) / p.reduce_bytes_per_s;
+    }
+    return t;
 }
 
 ranking rank_algorithms(const algorithms::call& c, const machine_params& p,

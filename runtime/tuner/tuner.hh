@@ -1,5 +1,6 @@
 // The tuner: for one call, every algorithm of its primitive ranked by predicted time
-// (closed-form cost × calibrated α, BW × topology × port model × in-network availability),
+// (closed-form cost × calibrated α, BW × topology × port model × in-network availability,
+// plus the local reduction at the calibrated throughput),
 // the excluded ones with the reason, and the choice. A pure function of its inputs, so
 // every rank that holds the same parameters (the communicator agrees on rank 0's) chooses
 // the same algorithm: a choice that differs across ranks would be a mismatch, not a tuning.
@@ -37,7 +38,15 @@ struct ranking {
     double bytes                      = 0;  // the payload M ranked at
 };
 
-/// Predicted time of `a` running `c` with payload `bytes` on these parameters.
+/// Bytes one rank combines with the op (rank 0; a reduce's root), from its schedule: the
+/// γ part the α-β forms leave out, which decides between algorithms that move the same
+/// bytes but reduce different amounts (recursive doubling reduces M per round, the
+/// reduce-scatter based ones (N-1)/N·M in all). 0 for primitives that do not reduce.
+double reduced_bytes(const algorithms::algorithm& a, const algorithms::call& c);
+
+/// Predicted time of `a` running `c` with payload `bytes` on these parameters: the
+/// closed form at α, BW (α_switch), plus reduced_bytes / reduce_bytes_per_s when that
+/// throughput is known (> 0).
 double predict_s(const algorithms::algorithm& a, const algorithms::call& c, double bytes,
                  const machine_params& p, algorithms::port_model ports);
 

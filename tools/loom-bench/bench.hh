@@ -20,7 +20,9 @@ namespace loom::bench {
 constexpr int exit_ok       = 0;
 constexpr int exit_failed   = 1;  // a loom call failed, or -c found wrong elements
 constexpr int exit_bad_args = 2;  // bad command line: one line "loom-bench: <reason>"
-constexpr int exit_slower   = 3;  // --baseline: a point is slower than the tolerance allows
+/// Barriers before the first size (main.cc; bench/peers does the same).
+constexpr int settle_barriers = 1000;
+constexpr int exit_slower     = 3;  // --baseline: a point is slower than the tolerance allows
 
 // --algo: auto (attr NULL: LOOM_ALGO, else the tuner), one NAME, or every applicable one.
 enum class algo_mode { automatic, named, all };

@@ -347,6 +347,18 @@ int run(const options& o) {
         print_header({&o, c.n, memcpy});
     }
 
+    // Settle before the first size: right after start-up the kernel often has the ranks
+    // stacked on one core, and takes milliseconds to spread them; a fixed count of barriers
+    // (the same on every rank, and in the peers' harnesses) gives it that time, so the first
+    // size is not measured on a machine still sorting itself out.
+    for (int i = 0; i < settle_barriers; ++i) {
+        if (loom_barrier(s.comm, nullptr, nullptr) != LOOM_SUCCESS) {
+            std::fprintf(stderr, "loom-bench: rank %d: barrier: %s\n", c.rank,
+                         loom_last_error_message());
+            loom_comm_destroy(s.comm);
+            return exit_failed;
+        }
+    }
     std::vector<row> rows;
     int code = sweep(s, &rows);
     if (code != exit_ok) {

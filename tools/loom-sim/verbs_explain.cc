@@ -4,7 +4,8 @@
 // of the call's size bucket, as a communicator caches it.
 //   loom-sim explain --collective allreduce --ranks 512 --bytes 8,1M,64M
 //                    [--topology T] [--segments P] [--alpha S --bw B | --calibration FILE]
-//                    [--alpha-switch S] [--switch] [--port-model MODEL] [--json]
+//                    [--alpha-switch S] [--reduce-bw B] [--switch] [--port-model MODEL]
+//                    [--json]
 #include <iostream>
 #include <memory>
 
@@ -18,7 +19,7 @@ namespace {
 struct explain_flags {
     call_flags call;
     std::string bytes;
-    std::string alpha, bw, alpha_switch;
+    std::string alpha, bw, alpha_switch, reduce_bw;
     std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
     calibration_flags calibration;
     bool in_network = false;
@@ -39,10 +40,18 @@ result<tuner::machine_params> parameters(const explain_flags& f) {
         if (!alpha || !bw) {
             return !alpha ? alpha.error() : bw.error();
         }
-        p.alpha_s        = *alpha;
-        p.bw_bytes_per_s = *bw;
-        p.transport      = "model";
-        p.source         = "flags";
+        p.alpha_s            = *alpha;
+        p.bw_bytes_per_s     = *bw;
+        p.reduce_bytes_per_s = 0;  // not counted unless --reduce-bw says how fast
+        p.transport          = "model";
+        p.source             = "flags";
+    }
+    if (!f.reduce_bw.empty()) {
+        auto r = parse_rate("--reduce-bw", f.reduce_bw);
+        if (!r) {
+            return r.error();
+        }
+        p.reduce_bytes_per_s = *r;
     }
     if (!f.alpha_switch.empty()) {
         auto a = parse_alpha_switch(f.alpha_switch);
@@ -143,6 +152,10 @@ void add_explain_verbs(CLI::App& app, std::vector<verb>& verbs) {
     cmd->add_option("--alpha", ef->alpha, "per-message latency α (default 1us)")->type_name("S");
     cmd->add_option("--bw", ef->bw, "link bandwidth (default 25GB/s)")->type_name("B");
     add_alpha_switch_option(*cmd, ef->alpha_switch);
+    cmd->add_option("--reduce-bw", ef->reduce_bw,
+                    "local reduction throughput, counted per byte each rank combines "
+                    "(default: not counted; a calibration file gives it)")
+        ->type_name("B");
     add_calibration_options(*cmd, ef->calibration);
     cmd->add_option("--port-model", ef->ports,
                     "per-edge or single-port; default LOOM_PORT_MODEL, else per-edge")

@@ -32,10 +32,11 @@ std::string read_all(const std::string& path) {
 
 tuner::machine_params params(double alpha_us, double bw_gbps) {
     tuner::machine_params p;
-    p.host           = "hostA";
-    p.transport      = "shm";
-    p.alpha_s        = alpha_us * 1e-6;
-    p.bw_bytes_per_s = bw_gbps * 1e9;
+    p.host               = "hostA";
+    p.transport          = "shm";
+    p.alpha_s            = alpha_us * 1e-6;
+    p.bw_bytes_per_s     = bw_gbps * 1e9;
+    p.reduce_bytes_per_s = 0;  // the α-β forms alone, unless a test says otherwise
     return p;
 }
 
@@ -209,6 +210,28 @@ static void ranking_crossovers(void**) {
     assert_string_equal(std::string(ri.best->name).c_str(), "inc");
 }
 
+// With the reduction counted, two ranks' large all-reduce goes to the reduce-scatter based
+// algorithms (each rank combines M/2) rather than recursive doubling (M), which the α-β
+// forms alone rank first by one α.
+static void ranking_counts_the_reduction(void**) {
+    auto c               = test::make_call(collective::allreduce, 2, int64_t{1} << 22);
+    auto p               = params(2, 4);
+    auto plain           = tuner::rank_algorithms(c, p, algorithms::port_model::per_edge, {});
+    p.reduce_bytes_per_s = 8e9;
+    auto gamma           = tuner::rank_algorithms(c, p, algorithms::port_model::per_edge, {});
+    assert_string_equal(std::string(plain.best->name).c_str(), "recursive-doubling");
+    assert_true(gamma.best->name != "recursive-doubling");
+    const double m = double(int64_t{1} << 24);
+    assert_true(std::fabs(tuner::reduced_bytes(*find(gamma, "recursive-doubling")->algo, c) - m) <
+                1);
+    assert_true(std::fabs(tuner::reduced_bytes(*find(gamma, "ring")->algo, c) - m / 2) < 1);
+    double want = find(plain, "ring")->time_s + (m / 2) / 8e9;
+    assert_true(std::fabs(find(gamma, "ring")->time_s - want) <= 1e-9 * want);
+    auto bc = test::make_call(collective::broadcast, 4, 1000);  // nothing reduced
+    assert_true(tuner::reduced_bytes(test::find_algorithm(collective::broadcast, "binomial"), bc) ==
+                0);
+}
+
 static void size_buckets_and_representatives(void**) {
     assert_int_equal(tuner::size_bucket(0), 0);
     assert_int_equal(tuner::size_bucket(1), 1);
@@ -260,6 +283,7 @@ int main() {
         cmocka_unit_test(ranking_sorts_and_excludes_with_reasons),
         cmocka_unit_test(ranking_equals_closed_forms),
         cmocka_unit_test(ranking_crossovers),
+        cmocka_unit_test(ranking_counts_the_reduction),
         cmocka_unit_test(size_buckets_and_representatives),
         cmocka_unit_test(explanation_text_names_everything),
     };
