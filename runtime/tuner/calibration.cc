@@ -118,7 +118,7 @@ result<machine_params> from_line(std::string_view line) {
             return parse_error("'" + field + "' is not key=value");
         }
         std::string key = field.substr(0, eq), value = field.substr(eq + 1);
-        double v    = 0;
+        double v = 0;
         // reduce_GBps may be 0: "do not count reductions".
         auto number = [&](double scale, double* out) -> status {
             bool zero_ok = key == "reduce_GBps";

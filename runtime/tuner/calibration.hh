@@ -23,7 +23,7 @@ struct machine_params {
     std::string transport;  // "shm", "tcp", "self", "fwd:shm" …
     double alpha_s            = 2e-6;
     double bw_bytes_per_s     = 4e9;
-    double reduce_bytes_per_s = 8e9;  // <= 0: reductions not counted
+    double reduce_bytes_per_s = 8e9;         // <= 0: reductions not counted
     double alpha_switch_s     = -1;          // < 0: alpha_s
     std::string source        = "defaults";  // "defaults", "file", "measured"
     std::string file;                        // where they came from or went to
