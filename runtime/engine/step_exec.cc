@@ -331,6 +331,11 @@ void engine_impl::time_out(request& r) {
         step >= 0 && schedule::is_transfer(r.p->steps[step].kind) ? r.p->steps[step].peer : -1;
     std::string why = peer >= 0 ? "waited past the deadline for rank " + std::to_string(peer)
                                 : "waited past the deadline";
+    if (step >= 0 && schedule::is_inc(r.p->steps[step].kind)) {
+        // The aggregation node never completed the segment (a rank that did not join the
+        // collective, a node that stalled or lost every copy).
+        why += " for the aggregation node's result";
+    }
     fail(r, LOOM_ERR_TIMEOUT, peer, step, why, true);
 }
 

@@ -11,6 +11,8 @@
 //   --until-failure    all-reduce in a loop until a call fails (the switch is killed by the
 //                      script): the failure must come within the call's timeout on every
 //                      rank, name the aggregation node, and no result may be wrong.
+// Also: four all-reduces in flight at once, and (single node) two communicators split from
+// the world sharing the node, each with its own sums.
 // Output: "rank R of N: C checks, F failed" (run_inc.sh counts them).
 #include <loom/loom.h>
 
@@ -143,6 +145,52 @@ long node_counter(const char* name) {
     return -4;
 }
 
+// Several calls in flight at once: their segments run in (sequence, slot) order on every
+// rank, so none waits for one the others have not begun.
+void concurrent_case(loom_comm_t comm) {
+    constexpr int calls = 4;
+    constexpr size_t n  = 5000;
+    std::vector<int32_t> in[calls], out[calls];
+    loom_request_t req[calls];
+    loom_coll_attr_t a = inc_attr();
+    for (int c = 0; c < calls; ++c) {
+        in[c].assign(n, (rank_ + 1) * (c + 1));
+        out[c].assign(n, 0);
+        expect(loom_allreduce(comm, in[c].data(), out[c].data(), n, LOOM_INT32, LOOM_SUM, &a,
+                              &req[c]) == LOOM_SUCCESS,
+               "start concurrent call " + std::to_string(c));
+    }
+    for (int c = 0; c < calls; ++c) {
+        expect(loom_wait(req[c]) == LOOM_SUCCESS,
+               "concurrent call " + std::to_string(c) + ": " + loom_last_error_message());
+        loom_request_free(req[c]);
+        expect(out[c][n - 1] == (c + 1) * size_ * (size_ + 1) / 2,
+               "concurrent call " + std::to_string(c) + " sum");
+    }
+}
+
+// Two communicators split from this one share the node; each must get its own sums.
+void split_case(loom_comm_t comm) {
+    loom_comm_t half = nullptr;
+    expect(loom_comm_split(comm, rank_ % 2, rank_, &half) == LOOM_SUCCESS,
+           std::string("split: ") + loom_last_error_message());
+    if (half == nullptr) {
+        return;
+    }
+    std::vector<int32_t> in(3000, rank_ + 1), out(3000, 0);
+    loom_coll_attr_t a = inc_attr();
+    expect(loom_allreduce(half, in.data(), out.data(), in.size(), LOOM_INT32, LOOM_SUM, &a,
+                          nullptr) == LOOM_SUCCESS,
+           std::string("allreduce on the split: ") + loom_last_error_message());
+    int32_t want = 0;  // the members of my half: ranks of my parity
+    for (int r = rank_ % 2; r < size_; r += 2) {
+        want += r + 1;
+    }
+    expect(out[2999] == want, "split communicator sum " + std::to_string(out[2999]) + ", want " +
+                                  std::to_string(want));
+    loom_comm_destroy(half);
+}
+
 void until_failure(loom_comm_t comm, size_t n) {
     std::vector<int32_t> in(n, rank_ + 1), out(n);
     loom_coll_attr_t a = inc_attr();
@@ -225,6 +273,10 @@ int main(int argc, char** argv) {
             allreduce_case(comm, LOOM_INT32, LOOM_SUM, (size_t{64} << 20) / 4, false, 77);
         }
         deterministic_case(comm, 50000);
+        concurrent_case(comm);
+        if (expect_mode == "inc" && std::getenv("LOOM_SWITCH_FABRIC") == nullptr) {
+            split_case(comm);  // (trees serve the world communicator only)
+        }
         // A dtype/op the node does not reduce falls back, on every rank alike.
         std::vector<int8_t> in(100, int8_t(rank_)), out(100);
         loom_coll_attr_t a = inc_attr();
