@@ -8,7 +8,7 @@ status=0
 
 scripts/setup.sh build || exit 1
 echo "== clang-format check"
-git ls-files '*.cc' '*.hh' '*.h' | xargs clang-format --dry-run -Werror || status=1
+git ls-files '*.cc' '*.hh' '*.h' '*.c' | xargs clang-format --dry-run -Werror || status=1
 
 echo "== tests (debugoptimized build)"
 meson test -C build --print-errorlogs --num-processes 2 || status=1

@@ -30,9 +30,11 @@ double now_s() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-struct ping_pong_plan {
+// One calibration measurement: an all-reduce of `bytes` with a named algorithm.
+struct measure_plan {
     int warmup, reps;
     size_t bytes;
+    const char* algorithm;
 };
 
 double median(std::vector<double> v) {
@@ -77,47 +79,9 @@ status communicator::share_machine_params(std::string* line) {
 }
 
 status communicator::measure(bool thorough, tuner::machine_params* p) {
-    *p            = tuner::defaults_for(settings_.transport);
-    p->source     = "measured";
-    const int me  = rank();
-    const int far = me == 0 ? 1 : 0;
-    if (size() >= 2 && me <= 1) {
-        // α: half the median round trip of 8 bytes; BW: the best round trip of a large
-        // message, less the latency, per byte.
-        const ping_pong_plan small{thorough ? 50 : 5, thorough ? 1000 : 30, 8};
-        const ping_pong_plan large{thorough ? 2 : 1, thorough ? 10 : 4,
-                                   thorough ? size_t{16} << 20 : size_t{1} << 20};
-        std::vector<std::byte> buf(large.bytes);
-        auto round_trips = [&](const ping_pong_plan& pp, std::vector<double>* rtts) -> status {
-            for (int i = 0; i < pp.warmup + pp.reps; ++i) {
-                call_args out, in;
-                out.kind = call_kind::send, out.sendbuf = buf.data(), out.peer = far;
-                in.kind = call_kind::recv, in.recvbuf = buf.data(), in.peer = far;
-                out.count = in.count = pp.bytes;
-                out.dtype = in.dtype     = LOOM_UINT8;
-                const call_args order[2] = {me == 0 ? out : in, me == 0 ? in : out};
-                double t0                = now_s();
-                for (const call_args& step : order) {
-                    if (loom_status_t code = run_blocking(step); code != LOOM_SUCCESS) {
-                        return status(code, std::string("calibration ping-pong: ") +
-                                                loom_last_error_message());
-                    }
-                }
-                if (i >= pp.warmup) {
-                    rtts->push_back(now_s() - t0);
-                }
-            }
-            return status::ok();
-        };
-        std::vector<double> small_rtt, large_rtt;
-        LOOM_CHECK(round_trips(small, &small_rtt));
-        LOOM_CHECK(round_trips(large, &large_rtt));
-        p->alpha_s     = median(small_rtt) / 2;
-        double one_way = *std::min_element(large_rtt.begin(), large_rtt.end()) / 2;
-        p->bw_bytes_per_s =
-            static_cast<double>(large.bytes) / std::max(one_way - p->alpha_s, one_way * 0.1);
-    }
-    if (me == 0) {
+    *p        = tuner::defaults_for(settings_.transport);
+    p->source = "measured";
+    if (rank() == 0) {
         // The reduction kernel the engine runs, on buffers out of cache for the full pass.
         const size_t count = (thorough ? size_t{8} << 20 : size_t{256} << 10) / sizeof(float);
         std::vector<float> x(count, 1.0f), y(count, 2.0f), z(count);
@@ -132,6 +96,72 @@ status communicator::measure(bool thorough, tuner::machine_params* p) {
         p->reduce_bytes_per_s = static_cast<double>(count * sizeof(float)) / best;
     }
     p->alpha_switch_s = -1;  // the aggregation node is not measured: as far as a peer
+    if (size() < 2) {
+        return status::ok();
+    }
+    // α and BW are fitted to collectives of this communicator, all ranks at once, so they
+    // carry what this N costs here (ranks sharing cores, memory bandwidth shared by every
+    // pair): α from the median 8-byte recursive-doubling all-reduce divided by its rounds,
+    // BW from the best large ring all-reduce less its α and reduction parts. Rank 0's
+    // clock decides; the others only take part.
+    const measure_plan small{thorough ? 200 : 10, thorough ? 1000 : 40, 8, "recursive-doubling"};
+    const measure_plan large{thorough ? 2 : 1, thorough ? 6 : 3,
+                             thorough ? size_t{16} << 20 : size_t{1} << 20, "ring"};
+    std::vector<float> in(large.bytes / sizeof(float), 1.0f), out(in.size());
+    auto timed = [&](const measure_plan& m, std::vector<double>* times) -> status {
+        loom_coll_attr_t attr;
+        loom_coll_attr_init(&attr);
+        attr.algorithm = m.algorithm;
+        call_args a;
+        a.kind    = call_kind::allreduce;
+        a.sendbuf = in.data();
+        a.recvbuf = out.data();
+        a.count   = m.bytes / sizeof(float);
+        a.dtype   = LOOM_FLOAT32;
+        a.op      = LOOM_SUM;
+        a.attr    = &attr;
+        call_args barrier;
+        barrier.kind = call_kind::barrier;
+        for (int i = 0; i < m.warmup + m.reps; ++i) {
+            loom_status_t code = run_blocking(barrier);
+            double t0          = now_s();
+            if (code == LOOM_SUCCESS) {
+                code = run_blocking(a);
+            }
+            if (code != LOOM_SUCCESS) {
+                return status(code, std::string("calibration: ") + loom_last_error_message());
+            }
+            if (i >= m.warmup) {
+                times->push_back(now_s() - t0);
+            }
+        }
+        return status::ok();
+    };
+    std::vector<double> small_t, large_t;
+    LOOM_CHECK(timed(small, &small_t));
+    LOOM_CHECK(timed(large, &large_t));
+    if (rank() != 0) {
+        return status::ok();
+    }
+    auto model = [&](const measure_plan& m) {
+        algorithms::call c;
+        c.coll       = schedule::collective::allreduce;
+        c.nranks     = size();
+        c.count      = static_cast<int64_t>(m.bytes / sizeof(float));
+        c.dtype_size = sizeof(float);
+        c.topo       = settings_.topo;
+        c.ties       = settings_.ties;
+        const algorithms::algorithm& a =
+            *algorithms::find(schedule::collective::allreduce, m.algorithm);
+        return std::pair{algorithms::predict(a, c, double(m.bytes), settings_.ports),
+                         tuner::reduced_bytes(a, c)};
+    };
+    algorithms::cost small_cost      = model(small).first;
+    auto [large_cost, large_reduced] = model(large);
+    p->alpha_s                       = median(small_t) / std::max(1.0, small_cost.n_alpha);
+    double t                         = *std::min_element(large_t.begin(), large_t.end());
+    double moving     = t - large_cost.n_alpha * p->alpha_s - large_reduced / p->reduce_bytes_per_s;
+    p->bw_bytes_per_s = large_cost.n_beta * double(large.bytes) / std::max(moving, 0.1 * t);
     return status::ok();
 }
 

@@ -242,8 +242,8 @@ typedef struct loom_calibration {
     size_t struct_size;        /**< sizeof(loom_calibration_t), set by the caller */
     char host[64];             /**< the host they were measured on */
     char transport[32];        /**< "shm", "tcp", "fwd:shm" … */
-    double alpha_s;            /**< per-message latency: half a small-message round trip */
-    double bw_bytes_per_s;     /**< streaming bandwidth between two ranks */
+    double alpha_s;            /**< per-message latency (per round of a collective) */
+    double bw_bytes_per_s;     /**< streaming bandwidth per rank, all ranks moving at once */
     double reduce_bytes_per_s; /**< float32 sum throughput of one rank (bytes of input) */
     double alpha_switch_s;     /**< rank to aggregation node latency (inc); alpha_s if none */
     char source[32];           /**< "measured", "file", "defaults" */
@@ -255,11 +255,15 @@ typedef struct loom_calibration {
 /// with LOOM_CALIBRATE=auto, or the built-in defaults). Local; never blocks.
 loom_status_t loom_comm_calibration(loom_comm_t comm, loom_calibration_t* out);
 
-/// Measures α (8-byte ping-pong), BW (large ping-pong) between ranks 0 and 1 and the local
-/// reduction throughput; rank 0 writes them to the calibration file (LOOM_CALIBRATION_FILE,
-/// one line per host and transport, replaced atomically) and every rank's tuner adopts
-/// rank 0's figures. thorough = 0: a light pass (tens of ms); 1: a full pass (about 1 s).
-/// Collective over the communicator; blocking. With one rank, α and BW keep their values.
+/// Measures α, BW and the local reduction throughput on this communicator, every rank
+/// taking part at once (so α and BW carry what this N costs here): α = the median 8-byte
+/// recursive-doubling all-reduce over its rounds; BW = the best large ring all-reduce, less
+/// its α and reduction parts, per byte of its closed form; the reduction throughput from
+/// the engine's float32 sum kernel. Rank 0 writes them to the calibration file
+/// (LOOM_CALIBRATION_FILE, one line per host and transport, replaced atomically) and every
+/// rank's tuner adopts rank 0's figures. thorough = 0: a light pass (tens of ms, 1 MiB);
+/// 1: a full pass (about a second, 16 MiB). Collective; blocking. With one rank, α and BW
+/// keep their values.
 loom_status_t loom_comm_calibrate(loom_comm_t comm, int thorough, loom_calibration_t* out);
 
 /** Per-call options. Initialise with loom_coll_attr_init(); struct_size versions the ABI
