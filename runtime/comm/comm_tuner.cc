@@ -81,6 +81,7 @@ status communicator::share_machine_params(std::string* line) {
 status communicator::measure(bool thorough, tuner::machine_params* p) {
     *p        = tuner::defaults_for(settings_.transport);
     p->source = "measured";
+    p->ranks  = size();
     if (rank() == 0) {
         // The reduction kernel the engine runs, on buffers out of cache for the full pass.
         const size_t count = (thorough ? size_t{8} << 20 : size_t{256} << 10) / sizeof(float);
@@ -170,7 +171,7 @@ status communicator::agree_machine_params() {
     const std::string path = calibration_file(settings_.calibration_file);
     std::string line;
     if (rank() == 0) {
-        auto loaded = tuner::load(path, machine_.host, settings_.transport);
+        auto loaded = tuner::load(path, machine_.host, settings_.transport, size());
         if (!loaded) {
             LOOM_LOG_WARN(log::subsystem::init, "rank 0: %s; the tuner uses its defaults",
                           loaded.error().message().c_str());

@@ -99,9 +99,10 @@ std::string calibration_path(std::string_view configured, std::string_view xdg_c
 std::string to_line(const machine_params& p) {
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "host=%s transport=%s alpha_us=%.4g bw_GBps=%.4g reduce_GBps=%.4g "
+                  "host=%s transport=%s%s alpha_us=%.4g bw_GBps=%.4g reduce_GBps=%.4g "
                   "alpha_switch_us=%.4g source=%s date=%s",
-                  p.host.c_str(), transport_class(p.transport).c_str(), p.alpha_s * 1e6,
+                  p.host.c_str(), transport_class(p.transport).c_str(),
+                  p.ranks > 0 ? (" ranks=" + std::to_string(p.ranks)).c_str() : "", p.alpha_s * 1e6,
                   p.bw_bytes_per_s / 1e9, p.reduce_bytes_per_s / 1e9, p.switch_alpha() * 1e6,
                   p.source.c_str(), today().c_str());
     return buf;
@@ -142,6 +143,12 @@ result<machine_params> from_line(std::string_view line) {
             LOOM_CHECK(number(1e9, &p.reduce_bytes_per_s));
         } else if (key == "alpha_switch_us") {
             LOOM_CHECK(number(1e-6, &p.alpha_switch_s));
+        } else if (key == "ranks") {
+            double r = 0;
+            if (!parse_double(value, &r) || r < 1 || r != static_cast<double>(int(r))) {
+                return parse_error("ranks='" + value + "' is not a whole number >= 1");
+            }
+            p.ranks = static_cast<int>(r);
         } else if (key == "source") {
             p.source = value;
         }  // date and keys of later versions: ignored
@@ -153,12 +160,13 @@ result<machine_params> from_line(std::string_view line) {
 }
 
 result<std::optional<machine_params>> load(const std::string& path, std::string_view host,
-                                           std::string_view transport) {
+                                           std::string_view transport, int ranks) {
     std::ifstream in(path);
     if (!in) {
         return std::optional<machine_params>{};
     }
     const std::string cls = transport_class(transport);
+    std::optional<machine_params> any_ranks;  // a line without ranks=, if no exact one
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
         if (line.empty() || line[0] == '#') {
@@ -169,13 +177,19 @@ result<std::optional<machine_params>> load(const std::string& path, std::string_
             return status(p.error()).prefix("calibration file " + path + " line " +
                                             std::to_string(number) + ": ");
         }
-        if (p->host == host && p->transport == cls) {
-            p->file   = path;
-            p->source = "file";
+        if (p->host != host || p->transport != cls) {
+            continue;
+        }
+        p->file   = path;
+        p->source = "file";
+        if (p->ranks == ranks) {
             return std::optional<machine_params>(std::move(p).value());
         }
+        if (p->ranks == 0 && !any_ranks) {
+            any_ranks = std::move(p).value();
+        }
     }
-    return std::optional<machine_params>{};
+    return any_ranks;
 }
 
 status save(const std::string& path, const machine_params& p) {
@@ -189,7 +203,8 @@ status save(const std::string& path, const machine_params& p) {
             }
             auto other = from_line(line);
             if (other &&
-                (other->host != p.host || other->transport != transport_class(p.transport))) {
+                (other->host != p.host || other->transport != transport_class(p.transport) ||
+                 other->ranks != p.ranks)) {
                 keep.push_back(line);
             }
         }

@@ -4,8 +4,10 @@
 //
 // They live in one text file the user can read, edit and delete (LOOM_CALIBRATION_FILE,
 // else $XDG_CACHE_HOME/loom/calibration.txt, else ~/.cache/loom/calibration.txt), one line
-// per host and transport:
-//   host=node7 transport=shm alpha_us=2.1 bw_GBps=5.3 reduce_GBps=9.8 alpha_switch_us=2.1 date=…
+// per host, transport and rank count (α and BW are fitted to collectives of that many
+// ranks: 8 ranks on 2 cores cost more per round than 2):
+//   host=node7 transport=shm ranks=4 alpha_us=2.1 bw_GBps=5.3 reduce_GBps=9.8 …
+// A line without ranks= (written by hand) serves any rank count.
 // A missing file or line means "not calibrated": the communicator measures (LOOM_CALIBRATE=
 // auto) or uses the built-in defaults of the transport below.
 #pragma once
@@ -20,7 +22,8 @@ namespace loom::tuner {
 
 struct machine_params {
     std::string host;
-    std::string transport;  // "shm", "tcp", "self", "fwd:shm" …
+    std::string transport;          // "shm", "tcp", "self", "fwd:shm" …
+    int ranks                 = 0;  // the communicator size measured; 0: any
     double alpha_s            = 2e-6;
     double bw_bytes_per_s     = 4e9;
     double reduce_bytes_per_s = 8e9;         // <= 0: reductions not counted
@@ -47,13 +50,14 @@ std::string host_name();
 std::string calibration_path(std::string_view configured, std::string_view xdg_cache_home,
                              std::string_view home);
 
-/// Reads the line for (host, transport class) from `path`; nullopt when the file or the
-/// line is absent. A malformed line is LOOM_ERR_PARSE naming the file and line.
+/// Reads the line for (host, transport class, ranks) from `path` — one with exactly
+/// `ranks`, else one without ranks= — nullopt when the file or the line is absent. A
+/// malformed line is LOOM_ERR_PARSE naming the file and line.
 result<std::optional<machine_params>> load(const std::string& path, std::string_view host,
-                                           std::string_view transport);
+                                           std::string_view transport, int ranks = 0);
 
-/// Writes `p` as the line for its (host, transport class), keeping the others; the file is
-/// replaced atomically (write aside, rename), directories created as needed.
+/// Writes `p` as the line for its (host, transport class, ranks), keeping the others; the
+/// file is replaced atomically (write aside, rename), directories created as needed.
 status save(const std::string& path, const machine_params& p);
 
 /// One line of the file, and its inverse (used for the file and for agreeing across ranks).

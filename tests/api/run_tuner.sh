@@ -44,6 +44,15 @@ fi
 case_run "the file written: read, not measured again" 3 --transport shm -- \
     "$program" --expect-source file
 
+case_run "another rank count: measured for it, the first line kept" 2 --transport shm -- \
+    "$program" --expect-source measured
+if [ "$(grep -c "source=measured" "$LOOM_CALIBRATION_FILE")" -ne 2 ] ||
+    ! grep -q " ranks=2 " "$LOOM_CALIBRATION_FILE" || ! grep -q " ranks=3 " "$LOOM_CALIBRATION_FILE"; then
+    echo "run_tuner: FAILED the file does not hold one line for 3 ranks and one for 2:"
+    cat "$LOOM_CALIBRATION_FILE"
+    failures=$((failures + 1))
+fi
+
 printf 'host=%s transport=shm alpha_us=quick bw_GBps=1\n' "$(hostname)" >"$LOOM_CALIBRATION_FILE"
 case_run "malformed calibration file: defaults" 2 --transport shm -- \
     "$program" --expect-source defaults

@@ -1,6 +1,8 @@
 // --calibration FILE [--host H] [--transport T]: the machine parameters the runtime's tuner
 // uses (runtime/tuner/calibration.hh), so loom-sim predicts, simulates and explains this
 // machine with the same α and BW (loom-bench calibrate writes the file).
+#include <cstdlib>
+
 #include "loom_sim.hh"
 #include "tuner/calibration.hh"
 
@@ -18,7 +20,8 @@ void add_calibration_options(CLI::App& cmd, calibration_flags& f) {
 }
 
 result<std::optional<tuner::machine_params>> load_calibration(const calibration_flags& f,
-                                                              bool alpha_or_bw_given) {
+                                                              bool alpha_or_bw_given,
+                                                              const std::string& ranks_text) {
     if (f.file.empty()) {
         if (!f.host.empty() || !f.transport.empty()) {
             return invalid_argument("--host and --transport need --calibration FILE");
@@ -30,14 +33,16 @@ result<std::optional<tuner::machine_params>> load_calibration(const calibration_
     }
     std::string host      = f.host.empty() ? tuner::host_name() : f.host;
     std::string transport = f.transport.empty() ? "shm" : f.transport;
-    auto p                = tuner::load(f.file, host, transport);
+    int ranks             = std::atoi(ranks_text.c_str());  // 0 (any) when not given
+    auto p                = tuner::load(f.file, host, transport, ranks);
     if (!p) {
         return p.error();
     }
     if (!*p) {
         return invalid_argument("--calibration " + f.file + ": no line for host '" + host +
-                                "' and transport '" + tuner::transport_class(transport) +
-                                "' (loom-bench calibrate writes one)");
+                                "', transport '" + tuner::transport_class(transport) + "'" +
+                                (ranks > 0 ? " and " + std::to_string(ranks) + " ranks" : "") +
+                                " (loom-bench calibrate writes one)");
     }
     return p;
 }

@@ -143,8 +143,10 @@ struct calibration_flags {
 void add_calibration_options(CLI::App& cmd, calibration_flags& f);
 /// The line for (host, transport) of the file; nullopt without --calibration; an error when
 /// the file has no such line, is malformed, or --alpha/--bw were given too.
+/// `ranks_text` is the verb's --ranks: the line for that many ranks, else one for any.
 result<std::optional<tuner::machine_params>> load_calibration(const calibration_flags& f,
-                                                              bool alpha_or_bw_given);
+                                                              bool alpha_or_bw_given,
+                                                              const std::string& ranks_text);
 
 // ---- verify's output (verify_output.cc) ---------------------------------------------------
 

@@ -27,7 +27,8 @@ struct explain_flags {
 };
 
 result<tuner::machine_params> parameters(const explain_flags& f) {
-    auto from_file = load_calibration(f.calibration, !f.alpha.empty() || !f.bw.empty());
+    auto from_file =
+        load_calibration(f.calibration, !f.alpha.empty() || !f.bw.empty(), f.call.ranks);
     if (!from_file) {
         return from_file.error();
     }

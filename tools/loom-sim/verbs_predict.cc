@@ -56,7 +56,7 @@ void add_model_flags(CLI::App& cmd, model_flags& f) {
     cmd.add_flag("--json", f.json, "machine-readable output");
 }
 
-result<cost_model> make_model(const model_flags& f) {
+result<cost_model> make_model(const model_flags& f, const std::string& ranks = "") {
     cost_model m;
     auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
     if (!alpha) {
@@ -78,7 +78,7 @@ result<cost_model> make_model(const model_flags& f) {
     m.alpha_s        = *alpha;
     m.bw_bytes_per_s = *bw;
     m.ports          = *ports;
-    auto measured    = load_calibration(f.calibration, !f.alpha.empty() || !f.bw.empty());
+    auto measured    = load_calibration(f.calibration, !f.alpha.empty() || !f.bw.empty(), ranks);
     if (!measured) {
         return measured.error();
     }
@@ -110,7 +110,7 @@ void print_single(const algorithms::call& c, const cost_model& model, const pred
 }
 
 status run_predict(const predict_flags& f) {
-    auto model = make_model(f.model);
+    auto model = make_model(f.model, f.call.ranks);
     if (!model) {
         return model.error();
     }

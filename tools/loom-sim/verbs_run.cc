@@ -116,7 +116,7 @@ status parse_model(const run_flags& f, job& j) {
     if (!top || !chain) {
         return !top ? top.error() : chain.error();
     }
-    auto measured = load_calibration(f.calibration, given_alpha_or_bw(f));
+    auto measured = load_calibration(f.calibration, given_alpha_or_bw(f), f.call.ranks);
     if (!measured) {
         return measured.error();
     }

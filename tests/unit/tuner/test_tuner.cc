@@ -111,6 +111,31 @@ static void calibration_save_keeps_other_lines(void**) {
     std::remove(path.c_str());
 }
 
+// α and BW depend on how many ranks share the machine: a line per rank count, and a line
+// without ranks= (written by hand) for the counts that have none.
+static void calibration_lines_per_rank_count(void**) {
+    std::string path = temp_path("ranks");
+    std::remove(path.c_str());
+    tuner::machine_params two = params(1, 1), four = params(4, 4);
+    two.ranks = 2, four.ranks = 4;
+    assert_true(tuner::save(path, two).is_ok());
+    assert_true(tuner::save(path, four).is_ok());
+    auto got4 = tuner::load(path, "hostA", "shm", 4);
+    assert_true(got4.is_ok() && got4->has_value());
+    assert_true(std::fabs((*got4)->alpha_s - 4e-6) < 1e-12 && (*got4)->ranks == 4);
+    auto got8 = tuner::load(path, "hostA", "shm", 8);
+    assert_true(got8.is_ok() && !got8->has_value());  // not calibrated for 8 ranks
+    tuner::machine_params any = params(7, 7);
+    assert_true(tuner::save(path, any).is_ok());
+    got8 = tuner::load(path, "hostA", "shm", 8);
+    assert_true(got8.is_ok() && got8->has_value() && (*got8)->ranks == 0);
+    assert_true(std::fabs((*got8)->alpha_s - 7e-6) < 1e-12);
+    got4 = tuner::load(path, "hostA", "shm", 4);  // the exact line still wins
+    assert_true(std::fabs((*got4)->alpha_s - 4e-6) < 1e-12);
+    assert_false(tuner::from_line("host=a transport=shm ranks=2.5 alpha_us=1 bw_GBps=1").is_ok());
+    std::remove(path.c_str());
+}
+
 static void calibration_malformed_line_is_named(void**) {
     std::string path = temp_path("bad");
     {
@@ -279,6 +304,7 @@ int main() {
         cmocka_unit_test(calibration_line_round_trips),
         cmocka_unit_test(calibration_transport_classes),
         cmocka_unit_test(calibration_save_keeps_other_lines),
+        cmocka_unit_test(calibration_lines_per_rank_count),
         cmocka_unit_test(calibration_malformed_line_is_named),
         cmocka_unit_test(ranking_sorts_and_excludes_with_reasons),
         cmocka_unit_test(ranking_equals_closed_forms),
