@@ -155,13 +155,14 @@ status communicator::measure(bool thorough, tuner::machine_params* p) {
         const algorithms::algorithm& a =
             *algorithms::find(schedule::collective::allreduce, m.algorithm);
         return std::pair{algorithms::predict(a, c, double(m.bytes), settings_.ports),
-                         tuner::reduced_bytes(a, c)};
+                         tuner::local_bytes(a, c)};
     };
-    algorithms::cost small_cost      = model(small).first;
-    auto [large_cost, large_reduced] = model(large);
-    p->alpha_s                       = median(small_t) / std::max(1.0, small_cost.n_alpha);
-    double t                         = *std::min_element(large_t.begin(), large_t.end());
-    double moving     = t - large_cost.n_alpha * p->alpha_s - large_reduced / p->reduce_bytes_per_s;
+    algorithms::cost small_cost   = model(small).first;
+    auto [large_cost, large_work] = model(large);
+    p->alpha_s                    = median(small_t) / std::max(1.0, small_cost.n_alpha);
+    double t                      = *std::min_element(large_t.begin(), large_t.end());
+    double moving                 = t - large_cost.n_alpha * p->alpha_s -
+                    (large_work.reduced + large_work.copied) / p->reduce_bytes_per_s;
     p->bw_bytes_per_s = large_cost.n_beta * double(large.bytes) / std::max(moving, 0.1 * t);
     return status::ok();
 }

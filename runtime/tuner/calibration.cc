@@ -218,7 +218,8 @@ status save(const std::string& path, const machine_params& p) {
             return status(LOOM_ERR_SYSTEM, "cannot write the calibration file " + aside + ": " +
                                                std::strerror(errno));
         }
-        out << "# loom calibration: one line per host and transport (loom-bench calibrate).\n"
+        out << "# loom calibration: one line per host, transport and rank count (loom-bench "
+               "calibrate).\n"
                "# Delete this file to measure again; edit a line to tell the tuner otherwise.\n";
         for (const std::string& line : keep) {
             out << line << '\n';

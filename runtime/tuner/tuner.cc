@@ -5,26 +5,31 @@
 
 namespace loom::tuner {
 
-double reduced_bytes(const algorithms::algorithm& a, const algorithms::call& c) {
+local_work local_bytes(const algorithms::algorithm& a, const algorithms::call& c) {
     using schedule::collective;
-    if (c.coll != collective::allreduce && c.coll != collective::reduce &&
-        c.coll != collective::reduce_scatter) {
-        return 0;
-    }
-    // The root of a reduce combines the most; the others are alike or close to rank 0.
-    auto steps = algorithms::generate_rank(a, c, c.coll == collective::reduce ? c.root : 0);
+    // A rooted primitive's root does the most local work; otherwise rank 0 stands for all.
+    const bool rooted = c.coll == collective::reduce || c.coll == collective::broadcast;
+    auto steps        = algorithms::generate_rank(a, c, rooted ? c.root : 0);
+    local_work w;
     if (!steps) {
-        return 0;
+        return w;
     }
-    double elements = 0;
     for (const schedule::step& s : steps->steps) {
-        if (s.kind == schedule::step_kind::recv_reduce) {
-            elements += static_cast<double>(s.dst.count);
-        } else if (s.kind == schedule::step_kind::local_reduce) {
-            elements += static_cast<double>(s.dst.count);
+        const double bytes = static_cast<double>(s.dst.count) * c.dtype_size;
+        switch (s.kind) {
+            case schedule::step_kind::recv_reduce:
+            case schedule::step_kind::local_reduce:
+                w.reduced += bytes;
+                break;
+            case schedule::step_kind::local_copy:
+            case schedule::step_kind::recv_copy:  // the second destination is a copy
+                w.copied += bytes;
+                break;
+            default:
+                break;
         }
     }
-    return elements * c.dtype_size;
+    return w;
 }
 
 double predict_s(const algorithms::algorithm& a, const algorithms::call& c, double bytes,
@@ -32,7 +37,8 @@ double predict_s(const algorithms::algorithm& a, const algorithms::call& c, doub
     algorithms::cost k = algorithms::predict(a, c, bytes, ports);
     double t           = k.time_s(p.alpha_s, p.bw_bytes_per_s, bytes, p.switch_alpha());
     if (p.reduce_bytes_per_s > 0) {
-        t += reduced_bytes(a, c) / p.reduce_bytes_per_s;
+        local_work w = local_bytes(a, c);
+        t += (w.reduced + w.copied) / p.reduce_bytes_per_s;
     }
     return t;
 }

@@ -38,15 +38,20 @@ struct ranking {
     double bytes                      = 0;  // the payload M ranked at
 };
 
-/// Bytes one rank combines with the op (rank 0; a reduce's root), from its schedule: the
-/// γ part the α-β forms leave out, which decides between algorithms that move the same
-/// bytes but reduce different amounts (recursive doubling reduces M per round, the
-/// reduce-scatter based ones (N-1)/N·M in all). 0 for primitives that do not reduce.
-double reduced_bytes(const algorithms::algorithm& a, const algorithms::call& c);
+/// The local work of one rank (rank 0; a rooted call's root), from its schedule: bytes it
+/// combines with the op and bytes it copies within its memory. The α-β forms leave both
+/// out, yet they decide between algorithms that move the same bytes: recursive doubling
+/// reduces M where the reduce-scatter based ones reduce (N-1)/N·M; Bruck's all-to-all
+/// rotates the whole buffer twice where pairwise copies one block.
+struct local_work {
+    double reduced = 0;
+    double copied  = 0;
+};
+local_work local_bytes(const algorithms::algorithm& a, const algorithms::call& c);
 
 /// Predicted time of `a` running `c` with payload `bytes` on these parameters: the
-/// closed form at α, BW (α_switch), plus reduced_bytes / reduce_bytes_per_s when that
-/// throughput is known (> 0).
+/// closed form at α, BW (α_switch), plus the local work at reduce_bytes_per_s (a
+/// memory-bound rate; copies are charged at it too) when that is known (> 0).
 double predict_s(const algorithms::algorithm& a, const algorithms::call& c, double bytes,
                  const machine_params& p, algorithms::port_model ports);
 

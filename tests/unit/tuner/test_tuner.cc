@@ -247,14 +247,23 @@ static void ranking_counts_the_reduction(void**) {
     assert_string_equal(std::string(plain.best->name).c_str(), "recursive-doubling");
     assert_true(gamma.best->name != "recursive-doubling");
     const double m = double(int64_t{1} << 24);
-    assert_true(std::fabs(tuner::reduced_bytes(*find(gamma, "recursive-doubling")->algo, c) - m) <
-                1);
-    assert_true(std::fabs(tuner::reduced_bytes(*find(gamma, "ring")->algo, c) - m / 2) < 1);
-    double want = find(plain, "ring")->time_s + (m / 2) / 8e9;
+    assert_true(
+        std::fabs(tuner::local_bytes(*find(gamma, "recursive-doubling")->algo, c).reduced - m) < 1);
+    assert_true(std::fabs(tuner::local_bytes(*find(gamma, "ring")->algo, c).reduced - m / 2) < 1);
+    auto ring_work = tuner::local_bytes(*find(gamma, "ring")->algo, c);
+    double want    = find(plain, "ring")->time_s + (ring_work.reduced + ring_work.copied) / 8e9;
     assert_true(std::fabs(find(gamma, "ring")->time_s - want) <= 1e-9 * want);
     auto bc = test::make_call(collective::broadcast, 4, 1000);  // nothing reduced
-    assert_true(tuner::reduced_bytes(test::find_algorithm(collective::broadcast, "binomial"), bc) ==
-                0);
+    assert_true(
+        tuner::local_bytes(test::find_algorithm(collective::broadcast, "binomial"), bc).reduced ==
+        0);
+    // Bruck rotates the whole all-to-all buffer; pairwise copies only its own block.
+    auto a2a      = test::make_call(collective::alltoall, 2, int64_t{1} << 20);
+    auto bruck    = tuner::local_bytes(test::find_algorithm(collective::alltoall, "bruck"), a2a);
+    auto pairwise = tuner::local_bytes(test::find_algorithm(collective::alltoall, "pairwise"), a2a);
+    assert_true(bruck.copied > pairwise.copied);
+    auto ra2a = tuner::rank_algorithms(a2a, p, algorithms::port_model::per_edge, {});
+    assert_true(ra2a.best->name != "bruck");
 }
 
 static void size_buckets_and_representatives(void**) {
