@@ -217,7 +217,7 @@ status communicator::calibrate(bool thorough) {
     const std::string path = calibration_file(settings_.calibration_file);
     std::string line;
     if (rank() == 0) {
-        if (size() == 1) {  // nobody to ping: keep α and BW, take the reduction figure
+        if (size() == 1) {  // no collective to time: keep α and BW, take the reduction figure
             measured.alpha_s        = machine_.alpha_s;
             measured.bw_bytes_per_s = machine_.bw_bytes_per_s;
         }
