@@ -271,7 +271,7 @@ loom_status_t loom_comm_calibrate(loom_comm_t comm, int thorough, loom_calibrati
 typedef struct loom_coll_attr {
     size_t struct_size;    /**< sizeof(loom_coll_attr_t), set by loom_coll_attr_init */
     const char* algorithm; /**< e.g. "ring" (loom-sim algorithms lists them); NULL: LOOM_ALGO,
-                                else the default rule */
+                                else the tuner */
     double timeout_s;      /**< deadline of this call; <= 0: the communicator's */
     int segments;          /**< pipeline segments (>= 1); 0: 1 */
     int channels;          /**< independent channels (>= 1; broadcast, reduce, allreduce,
@@ -319,9 +319,10 @@ loom_status_t loom_comm_explain(loom_comm_t comm, loom_collective_t coll, size_t
 /* Algorithm choice, in order: attr->algorithm; else the entry for the primitive in
  * LOOM_ALGO ("prim=name(;prim=name)*", e.g. "allreduce=rabenseifner;alltoall=pairwise";
  * primitives: broadcast, reduce, allreduce, reduce_scatter, allgather, alltoall, sendrecv);
- * else the default rule: broadcast and reduce binomial; allreduce recursive-doubling below
- * 64 KiB of payload, ring from 64 KiB; reduce_scatter and allgather ring; alltoall
- * pairwise; send/recv direct; barrier is a 1-byte recursive-doubling allreduce. An unknown
+ * else the tuner: the applicable algorithm of least predicted time (closed-form cost at the
+ * calibrated α, BW and reduction throughput, on the communicator's topology, with `inc`
+ * where an aggregation node admitted the communicator), cached per size bucket and the
+ * same on every rank (loom_comm_explain says why); barrier is a 1-byte allreduce. An unknown
  * name, or one whose constraints exclude the call, is an error (LOOM_ERR_INVALID_ARGUMENT
  * or LOOM_ERR_NOT_APPLICABLE) whose message lists the allowed names; there is no silent
  * fallback. */
