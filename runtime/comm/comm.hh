@@ -285,6 +285,9 @@ class communicator {
     // comm_tuner.cc: the parameters agreed at creation, and the tuner's choice per call.
     status agree_machine_params();
     status share_machine_params(std::string* line);
+    /// Every rank parses rank 0's `line` (from `path`) and drops choices and plans made
+    /// with other figures.
+    status adopt_machine_params(const std::string& line, const std::string& path);
     status measure(bool thorough, tuner::machine_params* p);
     tuner::in_network_state in_network_for(const algorithms::call& c, loom_dtype_t dtype,
                                            loom_op_t op) const;

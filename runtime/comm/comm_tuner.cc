@@ -5,14 +5,13 @@
 // line; every rank, rank 0 included, parses that same line, so all predict with identical
 // numbers and choose identically. The broadcasts made here name their algorithm (binomial),
 // because the tuner cannot choose before its parameters are agreed.
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "base/check.hh"
+#include "base/clock.hh"
 #include "base/log.hh"
 #include "base/params.hh"
 #include "comm/comm.hh"
@@ -23,12 +22,6 @@ namespace {
 
 constexpr size_t line_bytes         = 512;
 constexpr const char* measure_token = "measure";
-
-double now_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 // One calibration measurement: an all-reduce of `bytes` with a named algorithm.
 struct measure_plan {
@@ -197,9 +190,10 @@ status communicator::agree_machine_params() {
         }
         LOOM_CHECK(share_machine_params(&line));
     }
-    if (size() == 1) {
-        line = tuner::to_line(machine_);
-    }
+    return adopt_machine_params(size() == 1 ? tuner::to_line(machine_) : line, path);
+}
+
+status communicator::adopt_machine_params(const std::string& line, const std::string& path) {
     auto agreed = tuner::from_line(line);
     if (!agreed) {
         return status(agreed.error())
@@ -208,6 +202,7 @@ status communicator::agree_machine_params() {
     machine_      = std::move(agreed).value();
     machine_.file = path;
     decisions_.clear();
+    plans_.clear();  // cached plans hold choices made with other figures
     return status::ok();
 }
 
@@ -225,30 +220,14 @@ status communicator::calibrate(bool thorough) {
         LOOM_CHECK(tuner::save(path, measured));
     }
     LOOM_CHECK(share_machine_params(&line));
-    if (size() == 1) {
-        line = tuner::to_line(measured);
-    }
-    auto agreed = tuner::from_line(line);
-    if (!agreed) {
-        return agreed.error();
-    }
-    machine_      = std::move(agreed).value();
-    machine_.file = path;
-    decisions_.clear();
-    plans_.clear();  // cached plans hold choices made with the old figures
-    return status::ok();
+    return adopt_machine_params(size() == 1 ? tuner::to_line(measured) : line, path);
 }
 
 const algorithms::algorithm* communicator::tuned_choice(const algorithms::call& c,
                                                         loom_dtype_t dtype, loom_op_t op) {
     const tuner::in_network_state inc = in_network_for(c, dtype, op);
-    schedule::schedule_info info;
-    info.coll                      = c.coll;
-    info.nranks                    = c.nranks;
-    info.count                     = c.count;
-    info.dtype_size                = c.dtype_size;
-    const double bytes             = schedule::payload_bytes(info);
-    const algorithms::algorithm* a = decisions_.find(c, inc.usable, bytes);
+    const double bytes                = tuner::payload_bytes(c);
+    const algorithms::algorithm* a    = decisions_.find(c, inc.usable, bytes);
     if (!a) {
         tuner::ranking r =
             tuner::rank_algorithms(tuner::representative(c, bytes), machine_, settings_.ports, inc);

@@ -43,15 +43,19 @@ double predict_s(const algorithms::algorithm& a, const algorithms::call& c, doub
     return t;
 }
 
-ranking rank_algorithms(const algorithms::call& c, const machine_params& p,
-                        algorithms::port_model ports, const in_network_state& inc) {
-    ranking out;
+double payload_bytes(const algorithms::call& c) {
     schedule::schedule_info info;
     info.coll       = c.coll;
     info.nranks     = c.nranks;
     info.count      = c.count;
     info.dtype_size = c.dtype_size;
-    out.bytes       = schedule::payload_bytes(info);
+    return schedule::payload_bytes(info);
+}
+
+ranking rank_algorithms(const algorithms::call& c, const machine_params& p,
+                        algorithms::port_model ports, const in_network_state& inc) {
+    ranking out;
+    out.bytes = payload_bytes(c);
     std::vector<candidate> excluded;
     for (const algorithms::algorithm* a : algorithms::catalogue()) {
         if (a->primitive != c.coll) {

@@ -55,6 +55,9 @@ local_work local_bytes(const algorithms::algorithm& a, const algorithms::call& c
 double predict_s(const algorithms::algorithm& a, const algorithms::call& c, double bytes,
                  const machine_params& p, algorithms::port_model ports);
 
+/// The call's payload M (schedule::payload_bytes of its primitive, N, count, element size).
+double payload_bytes(const algorithms::call& c);
+
 /// Every algorithm of c.coll, ranked. Ties keep catalogue order.
 ranking rank_algorithms(const algorithms::call& c, const machine_params& p,
                         algorithms::port_model ports, const in_network_state& inc);

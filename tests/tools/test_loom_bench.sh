@@ -8,25 +8,8 @@ set -u
 
 LOOMRUN=${1:?usage: test_loom_bench.sh PATH/TO/loomrun PATH/TO/loom-bench}
 BENCH=${2:?usage: test_loom_bench.sh PATH/TO/loomrun PATH/TO/loom-bench}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-failures=0
-
-pass() {
-    n=$((n + 1))
-    echo "ok $n - $1"
-}
-fail() {
-    n=$((n + 1))
-    failures=$((failures + 1))
-    echo "not ok $n - $1"
-    shift
-    local line
-    for line in "$@"; do
-        echo "# $line"
-    done
-}
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 # ---- a checked sweep: 8 B .. 64 KiB by 8 (5 sizes), two ranks ----------------------------
 for transport in shm tcp; do

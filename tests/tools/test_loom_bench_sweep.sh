@@ -10,25 +10,9 @@ set -u
 
 LOOMRUN=${1:?usage: test_loom_bench_sweep.sh PATH/TO/loomrun PATH/TO/loom-bench}
 BENCH=${2:?usage: test_loom_bench_sweep.sh PATH/TO/loomrun PATH/TO/loom-bench}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-failures=0
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
-pass() {
-    n=$((n + 1))
-    echo "ok $n - $1"
-}
-fail() {
-    n=$((n + 1))
-    failures=$((failures + 1))
-    echo "not ok $n - $1"
-    shift
-    local line
-    for line in "$@"; do
-        echo "# $line"
-    done
-}
 # bench ARGS...: loom-bench under loomrun, 4 ranks over shm; stdout $tmp/out, stderr
 # $tmp/err, status $rc.
 bench() {

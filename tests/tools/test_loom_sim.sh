@@ -10,31 +10,10 @@
 set -u
 
 SIM=${1:?usage: test_loom_sim.sh PATH/TO/loom-sim}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-failures=0
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
-
-pass() {
-    n=$((n + 1))
-    echo "ok $n - $1"
-}
-fail() {
-    n=$((n + 1))
-    failures=$((failures + 1))
-    echo "not ok $n - $1"
-    shift
-    local line
-    for line in "$@"; do
-        echo "# $line"
-    done
-}
-skip() {
-    n=$((n + 1))
-    echo "ok $n - $1 # SKIP $2"
-}
 
 # run ARGS...: runs loom-sim, stdout to $tmp/out, stderr to $tmp/err, status to $rc.
 run() {
