@@ -188,6 +188,7 @@ struct settings {
     // In-network aggregation (LOOM_SWITCH …; inc_offload.hh): empty switch_address: none.
     std::string switch_address;
     std::string switch_fabric;
+    std::string inc_ticket;  // LOOM_INC_TICKET, "JOB:HEX" (inc/node/ticket.hh); empty: none
     int inc_slots          = 16;
     bool inc_deterministic = true;
     double inc_drop = 0, inc_dup = 0, inc_reorder = 0;  // LOOM_INC_DROP/DUP/REORDER

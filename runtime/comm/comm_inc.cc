@@ -11,18 +11,11 @@
 
 #include "base/log.hh"
 #include "comm/comm.hh"
+#include "inc/node/ticket.hh"
 #include "topology/fabric.hh"
 
 namespace loom::comm {
 namespace {
-
-uint32_t fnv32(std::string_view s) {
-    uint32_t h = 2166136261u;
-    for (char c : s) {
-        h = (h ^ uint8_t(c)) * 16777619u;
-    }
-    return h;
-}
 
 // The job a communicator belongs to (its quota at the node): the world's job name, without
 // the ".s<n>c<c>" suffixes of splits.
@@ -122,8 +115,14 @@ void communicator::open_in_network() {
         return;
     }
     inc_plan p;
-    p.job           = fnv32(root_job(s.job));
-    p.comm          = fnv32(s.job) ^ s.comm_id;
+    p.job  = inc::job_id_of(root_job(s.job));
+    p.comm = inc::job_id_of(s.job) ^ s.comm_id;
+    if (std::string job; !s.inc_ticket.empty()) {
+        // The ticket names the node's job (its proof and its quota); the communicator id
+        // stays this job's own, so jobs sharing a ticket never share a group.
+        inc::parse_ticket(s.inc_ticket, &job, &p.ticket);  // checked in resolve_settings
+        p.job = inc::job_id_of(job);
+    }
     p.members       = uint32_t(s.size);
     p.expected      = uint32_t(s.size);
     p.slots         = uint32_t(s.inc_slots);

@@ -28,6 +28,7 @@ namespace loom::comm {
 struct inc_plan {
     std::string address;  // this rank's (leaf) node
     uint32_t job = 0, comm = 0;
+    std::string ticket;           // the job's ticket, raw bytes (ticket.hh); empty: unsigned
     uint32_t members        = 1;  // communicator size: contributor ids are ranks
     uint32_t expected       = 1;  // ranks under this rank's node
     uint32_t slots          = 8;

@@ -36,12 +36,15 @@ start_switch() {
     listen=$1
     shift
     rm -f "$work/ready"
-    "$switch" --listen "$listen" --ready-file "$work/ready" "$@" >"$work/switch.log" 2>&1 &
+    "$switch" --listen "$listen" --ready-file "$work/ready" --key-file "$work/key" "$@" \
+        >"$work/switch.log" 2>&1 &
     spid=$!
     pids="$pids $spid"
     i=0
     while [ ! -s "$work/ready" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
     addr=$(cat "$work/ready")
+    # What an operator hands the ranks of a job at a node of their own.
+    ticket=$("$switch" ticket --key-file "$work/key" --job run-inc)
 }
 stop_switch() {
     kill "$spid" 2>/dev/null
@@ -73,14 +76,14 @@ case_run "two-level tree N=4 tcp" 4 --switch --fabric "$work/tree.json" --transp
 # their links, and as much inside the switch.
 for p in 0.01 0.1; do
     start_switch tcp:127.0.0.1:0 --drop "$p" --dup 0.02 --seed 7
-    with="LOOM_SWITCH=$addr LOOM_INC_DROP=$p LOOM_INC_DUP=0.02 LOOM_INC_REORDER=0.02"
+    with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket LOOM_INC_DROP=$p LOOM_INC_DUP=0.02 LOOM_INC_REORDER=0.02"
     case_run "loss $p N=4" 4 --transport tcp -- "$program"
     stop_switch
 done
 
 # A node without slots for the job: every rank falls back, results exact, nothing sent.
 start_switch tcp:127.0.0.1:0 --job-quota 2
-with="LOOM_SWITCH=$addr LOOM_INC_SLOTS=8"
+with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket LOOM_INC_SLOTS=8"
 case_run "refused N=3 (fallback)" 3 --transport tcp -- "$program" --expect fallback
 stop_switch
 
@@ -88,7 +91,7 @@ stop_switch
 # node; no wrong result.
 start_switch tcp:127.0.0.1:0
 (sleep 1.5; kill -9 "$spid") &
-with="LOOM_SWITCH=$addr"
+with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket"
 case_run "switch killed N=4" 4 --transport tcp -- "$program" --until-failure
 wait "$spid" 2>/dev/null
 
