@@ -296,6 +296,9 @@ class communicator {
                                               loom_op_t op);
     // comm_inc.cc: admission at creation (agreed by all ranks) and the per-call fallback.
     void open_in_network();
+    /// A call's failure, naming the aggregation node when it is the node that failed (its
+    /// link closed), whichever rank noticed first (comm_inc.cc).
+    engine::failure naming_failed_node(const engine::failure& f);
     status agree_in_network();
     const algorithms::algorithm* in_network_or_fallback(const algorithms::call& c,
                                                         const algorithms::algorithm* chosen,

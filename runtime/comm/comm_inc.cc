@@ -6,9 +6,12 @@
 // were admitted. Only then do the `inc` algorithms run, so either every rank of the
 // communicator uses them or every rank falls back, to the same software algorithm (the
 // default rule is a function of the call alone), and the reason is logged on each rank.
+#include <sched.h>
+
 #include <algorithm>
 #include <set>
 
+#include "base/clock.hh"
 #include "base/log.hh"
 #include "comm/comm.hh"
 #include "inc/node/ticket.hh"
@@ -178,6 +181,30 @@ status communicator::agree_in_network() {
                   "rank %d: in-network collectives off, software algorithms instead: %s", rank(),
                   inc_reason_.c_str());
     return status::ok();
+}
+
+// A peer failure on a communicator with a node: the node's death reaches every rank (its
+// link closes) but another rank's failure notice may come first and name only that rank.
+// Before the error is recorded, give the link a moment (progress included) to tell whether
+// the node is gone; if it is, the message names it. Costs nothing on success.
+engine::failure communicator::naming_failed_node(const engine::failure& f) {
+    if (f.code != LOOM_ERR_PEER_FAILURE || !inc_ready_ || !inc_) {
+        return f;
+    }
+    constexpr double grace_s = 0.2;
+    for (deadline until(grace_s); !inc_->node_gone() && !until.expired();) {
+        if (settings_.progress == engine::progress_mode::caller) {
+            engine_->progress();
+        } else {
+            sched_yield();
+        }
+    }
+    engine::failure named  = f;
+    const std::string node = "aggregation node " + inc_->address();
+    if (inc_->node_gone() && f.message.find(node) == std::string::npos) {
+        named.message += " (the " + node + " is gone: its connection closed)";
+    }
+    return named;
 }
 
 tuner::in_network_state communicator::in_network_for(const algorithms::call& c, loom_dtype_t dtype,

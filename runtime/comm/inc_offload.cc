@@ -228,6 +228,7 @@ int inc_offload::poll(engine::offload_completion* out, int max) {
     if (dead_ || !link_->alive()) {
         if (!dead_) {
             dead_ = true;
+            node_gone_.store(true, std::memory_order_release);
             LOOM_LOG_WARN(log::subsystem::inc, "rank %d: aggregation node %s is gone", rank_,
                           plan_.address.c_str());
         }

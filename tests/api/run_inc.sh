@@ -87,13 +87,30 @@ with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket LOOM_INC_SLOTS=8"
 case_run "refused N=3 (fallback)" 3 --transport tcp -- "$program" --expect fallback
 stop_switch
 
-# The switch killed mid-collective: every rank's call fails within its timeout, naming the
-# node; no wrong result.
-start_switch tcp:127.0.0.1:0
-(sleep 1.5; kill -9 "$spid") &
-with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket"
-case_run "switch killed N=4" 4 --transport tcp -- "$program" --until-failure
-wait "$spid" 2>/dev/null
+# The switch killed mid-collective, many times (tcp and shm nodes, at different moments
+# after the ranks joined): every rank's call fails within its timeout naming the node; no
+# wrong result.
+kills=${RUN_INC_KILLS:-20}
+k=0
+while [ "$k" -lt "$kills" ]; do
+    if [ $((k % 2)) -eq 0 ]; then listen=tcp:127.0.0.1:0; else listen="shm:run-inc-$$-$k"; fi
+    start_switch "$listen"
+    (
+        i=0
+        while [ $i -lt 1000 ] && ! "$switch" --stats "$addr" 2>/dev/null | grep -q '^groups 1$'; do
+            sleep 0.01
+            i=$((i + 1))
+        done
+        sleep "0.$((k % 4))5"
+        kill -9 "$spid"
+    ) &
+    killer=$!
+    with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket"
+    case_run "switch killed N=4 (trial $k, $listen)" 4 --transport tcp -- "$program" --until-failure
+    wait "$killer" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    k=$((k + 1))
+done
 
 if [ "$failures" -ne 0 ]; then
     echo "run_inc: $failures case(s) failed"
