@@ -233,6 +233,39 @@ void joins_without_the_ticket_are_refused(void**) {
     assert_int_equal(stop_switch(s, &final_text), 0);
 }
 
+// A child node proves its join to its parent with the job's ticket under the key the tree
+// shares: a child with another key is refused upstream, and its member hears why.
+void a_child_node_authenticates_to_its_parent(void**) {
+    node_key key, other_key;
+    switch_proc root = start_switch({"--listen", fresh_address(false), "--key-file", key.path});
+    assert_true(root.pid > 0);
+    switch_proc good = start_switch(
+        {"--listen", fresh_address(false), "--key-file", key.path, "--parent", root.address});
+    switch_proc bad = start_switch(
+        {"--listen", fresh_address(true), "--key-file", other_key.path, "--parent", root.address});
+    assert_true(good.pid > 0 && bad.pid > 0);
+    join_request r   = flat(1);
+    r.parent_members = 2;
+    r.parent_index   = 0;
+    auto l           = connect_link(good.address, 5);
+    assert_true(l.is_ok());
+    assert_true(join_node(**l, 3, 1, 0, r, 5, key.ticket(3)).is_ok());
+    r.parent_index = 1;
+    auto m         = connect_link(bad.address, 5);
+    assert_true(m.is_ok());
+    auto refused = join_node(**m, 3, 1, 0, r, 5, other_key.ticket(3));
+    assert_false(refused.is_ok());
+    if (refused.error().message().find("parent refused") == std::string::npos) {
+        LOOM_FAIL("not the parent's refusal: " + refused.error().message());
+    }
+    std::string text = wait_for_stat(root.address, "join_auth_refused", 1);
+    assert_int_equal(stat_value(text, "join_auth_refused"), 1);
+    std::string out;
+    assert_int_equal(stop_switch(bad, &out), 0);
+    assert_int_equal(stop_switch(good, &out), 0);
+    assert_int_equal(stop_switch(root, &out), 0);
+}
+
 // The node refuses to run open to anyone by accident, and keeps its key private.
 void a_node_without_a_key_does_not_start(void**) {
     std::string bin = std::getenv("LOOM_SWITCH");
@@ -316,7 +349,7 @@ void join_bomb_is_refused_and_memory_stays_small(void**) {
     int64_t after = rss_kib(s.pid);
     std::printf("# loom-switch VmRSS %lld KiB before, %lld KiB after the join bomb\n",
                 (long long)before, (long long)after);
-    assert_true(after - before < 40 * 1024);  // the job's 24 MiB and links, not 521 MB
+    assert_true(after - before < 64 * 1024);  // the job's 24 MiB, links, malloc: not 521 MB
     std::string final_text;
     assert_int_equal(stop_switch(s, &final_text), 0);
 }
@@ -480,6 +513,7 @@ int main() {
     const CMUnitTest tests[] = {
         cmocka_unit_test(forger_beside_a_real_job),
         cmocka_unit_test(joins_without_the_ticket_are_refused),
+        cmocka_unit_test(a_child_node_authenticates_to_its_parent),
         cmocka_unit_test(a_node_without_a_key_does_not_start),
         cmocka_unit_test(join_bomb_is_refused_and_memory_stays_small),
         cmocka_unit_test(truncated_shm_segment_does_not_kill_the_node),
