@@ -251,6 +251,11 @@ bool switch_node::member_gone(group_state& g, uint32_t member) {
 }
 
 void switch_node::drop_group(group_state& g) {
+    for (peer* p : g.members) {  // members still joined (a group the parent refused)
+        if (p != nullptr && --p->memberships == 0) {
+            p->idle_since_s = now_s();
+        }
+    }
     agg_.release(g.job, g.comm);
     if (g.up != up_state::none && parent_) {
         send_control(*parent_, packet_kind::leave, g.job, g.comm, g.req.parent_index, {});
