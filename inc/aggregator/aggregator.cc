@@ -69,6 +69,14 @@ aggregator::group* aggregator::find(uint32_t job, uint32_t comm) {
     return nullptr;
 }
 
+uint64_t group_bytes(const group_config& c) {
+    const uint64_t words = (uint64_t(c.members) + 63) / 64;
+    const uint64_t chunk = max_payload_bytes;
+    const uint64_t entry = 128 /* the entry itself */ + 2 * words * 8 + chunk +
+                           (c.deterministic ? chunk * c.members : 0);
+    return 2 * uint64_t(c.slots) * entry;
+}
+
 status aggregator::admit(const group_config& c) {
     std::string name =
         "inc: job " + std::to_string(c.job) + " communicator " + std::to_string(c.comm);
@@ -82,16 +90,30 @@ status aggregator::admit(const group_config& c) {
                                 std::to_string(c.expected) + " expected (1..members) and " +
                                 std::to_string(c.slots) + " slots (>= 1)");
     }
-    uint32_t job_slots = 0;
+    uint64_t job_slots = 0, job_bytes = 0;
     for (const auto& g : groups_) {
-        job_slots += g->cfg.job == c.job ? uint32_t(g->entries.size() / 2) : 0;
+        job_slots += g->cfg.job == c.job ? g->entries.size() / 2 : 0;
+        job_bytes += g->cfg.job == c.job ? group_bytes(g->cfg) : 0;
     }
-    if (job_slots + c.slots > cfg_.job_quota || used_slots_ + c.slots > cfg_.total_slots) {
+    if (job_slots + c.slots > cfg_.job_quota ||
+        uint64_t(used_slots_) + c.slots > cfg_.total_slots) {
         return status(LOOM_ERR_NO_RESOURCE,
                       "inc: job " + std::to_string(c.job) + " asks " + std::to_string(c.slots) +
                           " slots; it holds " + std::to_string(job_slots) + " of its quota " +
-                          std::to_string(cfg_.job_quota) + ", the node " +
-                          std::to_string(used_slots_) + " of " + std::to_string(cfg_.total_slots));
+                          std::to_string(cfg_.job_quota) + " (--job-quota), the node " +
+                          std::to_string(used_slots_) + " of " + std::to_string(cfg_.total_slots) +
+                          " (--slots)");
+    }
+    const uint64_t bytes = group_bytes(c);
+    auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+    if (job_bytes + bytes > cfg_.job_memory || used_bytes_ + bytes > cfg_.memory_limit) {
+        return status(LOOM_ERR_NO_RESOURCE,
+                      name + " needs " + mib(bytes) + " of aggregation memory (" +
+                          std::to_string(c.members) + " members x " + std::to_string(c.slots) +
+                          " slots" + (c.deterministic ? ", deterministic" : "") +
+                          "); the job holds " + mib(job_bytes) + " of its limit " +
+                          mib(cfg_.job_memory) + " (--job-memory), the node " + mib(used_bytes_) +
+                          " of " + mib(cfg_.memory_limit) + " (--max-memory)");
     }
     auto g         = std::make_unique<group>();
     g->cfg         = c;
@@ -107,6 +129,7 @@ status aggregator::admit(const group_config& c) {
         }
     }
     used_slots_ += c.slots;
+    used_bytes_ += bytes;
     groups_.push_back(std::move(g));
     return status::ok();
 }
@@ -118,6 +141,7 @@ void aggregator::release(uint32_t job, uint32_t comm) {
                 stats_.awaiting_parent -= e.waiting ? 1 : 0;
             }
             used_slots_ -= uint32_t(groups_[i]->entries.size() / 2);
+            used_bytes_ -= group_bytes(groups_[i]->cfg);
             groups_.erase(groups_.begin() + long(i));
             return;
         }

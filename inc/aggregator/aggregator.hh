@@ -75,7 +75,14 @@ struct aggregator_config {
     uint32_t job_quota      = 512;                    // slots one job may hold over all its groups
     uint32_t max_members    = 1024;                   // largest communicator admitted
     uint32_t chunk_elements = max_payload_bytes / 2;  // largest chunk (bfloat16 fills it)
+    // Memory for the groups' entries (a deterministic group keeps a chunk per member and
+    // entry): the node's and one job's, checked before a group is allocated.
+    uint64_t memory_limit = uint64_t(256) << 20;
+    uint64_t job_memory   = uint64_t(64) << 20;
 };
+
+/// Bytes a group of this shape holds at the node (its entries, bitmaps and chunks).
+uint64_t group_bytes(const group_config& c);
 
 struct aggregator_stats {
     uint64_t contributions   = 0;  // accepted, first time
@@ -102,8 +109,9 @@ class aggregator {
     aggregator& operator=(const aggregator&) = delete;
 
     /// Admits the group. Errors: already admitted, members out of 1..max_members, expected
-    /// out of 1..members, slots 0, or the job's quota / the pool exhausted
-    /// (LOOM_ERR_NO_RESOURCE: the clients fall back to software).
+    /// out of 1..members, slots 0, or the job's quota / the pool / a memory limit exhausted
+    /// (LOOM_ERR_NO_RESOURCE: the clients fall back to software). Every limit is checked
+    /// in 64-bit arithmetic before anything is allocated.
     status admit(const group_config& c);
     /// Frees the group's slots; packets of it are dropped from then on.
     void release(uint32_t job, uint32_t comm);
@@ -114,6 +122,7 @@ class aggregator {
 
     const aggregator_stats& stats() const { return stats_; }
     uint32_t slots_in_use() const { return used_slots_; }
+    uint64_t bytes_in_use() const { return used_bytes_; }
 
   private:
     struct group;
@@ -134,6 +143,7 @@ class aggregator {
     aggregator_stats stats_;
     std::vector<std::unique_ptr<group>> groups_;
     uint32_t used_slots_ = 0;
+    uint64_t used_bytes_ = 0;
     std::vector<uint8_t> out_;  // one packet being built
 };
 

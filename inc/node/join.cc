@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cstring>
 #include <vector>
 
 #include "inc/transport/link.hh"
@@ -59,8 +60,8 @@ void encode_join(const join_request& r, uint8_t* out) {
     }
 }
 
-bool decode_join(const uint8_t* p, size_t len, join_request* out) {
-    if (len != join_request_bytes) {
+bool decode_join(const uint8_t* p, size_t len, join_request* out, const uint8_t** mac) {
+    if (len != join_request_bytes && len != signed_join_bytes) {
         return false;
     }
     out->members        = get32(p);
@@ -69,6 +70,58 @@ bool decode_join(const uint8_t* p, size_t len, join_request* out) {
     out->flags          = get32(p + 12);
     out->parent_members = get32(p + 16);
     out->parent_index   = get32(p + 20);
+    *mac                = len == signed_join_bytes ? p + join_request_bytes : nullptr;
+    return true;
+}
+
+digest256 join_mac(std::span<const uint8_t> ticket, const join_nonce& nonce, uint32_t job,
+                   uint32_t comm, uint32_t member, const join_request& r) {
+    static constexpr char label[] = "loom-inc-join";
+    uint8_t msg[sizeof label - 1 + nonce_bytes + 12 + join_request_bytes];
+    uint8_t* at = msg;
+    std::memcpy(at, label, sizeof label - 1);
+    at += sizeof label - 1;
+    std::memcpy(at, nonce.data(), nonce_bytes);
+    at += nonce_bytes;
+    for (uint32_t v : {job, comm, member}) {
+        put32(at, v);
+        at += 4;
+    }
+    encode_join(r, at);
+    return hmac_sha256(ticket, std::span<const uint8_t>(msg, sizeof msg));
+}
+
+size_t join_packet(uint32_t job, uint32_t comm, uint32_t member, const join_request& r,
+                   const join_nonce& nonce, std::string_view ticket, uint8_t* out) {
+    uint8_t body[signed_join_bytes];
+    encode_join(r, body);
+    size_t n = join_request_bytes;
+    if (!ticket.empty()) {
+        auto key      = std::span(reinterpret_cast<const uint8_t*>(ticket.data()), ticket.size());
+        digest256 mac = join_mac(key, nonce, job, comm, member, r);
+        std::memcpy(body + join_request_bytes, mac.data(), mac_bytes);
+        n = signed_join_bytes;
+    }
+    return control_packet(packet_kind::join, job, comm, member,
+                          std::string_view(reinterpret_cast<const char*>(body), n), out);
+}
+
+bool read_challenge(const header& h, const uint8_t* body, join_nonce* nonce) {
+    if (h.kind != packet_kind::challenge || h.count != nonce_bytes) {
+        return false;
+    }
+    std::memcpy(nonce->data(), body, nonce_bytes);
+    return true;
+}
+
+bool await_challenge(link& l, double timeout_s, join_nonce* nonce) {
+    header h;
+    std::string text;
+    if (!await(l, packet_kind::challenge, packet_kind::challenge, 0, 0, timeout_s, &h, &text) ||
+        text.size() != nonce_bytes) {
+        return false;
+    }
+    std::memcpy(nonce->data(), text.data(), nonce_bytes);
     return true;
 }
 
@@ -84,14 +137,14 @@ size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t me
 }
 
 result<uint32_t> join_node(link& l, uint32_t job, uint32_t comm, uint32_t member,
-                           const join_request& r, double timeout_s) {
-    uint8_t body[join_request_bytes];
-    encode_join(r, body);
-    std::vector<uint8_t> pkt(header_bytes + join_request_bytes);
-    size_t len =
-        control_packet(packet_kind::join, job, comm, member,
-                       std::string_view(reinterpret_cast<char*>(body), sizeof body), pkt.data());
-    l.send(pkt.data(), len);
+                           const join_request& r, double timeout_s, std::string_view ticket) {
+    join_nonce nonce{};
+    if (!await_challenge(l, timeout_s, &nonce)) {
+        return status(LOOM_ERR_TIMEOUT, "inc: no challenge from the node at " + l.describe() +
+                                            " within " + std::to_string(timeout_s) + " s");
+    }
+    uint8_t pkt[header_bytes + signed_join_bytes];
+    l.send(pkt, join_packet(job, comm, member, r, nonce, ticket, pkt));
     header h;
     std::string text;
     std::string who = "inc: join of job " + std::to_string(job) + " communicator " +

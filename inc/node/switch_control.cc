@@ -32,6 +32,57 @@ void switch_node::reply_nack(peer& p, const header& h, const status& why) {
                  uint32_t(why.code()));
 }
 
+void switch_node::send_challenge(peer& p) {
+    if (!random_bytes(p.nonce.data(), p.nonce.size())) {
+        p.closing = true;  // no randomness, no proof: the link cannot join
+        return;
+    }
+    send_control(p, packet_kind::challenge, 0, 0, 0,
+                 std::string_view(reinterpret_cast<const char*>(p.nonce.data()), p.nonce.size()));
+}
+
+// A join proves its job's ticket (ticket.hh) over this link's nonce; without a key
+// (--insecure) every well-formed join passes.
+status switch_node::check_proof(const peer& p, const header& h, const join_request& r,
+                                const uint8_t* mac) const {
+    if (cfg_.key.empty()) {
+        return status::ok();
+    }
+    std::string who = "loom-switch: join of job " + std::to_string(h.job) + " member " +
+                      std::to_string(h.contributor);
+    if (mac == nullptr) {
+        return status(LOOM_ERR_INVALID_ARGUMENT,
+                      who + " carries no proof of its job's ticket (set LOOM_INC_TICKET)");
+    }
+    auto key       = std::span(reinterpret_cast<const uint8_t*>(cfg_.key.data()), cfg_.key.size());
+    digest256 want = join_mac(job_ticket(key, h.job), p.nonce, h.job, h.comm, h.contributor, r);
+    if (!equal_constant_time(want, std::span<const uint8_t>(mac, mac_bytes))) {
+        return status(LOOM_ERR_INVALID_ARGUMENT,
+                      who +
+                          ": wrong ticket (another node's key or another job's ticket) or a "
+                          "replayed join");
+    }
+    return status::ok();
+}
+
+// Our own join at the parent, signed like a member's with the job's ticket under the key
+// the tree's nodes share.
+status switch_node::send_parent_join(const header& h, const join_request& up, uint32_t member) {
+    if (!parent_->has_nonce) {
+        return status(LOOM_ERR_PEER_FAILURE,
+                      "loom-switch: the parent " + parent_->l->describe() + " sent no challenge");
+    }
+    std::string ticket;
+    if (!cfg_.key.empty()) {
+        auto key    = std::span(reinterpret_cast<const uint8_t*>(cfg_.key.data()), cfg_.key.size());
+        digest256 t = job_ticket(key, h.job);
+        ticket.assign(reinterpret_cast<const char*>(t.data()), t.size());
+    }
+    size_t len = join_packet(h.job, h.comm, member, up, parent_->nonce, ticket, ctrl_.data());
+    send(*parent_, ctrl_.data(), len);
+    return status::ok();
+}
+
 // Admits (job, comm) at the aggregator and, for a tree, asks the parent.
 status switch_node::admit_group(const header& h, const join_request& r, group_state** out) {
     bool tree = r.parent_members > 0;
@@ -43,6 +94,12 @@ status switch_node::admit_group(const header& h, const join_request& r, group_st
     if (tree && !parent_->l->alive()) {
         return status(LOOM_ERR_PEER_FAILURE,
                       "loom-switch: the parent " + parent_->l->describe() + " is gone");
+    }
+    if (tree && r.parent_members > cfg_.max_members) {
+        return status(LOOM_ERR_NO_RESOURCE, "loom-switch: " + std::to_string(r.parent_members) +
+                                                " parent members exceed the member limit " +
+                                                std::to_string(cfg_.max_members) +
+                                                " (--max-members)");
     }
     if (tree && r.parent_index >= r.parent_members) {
         return invalid_argument("loom-switch: parent index " + std::to_string(r.parent_index) +
@@ -73,10 +130,10 @@ status switch_node::admit_group(const header& h, const join_request& r, group_st
         up.members = up.expected = r.parent_members;
         up.slots                 = r.slots;
         up.flags                 = (r.flags & join_deterministic) | join_from_node;
-        uint8_t body[join_request_bytes];
-        encode_join(up, body);
-        send_control(*parent_, packet_kind::join, h.job, h.comm, r.parent_index,
-                     std::string_view(reinterpret_cast<const char*>(body), sizeof body));
+        if (status st = send_parent_join(h, up, r.parent_index); !st) {
+            agg_.release(h.job, h.comm);
+            return st;
+        }
     }
     groups_.push_back(std::move(g));
     *out = groups_.back().get();
@@ -86,11 +143,20 @@ status switch_node::admit_group(const header& h, const join_request& r, group_st
 void switch_node::on_join(peer& p, const header& h, const uint8_t* body) {
     ++stats_.joins;
     join_request r;
-    if (!decode_join(body, h.count, &r)) {
+    const uint8_t* mac = nullptr;
+    if (!decode_join(body, h.count, &r, &mac)) {
+        count_bad(p);
         reply_nack(p, h,
                    invalid_argument("loom-switch: a join payload is " +
-                                    std::to_string(join_request_bytes) + " bytes, not " +
+                                    std::to_string(join_request_bytes) + " or " +
+                                    std::to_string(signed_join_bytes) + " bytes, not " +
                                     std::to_string(h.count)));
+        return;
+    }
+    if (status st = check_proof(p, h, r, mac); !st) {
+        ++stats_.join_auth_refused;
+        count_bad(p);
+        reply_nack(p, h, st);
         return;
     }
     if (h.contributor >= r.members) {
@@ -102,6 +168,7 @@ void switch_node::on_join(peer& p, const header& h, const uint8_t* body) {
     group_state* g = find_group(h.job, h.comm);
     if (g == nullptr) {
         if (status st = admit_group(h, r, &g); !st) {
+            stats_.join_limit_refused += st.code() == LOOM_ERR_NO_RESOURCE ? 1 : 0;
             reply_nack(p, h, st);
             return;
         }
@@ -123,6 +190,7 @@ void switch_node::on_join(peer& p, const header& h, const uint8_t* body) {
     if (slot == nullptr) {
         slot = &p;
         ++g->joined;
+        ++p.memberships;
     }
     if (g->up == up_state::pending) {
         g->pending.emplace_back(&p, h.contributor);
@@ -169,6 +237,9 @@ void switch_node::on_leave(peer& p, const header& h) {
 }
 
 bool switch_node::member_gone(group_state& g, uint32_t member) {
+    if (peer* p = g.members[member]; p != nullptr && --p->memberships == 0) {
+        p->idle_since_s = now_s();  // a link of no group again: the idle clock restarts
+    }
     g.members[member] = nullptr;
     --g.joined;
     std::erase_if(g.pending, [&](const auto& pm) { return pm.second == member; });
@@ -180,6 +251,11 @@ bool switch_node::member_gone(group_state& g, uint32_t member) {
 }
 
 void switch_node::drop_group(group_state& g) {
+    for (peer* p : g.members) {  // members still joined (a group the parent refused)
+        if (p != nullptr && --p->memberships == 0) {
+            p->idle_since_s = now_s();
+        }
+    }
     agg_.release(g.job, g.comm);
     if (g.up != up_state::none && parent_) {
         send_control(*parent_, packet_kind::leave, g.job, g.comm, g.req.parent_index, {});
@@ -243,6 +319,14 @@ std::string switch_node::stats_text() const {
     line("stale", a.stale);
     line("mismatched", a.mismatched);
     line("unexpected", stats_.unexpected);
+    line("forged", stats_.forged);
+    line("join_auth_refused", stats_.join_auth_refused);
+    line("join_limit_refused", stats_.join_limit_refused);
+    line("links_refused", stats_.links_refused);
+    line("links_evicted", stats_.links_evicted);
+    line("links_idle_closed", stats_.links_idle_closed);
+    line("links_bad_closed", stats_.links_bad_closed);
+    line("memory_in_use", agg_.bytes_in_use());
     line("joins", stats_.joins);
     line("nacks", stats_.nacks);
     line("leaves", stats_.leaves);

@@ -42,9 +42,21 @@ namespace {
 
 aggregator_config aggregator_for(const switch_config& c) {
     aggregator_config a;
-    a.total_slots = c.slots;
-    a.job_quota   = c.job_quota;
+    a.total_slots  = c.slots;
+    a.job_quota    = c.job_quota;
+    a.max_members  = c.max_members;
+    a.memory_limit = c.memory_limit;
+    a.job_memory   = c.job_memory;
     return a;
+}
+
+// tcp:127.x.x.x / tcp:localhost / tcp:[::1] and shm: (a Unix socket) reach this host only.
+bool loopback_only(std::string_view listen) {
+    if (!listen.starts_with("tcp:")) {
+        return true;
+    }
+    std::string_view host = listen.substr(4, listen.rfind(':') - 4);
+    return host.starts_with("127.") || host == "localhost" || host == "[::1]" || host == "::1";
 }
 
 void add(link_stats& to, const link_stats& s) {
@@ -70,6 +82,21 @@ result<std::unique_ptr<switch_node>> switch_node::open(const switch_config& c) {
         return invalid_argument("loom-switch: drop " + std::to_string(c.drop) + " and dup " +
                                 std::to_string(c.dup) + " must be probabilities summing to <= 1");
     }
+    if (c.key.empty() && !c.insecure) {
+        return invalid_argument(
+            "loom-switch: no node key: give --key-file FILE (joins must prove their job's "
+            "ticket), or --insecure to admit any join (loopback and shm listeners only)");
+    }
+    if (c.key.empty() && !loopback_only(c.listen)) {
+        return invalid_argument("loom-switch: --insecure on " + c.listen +
+                                " would admit joins from other hosts: listen on loopback or "
+                                "give --key-file");
+    }
+    if (c.max_links < 1 || c.max_members < 1 || !(c.idle_timeout_s > 0)) {
+        return invalid_argument(
+            "loom-switch: the link limit, the member limit and the idle timeout must be "
+            "positive");
+    }
     std::unique_ptr<switch_node> n(new switch_node(c));
     auto l = listen_links(c.listen);
     if (!l) {
@@ -84,6 +111,13 @@ result<std::unique_ptr<switch_node>> switch_node::open(const switch_config& c) {
         n->parent_            = std::make_unique<peer>();
         n->parent_->l         = std::move(*up);
         n->parent_->is_parent = true;
+        // Our joins upward sign the parent's nonce: it comes first on the link.
+        if (!await_challenge(*n->parent_->l, c.connect_timeout_s, &n->parent_->nonce)) {
+            return status(LOOM_ERR_TIMEOUT, "loom-switch: parent " + c.parent +
+                                                " sent no challenge within " +
+                                                std::to_string(c.connect_timeout_s) + " s");
+        }
+        n->parent_->has_nonce = true;
     }
     return n;
 }
@@ -93,21 +127,91 @@ std::string switch_node::address() const {
 }
 
 bool switch_node::poll() {
-    bool work = false;
-    while (auto l = listener_->accept()) {
-        peers_.push_back(std::make_unique<peer>());
-        peers_.back()->l = std::move(l);
-        ++stats_.links_accepted;
-        work = true;
-    }
+    size_t before = stats_.links_accepted + stats_.links_refused;
+    accept_links();
+    bool work = stats_.links_accepted + stats_.links_refused != before;
     for (size_t i = 0; i < peers_.size(); ++i) {
         work |= drain(*peers_[i]);
     }
     if (parent_) {
         work |= drain(*parent_);
     }
+    // Idle links are looked for ten times a second, not on every pass.
+    if (double now = now_s(); now >= next_idle_check_s_) {
+        next_idle_check_s_ = now + 0.1;
+        close_idle(now);
+    }
     reap();
     return work;
+}
+
+// Every new link gets its nonce at once; at the limit, the oldest link that joined nothing
+// makes room (a flood of idle connections cannot lock members out), else the new one is
+// refused. Either way the descriptor is closed here, so a flood costs no descriptors.
+void switch_node::accept_links() {
+    while (auto l = listener_->accept()) {
+        if (peers_.size() >= cfg_.max_links && !make_room()) {
+            ++stats_.links_refused;
+            continue;  // `l` closes
+        }
+        auto p          = std::make_unique<peer>();
+        p->l            = std::move(l);
+        p->idle_since_s = now_s();
+        ++stats_.links_accepted;
+        send_challenge(*p);
+        peers_.push_back(std::move(p));
+    }
+}
+
+bool switch_node::make_room() {
+    size_t oldest = peers_.size();
+    for (size_t i = 0; i < peers_.size(); ++i) {
+        const peer& p = *peers_[i];
+        if (p.memberships == 0 &&
+            (oldest == peers_.size() || p.idle_since_s < peers_[oldest]->idle_since_s)) {
+            oldest = i;
+        }
+    }
+    if (oldest == peers_.size()) {
+        return false;  // every link is a member's
+    }
+    add(retired_, peers_[oldest]->l->stats());
+    ++stats_.links_evicted;
+    ++stats_.links_closed;
+    peers_.erase(peers_.begin() + long(oldest));
+    return true;
+}
+
+void switch_node::close_idle(double now) {
+    for (auto& p : peers_) {
+        if (p->memberships == 0 && !p->closing && now - p->idle_since_s > cfg_.idle_timeout_s) {
+            p->closing = true;
+            ++stats_.links_idle_closed;
+        }
+    }
+}
+
+// Off the good path: only a refused packet reads the clock.
+void switch_node::count_bad(peer& p) {
+    if (p.is_parent) {
+        return;  // the parent is not ours to close
+    }
+    double now = now_s();
+    if (now - p.bad_window_s >= 1) {
+        p.bad_window_s  = now;
+        p.bad_in_window = 0;
+    }
+    if (++p.bad_in_window > cfg_.max_bad_per_s && !p.closing) {
+        p.closing = true;
+        ++stats_.links_bad_closed;
+    }
+}
+
+// The membership check of every contribute and ack: the group exists and this link is
+// the one that joined as the packet's contributor.
+bool switch_node::from_member(const peer& p, const header& h) {
+    group_state* g = find_group(h.job, h.comm);
+    return g != nullptr && h.contributor < g->members.size() && g->members[h.contributor] == &p;
 }
 
 // At most a bounded batch per link per pass, so one busy link cannot starve the others.
@@ -115,7 +219,7 @@ bool switch_node::drain(peer& p) {
     const uint8_t* packet = nullptr;
     size_t len            = 0;
     int n                 = 0;
-    for (; n < 256 && p.l->recv(&packet, &len); ++n) {
+    for (; n < 256 && !p.closing && p.l->recv(&packet, &len); ++n) {
         ++stats_.packets_in;
         stats_.bytes_in += len;
         handle(p, packet, len);
@@ -136,6 +240,7 @@ void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
     parse_error e       = parse(packet, len, &h, &body);
     if (e != parse_error::none) {
         ++stats_.malformed[std::min<size_t>(size_t(e), stats_.malformed.size() - 1)];
+        count_bad(p);
         return;
     }
     bool data = h.kind == packet_kind::contribute || h.kind == packet_kind::ack ||
@@ -145,6 +250,14 @@ void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
         // Results belong to the parent's link, contributions and acks to the members'.
         if ((h.kind == packet_kind::result) != p.is_parent) {
             ++stats_.unexpected;
+            count_bad(p);
+            return;
+        }
+        // Only the link that joined as a member speaks for it: anything else would be
+        // reduced into a job it does not belong to.
+        if (!p.is_parent && !from_member(p, h)) {
+            ++stats_.forged;
+            count_bad(p);
             return;
         }
         int times = 1;
@@ -163,6 +276,14 @@ void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
         case packet_kind::join:
             p.is_parent ? void(++stats_.unexpected) : on_join(p, h, body);
             return;
+        case packet_kind::challenge:  // the parent's, after a reconnect; ours never come back
+            if (p.is_parent && read_challenge(h, body, &p.nonce)) {
+                p.has_nonce = true;
+                return;
+            }
+            ++stats_.unexpected;
+            count_bad(p);
+            return;
         case packet_kind::joined:
         case packet_kind::nack:
             p.is_parent ? on_parent_reply(h, body) : void(++stats_.unexpected);
@@ -171,10 +292,12 @@ void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
             p.is_parent ? void(++stats_.unexpected) : on_leave(p, h);
             return;
         case packet_kind::stats_query:
+            p.idle_since_s = now_s();
             reply_stats(p);
             return;
         default:
             ++stats_.unexpected;
+            count_bad(p);
             return;
     }
 }
@@ -183,7 +306,7 @@ void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
 void switch_node::reap() {
     for (size_t i = 0; i < peers_.size();) {
         peer* p = peers_[i].get();
-        if (p->l->alive()) {
+        if (p->l->alive() && !p->closing) {
             ++i;
             continue;
         }

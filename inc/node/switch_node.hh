@@ -38,6 +38,17 @@ struct switch_config {
     double drop = 0, dup = 0;  // probabilities per received data packet
     uint64_t seed            = 1;
     double connect_timeout_s = 5;  // to the parent
+    // Who may join (ticket.hh): the node key's raw bytes; empty only with `insecure`, where
+    // every well-formed join is admitted (loopback and shm listeners only).
+    std::string key;
+    bool insecure = false;
+    // Limits, checked before anything is allocated (a join over one is nacked, naming it).
+    uint32_t max_members   = 1024;                 // members of one group
+    uint64_t memory_limit  = uint64_t(256) << 20;  // aggregation memory of the node
+    uint64_t job_memory    = uint64_t(64) << 20;   // of one job over its groups
+    uint32_t max_links     = 256;                  // links held; the oldest unjoined one yields
+    double idle_timeout_s  = 10;   // a link that belongs to no group is closed after this
+    uint32_t max_bad_per_s = 100;  // malformed, forged or unexpected packets a link may send
 };
 
 /// The node's own counters; the aggregator's are beside them in stats_text().
@@ -49,6 +60,11 @@ struct switch_stats {
     uint64_t joins = 0, nacks = 0, leaves = 0, stats_queries = 0;
     uint64_t unexpected = 0;               // a kind that has no business on that link
     std::array<uint64_t, 10> malformed{};  // by parse_error
+    // Refusals (the node's defences): data packets not from the link that joined as their
+    // member, joins without a valid proof, joins over a limit, links refused at the link
+    // limit, evicted for a newer one, closed idle, closed for too many bad packets.
+    uint64_t forged = 0, join_auth_refused = 0, join_limit_refused = 0;
+    uint64_t links_refused = 0, links_evicted = 0, links_idle_closed = 0, links_bad_closed = 0;
 };
 
 class switch_node {
@@ -72,6 +88,13 @@ class switch_node {
     struct peer {
         std::unique_ptr<link> l;
         bool is_parent = false;
+        bool closing   = false;  // to be closed by the next reap()
+        join_nonce nonce{};      // a member link: what its joins sign; the parent: its challenge
+        bool has_nonce         = false;  // the parent's challenge arrived
+        uint32_t memberships   = 0;      // groups this link joined (held or pending)
+        double idle_since_s    = 0;      // accepted, or its last membership or stats query
+        double bad_window_s    = 0;      // start of the current second of bad packets
+        uint32_t bad_in_window = 0;
     };
     enum class up_state { none, pending, joined };
     struct group_state {
@@ -85,6 +108,11 @@ class switch_node {
     class sink;
 
     explicit switch_node(const switch_config& c);
+    void accept_links();
+    bool make_room();  // at the link limit: evicts the oldest link of no group
+    void close_idle(double now);
+    void count_bad(peer& p);  // closes a link over max_bad_per_s
+    bool from_member(const peer& p, const header& h);
     bool drain(peer& p);
     void handle(peer& p, const uint8_t* packet, size_t len);
     void reap();
@@ -94,6 +122,10 @@ class switch_node {
 
     // Control path (switch_control.cc).
     void on_join(peer& p, const header& h, const uint8_t* body);
+    status check_proof(const peer& p, const header& h, const join_request& r,
+                       const uint8_t* mac) const;
+    void send_challenge(peer& p);
+    status send_parent_join(const header& h, const join_request& up, uint32_t member);
     status admit_group(const header& h, const join_request& r, group_state** out);
     void on_parent_reply(const header& h, const uint8_t* body);
     void on_leave(peer& p, const header& h);
@@ -117,6 +149,7 @@ class switch_node {
     std::vector<std::unique_ptr<group_state>> groups_;
     uint64_t rng_ = 0;
     std::vector<uint8_t> ctrl_;  // one control packet being built
+    double next_idle_check_s_ = 0;
 };
 
 }  // namespace loom::inc

@@ -171,9 +171,19 @@ parse_error parse(const uint8_t* packet, size_t len, header* out, const uint8_t*
     if (kind < uint8_t(packet_kind::contribute) || kind > last_packet_kind) {
         return parse_error::bad_kind;
     }
+    // The dtype and op bytes are range-checked before they become enum values: an
+    // out-of-range value in an enum without a fixed underlying type is undefined behaviour.
+    uint8_t dtype = packet[offsetof(wire_header, dtype)];
+    uint8_t op    = packet[offsetof(wire_header, op)];
+    if (dtype >= uint8_t(LOOM_DTYPE_COUNT)) {
+        return parse_error::bad_dtype;
+    }
+    if (op >= uint8_t(LOOM_OP_COUNT)) {
+        return parse_error::bad_op;
+    }
     h.kind        = packet_kind(kind);
-    h.dtype       = loom_dtype_t(packet[offsetof(wire_header, dtype)]);
-    h.op          = loom_op_t(packet[offsetof(wire_header, op)]);
+    h.dtype       = loom_dtype_t(dtype);
+    h.op          = loom_op_t(op);
     h.flags       = get16(packet + offsetof(wire_header, flags));
     h.root        = get16(packet + offsetof(wire_header, root));
     h.job         = get32(packet + offsetof(wire_header, job));

@@ -42,13 +42,14 @@ enum class packet_kind : uint8_t {
     nack       = 4,  // node → client: refused; payload: the reason (text)
     // Control (payload: `count` bytes, below). They share the data path so one connection
     // carries a member's whole conversation with its node.
-    join        = 5,  // client → node: admit me (payload: join_request)
-    joined      = 6,  // node → client: admitted (slot = slots granted)
-    leave       = 7,  // client → node: my communicator is done
-    stats_query = 8,  // anyone → node: send your statistics
-    stats_reply = 9,  // node → asker: statistics (payload: text, one "name value" a line)
+    join        = 5,   // client → node: admit me (payload: join_request)
+    joined      = 6,   // node → client: admitted (slot = slots granted)
+    leave       = 7,   // client → node: my communicator is done
+    stats_query = 8,   // anyone → node: send your statistics
+    stats_reply = 9,   // node → asker: statistics (payload: text, one "name value" a line)
+    challenge   = 10,  // node → new link: a fresh nonce the link's joins must sign (join.hh)
 };
-constexpr uint8_t last_packet_kind = 9;
+constexpr uint8_t last_packet_kind = 10;
 
 /// True for contribute and result, whose payload is `count` elements; every other kind's
 /// payload is `count` bytes (ack: none).

@@ -10,6 +10,7 @@
 // Data path: send() copies into the next free slot or drops (counted) when the ring is full;
 // recv() hands out the next slot in place and frees it on the following recv() call. Neither
 // makes a syscall; an idle recv() probes the socket at most once a millisecond.
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -46,6 +47,7 @@ constexpr uint32_t segment_version  = 1;
 constexpr int64_t probe_interval_ns = 1'000'000;  // an idle link checks its peer every 1 ms
 constexpr double first_backoff_s    = 0.002;
 constexpr double max_backoff_s      = 0.05;
+constexpr size_t max_pending        = 64;  // connections whose segment has not arrived yet
 
 /// The segment's first cache line: what the node checks before trusting the rings.
 struct segment_header {
@@ -183,6 +185,14 @@ class shm_link final : public link {
     link_stats stats_;
 };
 
+constexpr int required_seals = F_SEAL_SHRINK | F_SEAL_SEAL;
+
+/// True when no process can shrink the segment any more (a memfd sealed by its creator).
+bool sealed(int fd) {
+    int seals = ::fcntl(fd, F_GET_SEALS);
+    return seals >= 0 && (seals & required_seals) == required_seals;
+}
+
 /// Maps a segment fd (both sides); null on failure.
 void* map_segment(int fd) {
     void* p = ::mmap(nullptr, segment_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -237,6 +247,11 @@ class shm_listener final : public listener {
                 break;
             }
             pending_.push_back(s);
+            if (pending_.size() > max_pending) {
+                ::close(
+                    pending_.front());  // a flood of hand-shakes never finished: the oldest goes
+                pending_.erase(pending_.begin());
+            }
         }
         // A connection becomes a link once its segment fd has arrived (it may lag accept).
         for (size_t i = 0; i < pending_.size(); ++i) {
@@ -257,10 +272,16 @@ class shm_listener final : public listener {
     std::string address() const override { return "shm:" + name_; }
 
   private:
+    // The node maps a segment its client created, so the client could shrink it later and
+    // every read of the node would raise SIGBUS. The client seals it (F_SEAL_SHRINK: no
+    // process can shrink it any more, F_SEAL_SEAL: nor lift that), and the node maps only a
+    // sealed memfd of the full size. That costs nothing per packet, unlike checking the
+    // size before each touch, and needs no signal handler in the node.
     std::unique_ptr<link> adopt(int sock, int fd) {
         struct stat st {};
         void* seg = nullptr;
-        if (fd >= 0 && ::fstat(fd, &st) == 0 && size_t(st.st_size) >= segment_bytes()) {
+        if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            size_t(st.st_size) >= segment_bytes() && sealed(fd)) {
             seg = map_segment(fd);
         }
         if (fd >= 0) {
@@ -323,8 +344,9 @@ result<std::unique_ptr<link>> connect_shm(std::string_view name, double timeout_
         return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
                                             seconds(timeout_s) + ": " + why);
     }
-    int fd = ::memfd_create("loom-inc-link", MFD_CLOEXEC);
-    if (fd < 0 || ::ftruncate(fd, off_t(segment_bytes())) != 0) {
+    int fd = ::memfd_create("loom-inc-link", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ::ftruncate(fd, off_t(segment_bytes())) != 0 ||
+        ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
         int err = errno;
         if (fd >= 0) {
             ::close(fd);

@@ -79,6 +79,9 @@ std::vector<param> declarations() {
         {"LOOM_SWITCH_FABRIC", type::string, "", "", "",
          "fabric file whose switches (with their parents) form the aggregation tree: each rank "
          "uses the in-network switch it is linked to"},
+        {"LOOM_INC_TICKET", type::string, "", "", "",
+         "JOB:HEX, this job's ticket at its aggregation node(s): proves the joins and names "
+         "the node's job (loomrun --switch sets it; `loom-switch ticket` prints one)"},
         {"LOOM_INC_SLOTS", type::integer, "16", "slots", "",
          "aggregation slots a communicator asks its node for (the window of 8 KiB chunks in "
          "flight per rank)"},

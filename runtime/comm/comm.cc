@@ -277,7 +277,7 @@ result<engine::request*> communicator::start(const call_args& a, uint8_t* barrie
 
 loom_status_t communicator::finish(engine::request* r, call_kind kind, loom_status_t code) {
     if (code != LOOM_SUCCESS) {
-        record_failure(engine_->failure_of(r), kind_name(kind));
+        record_failure(naming_failed_node(engine_->failure_of(r)), kind_name(kind));
     }
     return code;
 }

@@ -188,6 +188,7 @@ struct settings {
     // In-network aggregation (LOOM_SWITCH …; inc_offload.hh): empty switch_address: none.
     std::string switch_address;
     std::string switch_fabric;
+    std::string inc_ticket;  // LOOM_INC_TICKET, "JOB:HEX" (inc/node/ticket.hh); empty: none
     int inc_slots          = 16;
     bool inc_deterministic = true;
     double inc_drop = 0, inc_dup = 0, inc_reorder = 0;  // LOOM_INC_DROP/DUP/REORDER
@@ -295,6 +296,9 @@ class communicator {
                                               loom_op_t op);
     // comm_inc.cc: admission at creation (agreed by all ranks) and the per-call fallback.
     void open_in_network();
+    /// A call's failure, naming the aggregation node when it is the node that failed (its
+    /// link closed), whichever rank noticed first (comm_inc.cc).
+    engine::failure naming_failed_node(const engine::failure& f);
     status agree_in_network();
     const algorithms::algorithm* in_network_or_fallback(const algorithms::call& c,
                                                         const algorithms::algorithm* chosen,

@@ -6,23 +6,19 @@
 // were admitted. Only then do the `inc` algorithms run, so either every rank of the
 // communicator uses them or every rank falls back, to the same software algorithm (the
 // default rule is a function of the call alone), and the reason is logged on each rank.
+#include <sched.h>
+
 #include <algorithm>
 #include <set>
 
+#include "base/clock.hh"
 #include "base/log.hh"
 #include "comm/comm.hh"
+#include "inc/node/ticket.hh"
 #include "topology/fabric.hh"
 
 namespace loom::comm {
 namespace {
-
-uint32_t fnv32(std::string_view s) {
-    uint32_t h = 2166136261u;
-    for (char c : s) {
-        h = (h ^ uint8_t(c)) * 16777619u;
-    }
-    return h;
-}
 
 // The job a communicator belongs to (its quota at the node): the world's job name, without
 // the ".s<n>c<c>" suffixes of splits.
@@ -122,8 +118,14 @@ void communicator::open_in_network() {
         return;
     }
     inc_plan p;
-    p.job           = fnv32(root_job(s.job));
-    p.comm          = fnv32(s.job) ^ s.comm_id;
+    p.job  = inc::job_id_of(root_job(s.job));
+    p.comm = inc::job_id_of(s.job) ^ s.comm_id;
+    if (std::string job; !s.inc_ticket.empty()) {
+        // The ticket names the node's job (its proof and its quota); the communicator id
+        // stays this job's own, so jobs sharing a ticket never share a group.
+        inc::parse_ticket(s.inc_ticket, &job, &p.ticket);  // checked in resolve_settings
+        p.job = inc::job_id_of(job);
+    }
     p.members       = uint32_t(s.size);
     p.expected      = uint32_t(s.size);
     p.slots         = uint32_t(s.inc_slots);
@@ -179,6 +181,30 @@ status communicator::agree_in_network() {
                   "rank %d: in-network collectives off, software algorithms instead: %s", rank(),
                   inc_reason_.c_str());
     return status::ok();
+}
+
+// A peer failure on a communicator with a node: the node's death reaches every rank (its
+// link closes) but another rank's failure notice may come first and name only that rank.
+// Before the error is recorded, give the link a moment (progress included) to tell whether
+// the node is gone; if it is, the message names it. Costs nothing on success.
+engine::failure communicator::naming_failed_node(const engine::failure& f) {
+    if (f.code != LOOM_ERR_PEER_FAILURE || !inc_ready_ || !inc_) {
+        return f;
+    }
+    constexpr double grace_s = 0.2;
+    for (deadline until(grace_s); !inc_->node_gone() && !until.expired();) {
+        if (settings_.progress == engine::progress_mode::caller) {
+            engine_->progress();
+        } else {
+            sched_yield();
+        }
+    }
+    engine::failure named  = f;
+    const std::string node = "aggregation node " + inc_->address();
+    if (inc_->node_gone() && f.message.find(node) == std::string::npos) {
+        named.message += " (the " + node + " is gone: its connection closed)";
+    }
+    return named;
 }
 
 tuner::in_network_state communicator::in_network_for(const algorithms::call& c, loom_dtype_t dtype,

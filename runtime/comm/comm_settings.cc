@@ -6,6 +6,7 @@
 #include "base/params.hh"
 #include "bootstrap/bootstrap.hh"
 #include "comm/comm.hh"
+#include "inc/node/ticket.hh"
 
 namespace loom::comm {
 namespace {
@@ -151,7 +152,13 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
     }
     s->switch_address = reg.get_string("LOOM_SWITCH");
     s->switch_fabric  = reg.get_string("LOOM_SWITCH_FABRIC");
-    int64_t slots     = reg.get_int("LOOM_INC_SLOTS");
+    s->inc_ticket     = reg.get_string("LOOM_INC_TICKET");
+    if (std::string job, bytes;
+        !s->inc_ticket.empty() && !inc::parse_ticket(s->inc_ticket, &job, &bytes)) {
+        return invalid_argument(
+            "LOOM_INC_TICKET must be JOB:HEX (64 hex digits), as `loom-switch ticket` prints");
+    }
+    int64_t slots = reg.get_int("LOOM_INC_SLOTS");
     if (slots < 1 || slots > 4096) {
         return invalid_argument("LOOM_INC_SLOTS=" + std::to_string(slots) + " must be 1..4096");
     }

@@ -8,18 +8,13 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
+#include "inc/node/join.hh"
 
 namespace loom::comm {
 namespace {
 
 // Segments of calls in flight at once: max in-flight calls × segments per call, bounded.
 constexpr size_t segment_table = 256;
-
-void put32(uint8_t* p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) {
-        p[i] = uint8_t(v >> (24 - 8 * i));
-    }
-}
 
 bool key_less(const engine::offload_op& a, const engine::offload_op& b) {
     return a.seq != b.seq ? a.seq < b.seq : a.slot < b.slot;
@@ -83,21 +78,15 @@ result<std::unique_ptr<inc_offload>> inc_offload::open(const inc_plan& plan, int
 }
 
 status inc_offload::join() {
-    uint8_t body[24];
-    const uint32_t fields[6] = {plan_.members,        plan_.expected,
-                                plan_.slots,          plan_.deterministic ? 1u : 0u,
-                                plan_.parent_members, plan_.parent_index};
-    for (int i = 0; i < 6; ++i) {
-        put32(body + 4 * i, fields[i]);
-    }
-    inc::header h;
-    h.kind        = inc::packet_kind::join;
-    h.job         = plan_.job;
-    h.comm        = plan_.comm;
-    h.contributor = uint32_t(rank_);
-    h.count       = sizeof(body);
-    std::vector<uint8_t> packet(inc::header_bytes + sizeof(body));
-    size_t len = inc::encode(h, body, packet.data());
+    inc::join_request req;
+    req.members        = plan_.members;
+    req.expected       = plan_.expected;
+    req.slots          = plan_.slots;
+    req.flags          = plan_.deterministic ? uint32_t(inc::join_deterministic) : 0u;
+    req.parent_members = plan_.parent_members;
+    req.parent_index   = plan_.parent_index;
+    uint8_t packet[inc::header_bytes + inc::signed_join_bytes];
+    size_t len = 0;  // 0 until the node's challenge (the nonce the join signs) arrived
     // The join and its answer ride the lossy path like everything else: ask again until
     // the node answers or the deadline passes.
     const double give_up = now_s() + plan_.timeout_s;
@@ -107,8 +96,8 @@ status inc_offload::join() {
             return status(LOOM_ERR_PEER_FAILURE,
                           "aggregation node " + plan_.address + " closed the connection");
         }
-        if (now_s() >= next_send) {
-            link_->send(packet.data(), len);
+        if (len > 0 && now_s() >= next_send) {
+            link_->send(packet, len);
             next_send = now_s() + 0.05;
         }
         const uint8_t* in = nullptr;
@@ -119,8 +108,15 @@ status inc_offload::join() {
         }
         inc::header r;
         const uint8_t* payload = nullptr;
-        if (inc::parse(in, n, &r, &payload) != inc::parse_error::none || r.job != plan_.job ||
-            r.comm != plan_.comm) {
+        if (inc::parse(in, n, &r, &payload) != inc::parse_error::none) {
+            continue;
+        }
+        if (inc::join_nonce nonce; len == 0 && inc::read_challenge(r, payload, &nonce)) {
+            len = inc::join_packet(plan_.job, plan_.comm, uint32_t(rank_), req, nonce, plan_.ticket,
+                                   packet);
+            continue;
+        }
+        if (r.job != plan_.job || r.comm != plan_.comm) {
             continue;
         }
         if (r.kind == inc::packet_kind::joined) {
@@ -133,10 +129,10 @@ status inc_offload::join() {
                               std::string(reinterpret_cast<const char*>(payload), r.count));
         }
     }
-    return status(LOOM_ERR_TIMEOUT, "aggregation node " + plan_.address +
-                                        " did not answer the "
-                                        "join within " +
-                                        std::to_string(plan_.timeout_s) + " s");
+    return status(LOOM_ERR_TIMEOUT,
+                  "aggregation node " + plan_.address +
+                      (len == 0 ? " sent no challenge" : " did not answer the join") + " within " +
+                      std::to_string(plan_.timeout_s) + " s");
 }
 
 inc_offload::segment* inc_offload::find_or_add(uint32_t seq, uint32_t slot) {
@@ -232,6 +228,7 @@ int inc_offload::poll(engine::offload_completion* out, int max) {
     if (dead_ || !link_->alive()) {
         if (!dead_) {
             dead_ = true;
+            node_gone_.store(true, std::memory_order_release);
             LOOM_LOG_WARN(log::subsystem::inc, "rank %d: aggregation node %s is gone", rank_,
                           plan_.address.c_str());
         }

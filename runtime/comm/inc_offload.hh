@@ -13,6 +13,7 @@
 // others have not begun. Nothing on this path allocates: the segment table is sized once.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ namespace loom::comm {
 struct inc_plan {
     std::string address;  // this rank's (leaf) node
     uint32_t job = 0, comm = 0;
+    std::string ticket;           // the job's ticket, raw bytes (ticket.hh); empty: unsigned
     uint32_t members        = 1;  // communicator size: contributor ids are ranks
     uint32_t expected       = 1;  // ranks under this rank's node
     uint32_t slots          = 8;
@@ -51,6 +53,8 @@ class inc_offload final : public engine::offload {
     std::string last_failure() const override { return failure_; }
 
     const std::string& address() const { return plan_.address; }
+    /// True once the link to the node closed (the node died or dropped us).
+    bool node_gone() const { return node_gone_.load(std::memory_order_acquire); }
     /// Leaves the node (the communicator agreed not to use it); posts fail from then on.
     void retire();
     const inc::client_stats& client_stats() const { return client_.stats(); }
@@ -81,6 +85,9 @@ class inc_offload final : public engine::offload {
     std::string failure_;
     bool dead_    = false;
     bool retired_ = false;
+    // Set by poll() (the progress thread, perhaps) when the node's link closed; read by the
+    // communicator to name the node in a failure another rank reported first.
+    std::atomic<bool> node_gone_{false};
 };
 
 /// The halves a rank posts for one segment of a collective (1 or 2).

@@ -36,12 +36,15 @@ start_switch() {
     listen=$1
     shift
     rm -f "$work/ready"
-    "$switch" --listen "$listen" --ready-file "$work/ready" "$@" >"$work/switch.log" 2>&1 &
+    "$switch" --listen "$listen" --ready-file "$work/ready" --key-file "$work/key" "$@" \
+        >"$work/switch.log" 2>&1 &
     spid=$!
     pids="$pids $spid"
     i=0
     while [ ! -s "$work/ready" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
     addr=$(cat "$work/ready")
+    # What an operator hands the ranks of a job at a node of their own.
+    ticket=$("$switch" ticket --key-file "$work/key" --job run-inc)
 }
 stop_switch() {
     kill "$spid" 2>/dev/null
@@ -73,24 +76,41 @@ case_run "two-level tree N=4 tcp" 4 --switch --fabric "$work/tree.json" --transp
 # their links, and as much inside the switch.
 for p in 0.01 0.1; do
     start_switch tcp:127.0.0.1:0 --drop "$p" --dup 0.02 --seed 7
-    with="LOOM_SWITCH=$addr LOOM_INC_DROP=$p LOOM_INC_DUP=0.02 LOOM_INC_REORDER=0.02"
+    with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket LOOM_INC_DROP=$p LOOM_INC_DUP=0.02 LOOM_INC_REORDER=0.02"
     case_run "loss $p N=4" 4 --transport tcp -- "$program"
     stop_switch
 done
 
 # A node without slots for the job: every rank falls back, results exact, nothing sent.
 start_switch tcp:127.0.0.1:0 --job-quota 2
-with="LOOM_SWITCH=$addr LOOM_INC_SLOTS=8"
+with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket LOOM_INC_SLOTS=8"
 case_run "refused N=3 (fallback)" 3 --transport tcp -- "$program" --expect fallback
 stop_switch
 
-# The switch killed mid-collective: every rank's call fails within its timeout, naming the
-# node; no wrong result.
-start_switch tcp:127.0.0.1:0
-(sleep 1.5; kill -9 "$spid") &
-with="LOOM_SWITCH=$addr"
-case_run "switch killed N=4" 4 --transport tcp -- "$program" --until-failure
-wait "$spid" 2>/dev/null
+# The switch killed mid-collective, many times (tcp and shm nodes, at different moments
+# after the ranks joined): every rank's call fails within its timeout naming the node; no
+# wrong result.
+kills=${RUN_INC_KILLS:-20}
+k=0
+while [ "$k" -lt "$kills" ]; do
+    if [ $((k % 2)) -eq 0 ]; then listen=tcp:127.0.0.1:0; else listen="shm:run-inc-$$-$k"; fi
+    start_switch "$listen"
+    (
+        i=0
+        while [ $i -lt 1000 ] && ! "$switch" --stats "$addr" 2>/dev/null | grep -q '^groups 1$'; do
+            sleep 0.01
+            i=$((i + 1))
+        done
+        sleep "0.$((k % 4))5"
+        kill -9 "$spid"
+    ) &
+    killer=$!
+    with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket"
+    case_run "switch killed N=4 (trial $k, $listen)" 4 --transport tcp -- "$program" --until-failure
+    wait "$killer" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    k=$((k + 1))
+done
 
 if [ "$failures" -ne 0 ]; then
     echo "run_inc: $failures case(s) failed"

@@ -151,7 +151,8 @@ void communicators_apart_and_job_quota(void**) {
     assert_false(over.is_ok());
     assert_int_equal(over.error().code(), LOOM_ERR_NO_RESOURCE);
     // Another job is not held back by job 1's quota; a disagreeing join is refused.
-    assert_true(join_node(**l3, 2, 3, 0, flat(2, false), 5).is_ok());
+    auto l5 = connect_link(s.address, 5);  // one challenge per link: a new link per join
+    assert_true(l5 && join_node(**l5, 2, 3, 0, flat(2, false), 5).is_ok());
     auto l4   = connect_link(s.address, 5);
     auto disa = join_node(**l4, 2, 3, 1, flat(3, false), 5);
     assert_int_equal(disa.error().code(), LOOM_ERR_INVALID_ARGUMENT);

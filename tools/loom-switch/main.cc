@@ -14,6 +14,8 @@
 #include <iostream>
 
 #include "inc/node/join.hh"
+#include "inc/node/ticket.hh"
+#include "key_file.hh"
 #include "options.hh"
 
 namespace loom::switch_tool {
@@ -68,8 +70,17 @@ void back_off(uint64_t idle_passes) {
     nanosleep(&ts, nullptr);
 }
 
-int serve(const options& o) {
-    auto node = inc::switch_node::open(o.node);
+int serve(options o) {
+    if (!o.key_file.empty()) {
+        auto key = load_node_key(o.key_file, true);
+        if (!key) {
+            return fail(key.error().message(), exit_bad_args);
+        }
+        o.node.key = *key;
+    }
+    o.node.memory_limit = uint64_t(o.max_memory_mib * double(1 << 20));
+    o.node.job_memory   = uint64_t(o.job_memory_mib * double(1 << 20));
+    auto node           = inc::switch_node::open(o.node);
     if (!node) {
         return fail(node.error().message(), exit_failed);
     }
@@ -106,6 +117,16 @@ int query(const options& o) {
     return exit_ok;
 }
 
+int print_ticket(const options& o) {
+    auto key = load_node_key(o.key_file, false);
+    if (!key) {
+        return fail(key.error().message(), exit_bad_args);
+    }
+    auto bytes = std::span(reinterpret_cast<const uint8_t*>(key->data()), key->size());
+    std::cout << inc::ticket_text(bytes, o.ticket_job) << '\n' << std::flush;
+    return exit_ok;
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"The loom software aggregation node (in-network collectives).", "loom-switch"};
     options o;
@@ -120,6 +141,9 @@ int run(int argc, char** argv) {
     }
     if (status st = check_options(o); !st) {
         return fail(st.message(), exit_bad_args);
+    }
+    if (o.ticket) {
+        return print_ticket(o);
     }
     if (!o.stats_address.empty()) {
         return query(o);

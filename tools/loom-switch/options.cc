@@ -25,6 +25,30 @@ void add_options(CLI::App& app, options& o) {
                    "print the statistics every S seconds (0: only at exit)");
     app.add_option("--stats", o.stats_address,
                    "query the node at ADDR for its statistics, print them and exit");
+    app.add_option("--key-file", o.key_file,
+                   "the node key (64 hex digits, mode 0600; created with a fresh key when "
+                   "missing): joins must prove their job's ticket");
+    app.add_flag("--insecure", o.node.insecure,
+                 "no key: admit every well-formed join (loopback and shm listeners only)");
+    app.add_option("--max-members", o.node.max_members, "members of one group at most")
+        ->capture_default_str();
+    app.add_option("--max-memory", o.max_memory_mib, "aggregation memory of the node, MiB")
+        ->capture_default_str();
+    app.add_option("--job-memory", o.job_memory_mib, "aggregation memory of one job, MiB")
+        ->capture_default_str();
+    app.add_option("--max-links", o.node.max_links,
+                   "links held at once (the oldest link that joined nothing yields to a new one)")
+        ->capture_default_str();
+    app.add_option("--idle-timeout", o.node.idle_timeout_s,
+                   "seconds a link may stay without joining a group before it is closed")
+        ->capture_default_str();
+    app.add_option("--max-bad-per-s", o.node.max_bad_per_s,
+                   "malformed, forged or unexpected packets per second that close a link")
+        ->capture_default_str();
+    auto* ticket = app.add_subcommand("ticket", "print a job's LOOM_INC_TICKET for this node key");
+    ticket->add_option("--key-file", o.key_file, "the node key file")->required();
+    ticket->add_option("--job", o.ticket_job, "the job's name (the ticket's JOB)")->required();
+    ticket->callback([&o] { o.ticket = true; });
 }
 
 status check_address(const std::string& address, const std::string& what) {
@@ -47,6 +71,10 @@ status check_address(const std::string& address, const std::string& what) {
 }
 
 status check_options(const options& o) {
+    if (o.ticket) {
+        return o.ticket_job.empty() ? invalid_argument("ticket: --job must not be empty")
+                                    : status::ok();
+    }
     if (!o.stats_address.empty()) {
         return check_address(o.stats_address, "--stats");
     }
@@ -67,6 +95,20 @@ status check_options(const options& o) {
     auto probability = [](double p) { return p >= 0 && p <= 1; };
     if (!probability(o.node.drop) || !probability(o.node.dup) || o.node.drop + o.node.dup > 1) {
         return invalid_argument("--drop and --dup are probabilities (0..1) summing to at most 1");
+    }
+    if (o.key_file.empty() && !o.node.insecure) {
+        return invalid_argument(
+            "--key-file FILE is required (joins prove their job's ticket; a missing FILE is "
+            "created), or --insecure to admit any join on a loopback or shm listener");
+    }
+    if (!o.key_file.empty() && o.node.insecure) {
+        return invalid_argument("--key-file and --insecure exclude each other");
+    }
+    if (!(o.max_memory_mib > 0) || !(o.job_memory_mib > 0) || o.node.max_members < 1 ||
+        o.node.max_links < 1 || !(o.node.idle_timeout_s > 0) || o.node.max_bad_per_s < 1) {
+        return invalid_argument(
+            "--max-memory, --job-memory, --max-members, --max-links, --idle-timeout and "
+            "--max-bad-per-s must be positive");
     }
     if (!(o.stats_interval_s >= 0)) {
         return invalid_argument("--stats-interval must be >= 0 seconds");

@@ -18,6 +18,11 @@ struct options {
     std::string ready_file;       // written with the address once listening
     double stats_interval_s = 0;  // 0: statistics only at exit
     std::string stats_address;    // --stats: query that node and exit
+    std::string key_file;         // the node key (created when missing)
+    double max_memory_mib = 256, job_memory_mib = 64;
+    // `loom-switch ticket --key-file F --job NAME`: print the job's LOOM_INC_TICKET.
+    bool ticket = false;
+    std::string ticket_job;
 };
 
 /// Declares every flag on `app`, bound to `o`.

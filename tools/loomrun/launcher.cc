@@ -57,7 +57,7 @@ bool forwarded(const std::string& fabric) {
 // Replaced too, but only under --fabric.
 constexpr const char* fabric_vars[] = {"LOOM_FABRIC", "LOOM_PROGRESS"};
 // And these under --switch.
-constexpr const char* switch_vars[] = {"LOOM_SWITCH", "LOOM_SWITCH_FABRIC"};
+constexpr const char* switch_vars[] = {"LOOM_SWITCH", "LOOM_SWITCH_FABRIC", "LOOM_INC_TICKET"};
 
 bool sets(std::string_view entry, const char* v) {
     return entry.starts_with(v) && entry.size() > strlen(v) && entry[strlen(v)] == '=';

@@ -1,6 +1,7 @@
 // loomrun --switch (switches.hh).
 #include "switches.hh"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <thread>
 
 #include "base/clock.hh"
+#include "base/secret.hh"
+#include "inc/node/ticket.hh"
 #include "topology/fabric.hh"
 
 namespace loom::loomrun {
@@ -39,7 +42,8 @@ std::string switch_program() {
 
 result<std::string> switch_set::launch(const std::string& listen, const std::string& parent) {
     std::string ready             = dir_ + "/switch-" + std::to_string(pids_.size());
-    std::vector<std::string> args = {switch_program(), "--listen", listen, "--ready-file", ready};
+    std::vector<std::string> args = {switch_program(), "--listen",   listen, "--ready-file", ready,
+                                     "--key-file",     dir_ + "/key"};
     if (!parent.empty()) {
         args.insert(args.end(), {"--parent", parent});
     }
@@ -88,7 +92,12 @@ result<std::unique_ptr<switch_set>> switch_set::start(const std::string& fabric,
     if (mkdtemp(templ) == nullptr) {
         return system_error(std::string("--switch: mkdtemp: ") + strerror(errno));
     }
-    s->dir_     = templ;
+    s->dir_ = templ;
+    // One key for every node of the job's tree (a child proves its joins to its parent with
+    // the same ticket); the ranks get the ticket, never the key.
+    if (status st = s->write_key(job_id); !st) {
+        return st;
+    }
     auto listen = [&](const std::string& id) {
         return transport == "shm" ? "shm:" + job_id + "-" + id : std::string("tcp:127.0.0.1:0");
     };
@@ -153,8 +162,30 @@ void switch_set::stop(double grace_s) {
     pids_.clear();
 }
 
+status switch_set::write_key(const std::string& job_id) {
+    auto hex = random_secret_hex();
+    std::string key;
+    if (!hex || !from_hex(*hex, &key)) {
+        return system_error("--switch: no random node key");
+    }
+    std::string path = dir_ + "/key";
+    int fd           = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    std::string text = *hex + "\n";
+    bool ok          = fd >= 0 && write(fd, text.data(), text.size()) == ssize_t(text.size());
+    ok               = (fd >= 0 && close(fd) == 0) && ok;
+    if (!ok) {
+        return system_error("--switch: cannot write the node key " + path);
+    }
+    env_.push_back(
+        "LOOM_INC_TICKET=" +
+        inc::ticket_text(std::span(reinterpret_cast<const uint8_t*>(key.data()), key.size()),
+                         job_id));
+    return status::ok();
+}
+
 switch_set::~switch_set() {
     stop(2);
+    unlink((dir_ + "/key").c_str());
     for (size_t i = 0; i < 64; ++i) {
         unlink((dir_ + "/switch-" + std::to_string(i)).c_str());
     }

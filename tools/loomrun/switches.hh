@@ -22,7 +22,7 @@ class switch_set {
                                                      const std::string& transport,
                                                      const std::string& job_id);
     ~switch_set();
-    /// LOOM_SWITCH (and LOOM_SWITCH_FABRIC for a tree) for every rank.
+    /// LOOM_SWITCH (and LOOM_SWITCH_FABRIC for a tree) and LOOM_INC_TICKET for every rank.
     std::vector<std::string> environment() const { return env_; }
     /// Ends the nodes (SIGTERM, then SIGKILL after `grace_s`) and reaps them.
     void stop(double grace_s);
@@ -30,6 +30,8 @@ class switch_set {
   private:
     switch_set() = default;
     result<std::string> launch(const std::string& listen, const std::string& parent);
+    /// The nodes' key file in dir_ (0600) and the ranks' LOOM_INC_TICKET for `job_id`.
+    status write_key(const std::string& job_id);
 
     std::vector<pid_t> pids_;
     std::vector<std::string> env_;

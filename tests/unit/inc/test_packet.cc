@@ -160,6 +160,29 @@ void malformed_packets_are_refused_with_their_reason(void**) {
     }
 }
 
+// A dtype or op byte outside loom.h's enums is refused before it becomes an enum value
+// (undefined behaviour), for the kinds whose payload is elements and for every other kind.
+void out_of_range_dtype_and_op_bytes_are_refused(void**) {
+    header ack  = sample(LOOM_FLOAT32, 0);
+    ack.kind    = packet_kind::ack;
+    header join = ack;
+    join.kind   = packet_kind::join;
+    for (const header& h : {sample(LOOM_FLOAT32, 16), ack, join}) {
+        for (uint8_t byte : {uint8_t(LOOM_DTYPE_COUNT), uint8_t(200), uint8_t(255)}) {
+            auto p                          = packet_of(h);
+            p[offsetof(wire_header, dtype)] = byte;
+            reseal(p);
+            assert_int_equal(int(parse_of(p)), int(parse_error::bad_dtype));
+        }
+        for (uint8_t byte : {uint8_t(LOOM_OP_COUNT), uint8_t(77), uint8_t(255)}) {
+            auto p                       = packet_of(h);
+            p[offsetof(wire_header, op)] = byte;
+            reseal(p);
+            assert_int_equal(int(parse_of(p)), int(parse_error::bad_op));
+        }
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -168,6 +191,7 @@ int main() {
         cmocka_unit_test(round_trip_every_dtype_and_kind),
         cmocka_unit_test(header_is_big_endian_at_its_offsets),
         cmocka_unit_test(malformed_packets_are_refused_with_their_reason),
+        cmocka_unit_test(out_of_range_dtype_and_op_bytes_are_refused),
     };
     return LOOM_RUN_TESTS("inc_packet", tests);
 }
