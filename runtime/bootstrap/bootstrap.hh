@@ -52,6 +52,11 @@ struct identity {
 /// The most ranks a job may have: sizes beyond it are refused before anything is allocated.
 constexpr int max_ranks = 1 << 16;
 
+/// Fills secret, listen, timeout_s and linger_s from LOOM_JOB_SECRET, LOOM_BOOTSTRAP_LISTEN,
+/// LOOM_BOOTSTRAP_TIMEOUT and LOOM_BOOTSTRAP_LINGER (discover() does; so does a communicator
+/// whose config names rank, size, job and rendezvous itself).
+status read_store_settings(identity* me);
+
 /// Checks a LOOM_JOB_SECRET value (64 hex digits); the message names the variable and says
 /// how to make one.
 status check_secret(std::string_view hex);

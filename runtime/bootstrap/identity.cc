@@ -272,6 +272,23 @@ status check_secret(std::string_view hex) {
     return status::ok();
 }
 
+status read_store_settings(identity* me) {
+    LOOM_ASSIGN(me->secret, read_secret());
+    me->listen    = reg().get_string("LOOM_BOOTSTRAP_LISTEN");
+    me->timeout_s = reg().get_real("LOOM_BOOTSTRAP_TIMEOUT");
+    if (!(me->timeout_s > 0)) {
+        return invalid_argument("bootstrap: LOOM_BOOTSTRAP_TIMEOUT=" +
+                                reg().get_string("LOOM_BOOTSTRAP_TIMEOUT") + " must be positive");
+    }
+    me->linger_s = reg().get_real("LOOM_BOOTSTRAP_LINGER");
+    if (!(me->linger_s >= 0)) {
+        return invalid_argument(
+            "bootstrap: LOOM_BOOTSTRAP_LINGER=" + reg().get_string("LOOM_BOOTSTRAP_LINGER") +
+            " must be 0 or more seconds");
+    }
+    return status::ok();
+}
+
 result<identity> discover() {
     if (!reg().load_status()) {
         return reg().load_status();  // an invalid LOOM_* value is never silently ignored
@@ -282,19 +299,7 @@ result<identity> discover() {
     LOOM_ASSIGN(me.job, read_job(me));
     LOOM_ASSIGN(me.bootstrap, read_rendezvous(me, from));
     LOOM_CHECK(check_hand_started(me));
-    LOOM_ASSIGN(me.secret, read_secret());
-    me.listen    = reg().get_string("LOOM_BOOTSTRAP_LISTEN");
-    me.timeout_s = reg().get_real("LOOM_BOOTSTRAP_TIMEOUT");
-    if (!(me.timeout_s > 0)) {
-        return invalid_argument("bootstrap: LOOM_BOOTSTRAP_TIMEOUT=" +
-                                reg().get_string("LOOM_BOOTSTRAP_TIMEOUT") + " must be positive");
-    }
-    me.linger_s = reg().get_real("LOOM_BOOTSTRAP_LINGER");
-    if (!(me.linger_s >= 0)) {
-        return invalid_argument(
-            "bootstrap: LOOM_BOOTSTRAP_LINGER=" + reg().get_string("LOOM_BOOTSTRAP_LINGER") +
-            " must be 0 or more seconds");
-    }
+    LOOM_CHECK(read_store_settings(&me));
     LOOM_LOG_INFO(log::subsystem::init, "rank %d of %d (from %s), job %s, rendezvous '%s'", me.rank,
                   me.size, me.source.c_str(), me.job.c_str(), me.bootstrap.c_str());
     return me;

@@ -30,6 +30,11 @@ status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::st
                                 std::to_string(size) +
                                 ": give both (>= 0, >= 1) or neither (-1: from the environment)");
     }
+    if (size > bootstrap::max_ranks) {  // before anything is sized by it
+        return invalid_argument("loom_config_t: size " + std::to_string(size) +
+                                " exceeds the limit of " + std::to_string(bootstrap::max_ranks) +
+                                " ranks per job");
+    }
     const char* job =
         text_field(c, &loom_config_t::job, offsetof(loom_config_t, job) + sizeof(char*));
     const char* boot = text_field(c, &loom_config_t::bootstrap,
@@ -60,7 +65,9 @@ status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::st
         id->size   = size;
         id->source = "config";
         if (!need_env) {
-            id->timeout_s = params::registry::global().get_real("LOOM_BOOTSTRAP_TIMEOUT");
+            if (status st = bootstrap::read_store_settings(id); !st) {
+                return st;
+            }
         }
     }
     if (job) {
