@@ -50,7 +50,7 @@ struct identity {
 };
 
 /// The most ranks a job may have: sizes beyond it are refused before anything is allocated.
-constexpr int max_ranks = 1 << 16;
+constexpr int max_ranks = 1 << 16;  // LOOM_MAX_RANKS in loom.h
 
 /// Fills secret, listen, timeout_s and linger_s from LOOM_JOB_SECRET, LOOM_BOOTSTRAP_LISTEN,
 /// LOOM_BOOTSTRAP_TIMEOUT and LOOM_BOOTSTRAP_LINGER (discover() does; so does a communicator

@@ -30,6 +30,7 @@
 #include "base/secret.hh"
 
 #include "base/clock.hh"
+#include "base/log.hh"
 #include "bootstrap/store_internal.hh"
 
 namespace loom::bootstrap::detail {
@@ -125,6 +126,7 @@ class file_store final : public kv_store {
 
     status attach();  // checks the directory and sizes, and registers this rank
     status check_directory() const;
+    void sweep_stale_siblings() const;
 
     status set(std::string_view key, std::string_view value) override {
         if (key.empty()) {
@@ -307,10 +309,51 @@ status file_store::check_directory() const {
     return status::ok();
 }
 
+// A launch killed before its rank 0 tidied up leaves its default directory behind, under a
+// job id no later launch will use again. Rank 0 of a default directory removes the sibling
+// directories of this user whose every file was written by processes that are gone.
+void file_store::sweep_stale_siblings() const {
+    fs::path self   = fs::path(dir_);
+    std::string own = "loom-bootstrap-" + std::to_string(geteuid()) + "-";
+    if (me_.rank != 0 || !self.filename().string().starts_with(own)) {
+        return;
+    }
+    std::error_code ec;
+    for (const auto& sibling : fs::directory_iterator(self.parent_path(), ec)) {
+        std::string name = sibling.path().filename().string();
+        struct stat st;
+        if (!name.starts_with(own) || sibling.path() == self ||
+            lstat(sibling.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+            st.st_uid != geteuid()) {
+            continue;
+        }
+        bool stale = false, live = false;
+        std::error_code inner;
+        for (const auto& entry : fs::directory_iterator(sibling.path(), inner)) {
+            std::string file, value;
+            stamp writer;
+            if (read_file(entry.path().string(), &file) != 0 || !unstamp(file, &writer, &value)) {
+                live = true;  // not a store's file, or being written: leave the directory be
+                break;
+            }
+            bool gone = start_time(writer.pid) != writer.started;
+            stale     = stale || gone;
+            live      = live || !gone;
+        }
+        if (stale && !live && !inner) {
+            fs::remove_all(sibling.path(), inner);
+            LOOM_LOG_INFO(log::subsystem::init,
+                          "bootstrap: removed %s (its job's processes are gone)",
+                          sibling.path().c_str());
+        }
+    }
+}
+
 status file_store::attach() {
     if (status st = check_directory(); !st) {
         return st;
     }
+    sweep_stale_siblings();
     // The ranks already registered say how many ranks the job has; a later rank with another
     // size finds out here (an earlier one, when that later rank attaches).
     for (int r = 0; r < me_.size; ++r) {

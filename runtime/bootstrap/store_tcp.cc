@@ -383,7 +383,16 @@ result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const i
         int fd = try_connect(where, until, &why);
         if (fd >= 0) {
             auto store = std::make_unique<client_store>(fd, where, me, timeout_s);
-            if (status st = store->hello(*key); !st) {
+            status st  = store->hello(*key);
+            // Closed before its challenge: rank 0 was full of connections that had not yet
+            // authenticated (an outsider's flood): try again, as after a refused connect.
+            if (st.code() == LOOM_ERR_PEER_FAILURE &&
+                st.message().find("no valid challenge") != std::string::npos && !until.expired()) {
+                why = st.message();
+                wait.pause(until.remaining_s());
+                continue;
+            }
+            if (!st) {
                 return st;
             }
             return std::unique_ptr<kv_store>(std::move(store));

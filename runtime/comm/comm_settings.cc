@@ -184,7 +184,7 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
 }  // namespace
 
 status resolve_settings(const loom_config_t* c, settings* s, std::string* address,
-                        double* bootstrap_timeout_s) {
+                        bootstrap::identity* who) {
     if (const status& load = params::registry::global().load_status(); !load) {
         return load;
     }
@@ -198,10 +198,10 @@ status resolve_settings(const loom_config_t* c, settings* s, std::string* addres
     if (status st = resolve_identity(c, &id, address); !st) {
         return st;
     }
-    s->rank              = id.rank;
-    s->size              = id.size;
-    s->job               = id.job;
-    *bootstrap_timeout_s = id.timeout_s;
+    s->rank = id.rank;
+    s->size = id.size;
+    s->job  = id.job;
+    *who    = id;
     if (status st = resolve_numbers(c, s); !st) {
         return st;
     }

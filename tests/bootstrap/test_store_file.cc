@@ -195,6 +195,30 @@ static void a_job_killed_during_start_up_does_not_block_its_id(void**) {
     std::filesystem::remove_all(dir);
 }
 
+static void a_killed_launchs_default_directory_is_removed_by_the_next(void**) {
+    std::string tmp  = fresh_dir();
+    std::string dead = tmp + "/loom-bootstrap-" + std::to_string(geteuid()) + "-deadjob";
+    auto killed      = test::run_ranks(
+             1,
+             [&](int, std::string*) {
+            auto store = bootstrap::connect_store("file:" + dead, rank_of(1, 2, "deadjob"), 1);
+            if (!store || !(*store)->set("addr/1", "x")) {
+                return 1;
+            }
+            raise(SIGKILL);
+            return 0;
+        },
+             deadline_s);
+    assert_int_equal(killed[0].code, 128 + SIGKILL);
+    assert_true(std::filesystem::is_directory(dead));
+    std::string live = tmp + "/loom-bootstrap-" + std::to_string(geteuid()) + "-livejob";
+    auto rank0       = bootstrap::connect_store("file:" + live, rank_of(0, 2, "livejob"), 1);
+    assert_true(rank0.is_ok());
+    assert_false(std::filesystem::exists(dead));
+    rank0->reset();
+    std::filesystem::remove_all(tmp);
+}
+
 static void two_launches_sharing_a_job_id_refuse_each_other(void**) {
     std::string dir = fresh_dir();
     auto a0         = rank_of(0, 2, "shared");
@@ -264,6 +288,7 @@ int main(int argc, char** argv) {
         cmocka_unit_test(a_directory_others_can_write_is_refused),
         cmocka_unit_test(a_job_killed_during_start_up_does_not_block_its_id),
         cmocka_unit_test(two_launches_sharing_a_job_id_refuse_each_other),
+        cmocka_unit_test(a_killed_launchs_default_directory_is_removed_by_the_next),
     };
     return LOOM_RUN_TESTS("bootstrap_store_file", tests);
 }

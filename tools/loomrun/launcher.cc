@@ -114,6 +114,7 @@ class job {
 
     status start(const std::string& bootstrap);
     int wait_all();  // the event loop; returns the exit status
+    const std::string& id() const { return job_id_; }
     /// Ends the ranks already started (start() failed part-way), with this reason.
     void abandon(const std::string& reason) { fail_first(exit_failed, reason); }
 
@@ -519,6 +520,9 @@ int run_job(const options& given) {
             j.abandon("loomrun: " + st.message());
         }
         code = j.wait_all();
+        if (!j.id().empty()) {  // every rank is reaped: nothing of the job can use them now
+            remove_job_segments(j.id());
+        }
     }
     if (switches) {
         std::fflush(stdout);
