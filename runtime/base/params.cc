@@ -164,6 +164,16 @@ std::vector<param> declarations() {
          "rendezvous); unset: the launcher's job id, else derived from the parent process"},
         {"LOOM_BOOTSTRAP_TIMEOUT", type::real, "30", "s", "",
          "how long bootstrap waits to reach the rendezvous and for each key"},
+        {"LOOM_JOB_SECRET", type::string, "", "", "",
+         "64 hex digits shared by the job's ranks (loomrun sets a fresh one per launch): the TCP "
+         "rendezvous authenticates every client with it and does not start without it; the "
+         "file store refuses a launch with another secret under the same job id"},
+        {"LOOM_BOOTSTRAP_LISTEN", type::string, "", "", "",
+         "the address rank 0's TCP rendezvous binds (e.g. 0.0.0.0 for every interface); unset: "
+         "the host of LOOM_BOOTSTRAP, which must then be an address of rank 0's host"},
+        {"LOOM_BOOTSTRAP_LINGER", type::real, "2", "s", "",
+         "how long rank 0's loom_comm_destroy keeps serving the rendezvous to ranks still "
+         "connected to it (destroy never waits longer on other ranks)"},
     };
 }
 

@@ -37,7 +37,29 @@ struct identity {
     // empty for a single rank (connect_store then gives an in-process store).
     std::string bootstrap;
     double timeout_s = 30;  // LOOM_BOOTSTRAP_TIMEOUT
+    // LOOM_JOB_SECRET: 64 hex digits shared by the job's ranks, empty when unset. The TCP
+    // store authenticates every client with it (and refuses to run without one); the file
+    // store uses it to tell apart two launches that share a job id.
+    std::string secret;
+    // LOOM_BOOTSTRAP_LISTEN: the address rank 0's TCP store binds; empty: the host of the
+    // rendezvous address itself (never every interface unless asked for).
+    std::string listen;
+    // LOOM_BOOTSTRAP_LINGER: how long rank 0's store, when destroyed, still serves ranks that
+    // are connected to it; destroy never waits on other ranks longer than this.
+    double linger_s = 2;
 };
+
+/// The most ranks a job may have: sizes beyond it are refused before anything is allocated.
+constexpr int max_ranks = 1 << 16;  // LOOM_MAX_RANKS in loom.h
+
+/// Fills secret, listen, timeout_s and linger_s from LOOM_JOB_SECRET, LOOM_BOOTSTRAP_LISTEN,
+/// LOOM_BOOTSTRAP_TIMEOUT and LOOM_BOOTSTRAP_LINGER (discover() does; so does a communicator
+/// whose config names rank, size, job and rendezvous itself).
+status read_store_settings(identity* me);
+
+/// Checks a LOOM_JOB_SECRET value (64 hex digits); the message names the variable and says
+/// how to make one.
+status check_secret(std::string_view hex);
 
 /// Reads the identity from the environment (through the registry); an inconsistent or
 /// partial setting (rank >= size, rank without size) is an invalid-argument error.
@@ -47,8 +69,8 @@ result<identity> discover();
 /// "file:DIR"). Unreachable rendezvous, wrong size or a duplicate rank are clear errors
 /// within `timeout_s`. An empty address is an in-process store, valid for one rank only.
 /// Rank 0's store serves the others for as long as it lives (TCP: its server thread; file:
-/// it removes the job's key files when destroyed), so rank 0 keeps it until every rank is
-/// done with the exchange.
+/// it removes the job's key files when destroyed); destroying it waits for the ranks still
+/// using it for at most `me.linger_s`, never longer.
 result<std::unique_ptr<kv_store>> connect_store(const std::string& address, const identity& me,
                                                 double timeout_s);
 

@@ -15,6 +15,7 @@
 #include "base/check.hh"
 #include "base/log.hh"
 #include "base/params.hh"
+#include "base/secret.hh"
 #include "bootstrap/bootstrap.hh"
 #include "bootstrap/store_internal.hh"
 
@@ -102,6 +103,11 @@ status read_rank_size(identity* me, const launcher** from) {
         const char* unset = rank ? size_var : rank_var;
         return invalid_argument("bootstrap: " + var_text(set) + " is set but " + unset +
                                 " is not (set both, as loomrun does)");
+    }
+    // Checked on the 64-bit values, before the narrowing below: 2^32 + 2 must not become 2.
+    if (*size > bootstrap::max_ranks) {
+        return invalid_argument("bootstrap: " + var_text(size_var) + " exceeds the limit of " +
+                                std::to_string(bootstrap::max_ranks) + " ranks per job");
     }
     if (*size < 1 || *rank < 0 || *rank >= *size) {
         return invalid_argument("bootstrap: " + var_text(rank_var) + " is not a rank of a job of " +
@@ -227,7 +233,61 @@ result<std::string> read_rendezvous(const identity& me, const launcher* from) {
     return "file:" + tmp + "/loom-bootstrap-" + std::to_string(getuid()) + "-" + me.job;
 }
 
+// Ranks started by hand (LOOM_RANK/LOOM_SIZE without loomrun) have no launcher job id; the
+// parent-process rule would give two jobs started from one shell the same id, and a file
+// rendezvous would merge them. Only a TCP rendezvous (its port and secret are the launch's
+// own) may do without LOOM_JOB.
+status check_hand_started(const identity& me) {
+    if (me.source != "loomrun" || me.size == 1 || reg().is_set("LOOM_JOB") ||
+        !me.bootstrap.starts_with("file:")) {
+        return status::ok();
+    }
+    return invalid_argument(
+        "bootstrap: LOOM_RANK and LOOM_SIZE are set but LOOM_JOB is not, and the rendezvous is "
+        "a file store (" +
+        me.bootstrap +
+        "): two jobs started this way from one shell would meet there and merge; set LOOM_JOB "
+        "to a name unique to this launch on every rank (loomrun does), or use loomrun");
+}
+
+result<std::string> read_secret() {
+    std::string secret = reg().get_string("LOOM_JOB_SECRET");
+    if (!secret.empty()) {
+        LOOM_CHECK(check_secret(secret));
+    }
+    return secret;
+}
+
 }  // namespace
+
+status check_secret(std::string_view hex) {
+    std::string raw;
+    if (hex.size() != 64 || !from_hex(hex, &raw)) {
+        return invalid_argument(
+            "bootstrap: LOOM_JOB_SECRET must be 64 hex digits (32 random bytes, the same on "
+            "every rank), e.g. export LOOM_JOB_SECRET=$(openssl rand -hex 32); it has " +
+            std::to_string(hex.size()) + " characters" +
+            (hex.size() == 64 ? " that are not all hex digits" : ""));
+    }
+    return status::ok();
+}
+
+status read_store_settings(identity* me) {
+    LOOM_ASSIGN(me->secret, read_secret());
+    me->listen    = reg().get_string("LOOM_BOOTSTRAP_LISTEN");
+    me->timeout_s = reg().get_real("LOOM_BOOTSTRAP_TIMEOUT");
+    if (!(me->timeout_s > 0)) {
+        return invalid_argument("bootstrap: LOOM_BOOTSTRAP_TIMEOUT=" +
+                                reg().get_string("LOOM_BOOTSTRAP_TIMEOUT") + " must be positive");
+    }
+    me->linger_s = reg().get_real("LOOM_BOOTSTRAP_LINGER");
+    if (!(me->linger_s >= 0)) {
+        return invalid_argument(
+            "bootstrap: LOOM_BOOTSTRAP_LINGER=" + reg().get_string("LOOM_BOOTSTRAP_LINGER") +
+            " must be 0 or more seconds");
+    }
+    return status::ok();
+}
 
 result<identity> discover() {
     if (!reg().load_status()) {
@@ -238,11 +298,8 @@ result<identity> discover() {
     LOOM_CHECK(read_rank_size(&me, &from));
     LOOM_ASSIGN(me.job, read_job(me));
     LOOM_ASSIGN(me.bootstrap, read_rendezvous(me, from));
-    me.timeout_s = reg().get_real("LOOM_BOOTSTRAP_TIMEOUT");
-    if (!(me.timeout_s > 0)) {
-        return invalid_argument("bootstrap: LOOM_BOOTSTRAP_TIMEOUT=" +
-                                reg().get_string("LOOM_BOOTSTRAP_TIMEOUT") + " must be positive");
-    }
+    LOOM_CHECK(check_hand_started(me));
+    LOOM_CHECK(read_store_settings(&me));
     LOOM_LOG_INFO(log::subsystem::init, "rank %d of %d (from %s), job %s, rendezvous '%s'", me.rank,
                   me.size, me.source.c_str(), me.job.c_str(), me.bootstrap.c_str());
     return me;

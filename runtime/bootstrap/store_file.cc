@@ -6,7 +6,15 @@
 //   <job>.key.<k>    a value (the key escaped as %XX outside [A-Za-z0-9._-])
 //   <job>.done.<r>   rank r has closed its store
 // Rank 0 removes the job's files when its store is destroyed, after every rank that
-// registered has closed its store (or the timeout passed), as the TCP store's rank 0 does.
+// registered has closed its store (or the linger time passed), as the TCP store's rank 0
+// does.
+//
+// Trust: the directory must be this user's and private (mode 0700; the store creates it so
+// and refuses any other), so nobody else can plant or read keys. Every file starts with a
+// stamp, "loom1 <writer pid> <its start time> <fingerprint>\n": a file whose writer has died
+// is stale (a launch killed during start-up) and is removed and replaced, so a job id is
+// never blocked for good; a file with another fingerprint (a hash of another
+// LOOM_JOB_SECRET) belongs to another launch that shares this job id, which is refused.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,8 +25,12 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
+
+#include "base/secret.hh"
 
 #include "base/clock.hh"
+#include "base/log.hh"
 #include "bootstrap/store_internal.hh"
 
 namespace loom::bootstrap::detail {
@@ -56,13 +68,65 @@ int read_file(const std::string& path, std::string* out) {
     return err;
 }
 
+// The start time of process `pid` (field 22 of /proc/<pid>/stat), "" when there is none:
+// with the pid it names a process uniquely, even after the pid is reused.
+std::string start_time(pid_t pid) {
+    std::string stat;
+    if (read_file("/proc/" + std::to_string(pid) + "/stat", &stat) != 0) {
+        return "";
+    }
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) {
+        return "";
+    }
+    std::istringstream fields(stat.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+    }
+    return field;
+}
+
+struct stamp {
+    pid_t pid = 0;
+    std::string started, fingerprint;
+};
+
+// Splits a file into its stamp and value; false when it has none (not written by a store).
+bool unstamp(const std::string& file, stamp* st, std::string* value) {
+    size_t eol = file.find('\n');
+    if (eol == std::string::npos) {
+        return false;
+    }
+    std::istringstream head(file.substr(0, eol));
+    std::string magic;
+    long pid = 0;
+    if (!(head >> magic >> pid >> st->started >> st->fingerprint) || magic != "loom1") {
+        return false;
+    }
+    st->pid = static_cast<pid_t>(pid);
+    *value  = file.substr(eol + 1);
+    return true;
+}
+
 class file_store final : public kv_store {
   public:
     file_store(std::string dir, const identity& me, double timeout_s)
-        : dir_(std::move(dir)), job_(escape_key(me.job)), me_(me), timeout_s_(timeout_s) {}
+        : dir_(std::move(dir)), job_(escape_key(me.job)), me_(me), timeout_s_(timeout_s) {
+        own_.pid         = getpid();
+        own_.started     = start_time(own_.pid);
+        own_.fingerprint = "-";
+        if (!me.secret.empty()) {
+            std::string key;
+            from_hex(me.secret, &key);
+            digest256 d      = hmac_sha256(key, "loom file store\n" + me.job);
+            own_.fingerprint = to_hex(std::span(d.data(), 8));
+        }
+    }
     ~file_store() override;
 
-    status attach();  // checks sizes and registers this rank
+    status attach();  // checks the directory and sizes, and registers this rank
+    status check_directory() const;
+    void sweep_stale_siblings() const;
 
     status set(std::string_view key, std::string_view value) override {
         if (key.empty()) {
@@ -77,9 +141,12 @@ class file_store final : public kv_store {
         backoff wait;
         std::string value, path = key_path(key);
         for (;;) {
-            int err = read_file(path, &value);
+            int err = read_value(path, &value);
             if (err == 0) {
                 return value;
+            }
+            if (err == EXDEV) {
+                return foreign(path);
             }
             if (err != ENOENT) {
                 return system_error(who() + " cannot read " + path + ": " + std::strerror(err));
@@ -122,6 +189,17 @@ class file_store final : public kv_store {
     std::string done_path(int r) const { return path("done", std::to_string(r)); }
 
     status publish(const std::string& final_path, std::string_view value, const std::string& what);
+    status publish_once(const std::string& final_path, std::string_view value,
+                        const std::string& what);
+    // Reads a value: 0, ENOENT when absent or stale (then removed), EXDEV when another
+    // launch wrote it, or another errno.
+    int read_value(const std::string& path, std::string* value);
+    status foreign(const std::string& path) const {
+        return invalid_argument(
+            who() + ": " + path + " was written by another launch of job '" + me_.job +
+            "' (a different LOOM_JOB_SECRET): two jobs share one job id; give each launch its "
+            "own LOOM_JOB");
+    }
     std::string never_registered() const {
         return missing_ranks(0, me_.size,
                              [&](int r) { return access(rank_path(r).c_str(), F_OK) == 0; });
@@ -133,10 +211,48 @@ class file_store final : public kv_store {
     identity me_;
     double timeout_s_;
     bool attached_ = false;
+    stamp own_;  // what this process writes at the head of its files
 };
 
+int file_store::read_value(const std::string& path, std::string* value) {
+    std::string file;
+    if (int err = read_file(path, &file); err != 0) {
+        return err;
+    }
+    stamp st;
+    if (!unstamp(file, &st, value)) {
+        return EXDEV;  // not a store's file: never trusted
+    }
+    if (st.fingerprint != own_.fingerprint) {
+        return EXDEV;
+    }
+    if (st.pid != own_.pid && start_time(st.pid) != st.started) {
+        unlink(path.c_str());  // its writer is gone: a killed launch's leftover
+        return ENOENT;
+    }
+    return 0;
+}
+
+// Publishes; a stale file in the way (its writer is dead) is removed and the publish tried
+// once more.
 status file_store::publish(const std::string& final_path, std::string_view value,
                            const std::string& what) {
+    status st = publish_once(final_path, value, what);
+    if (st.code() == LOOM_ERR_INVALID_ARGUMENT) {
+        std::string existing;
+        int err = read_value(final_path, &existing);
+        if (err == EXDEV) {
+            return foreign(final_path);
+        }
+        if (err == ENOENT) {
+            st = publish_once(final_path, value, what);
+        }
+    }
+    return st;
+}
+
+status file_store::publish_once(const std::string& final_path, std::string_view value,
+                                const std::string& what) {
     static std::atomic<unsigned> serial{0};
     std::string tmp = dir_ + "/." + job_ + ".tmp." + std::to_string(me_.rank) + "." +
                       std::to_string(getpid()) + "." + std::to_string(serial++);
@@ -144,7 +260,9 @@ status file_store::publish(const std::string& final_path, std::string_view value
     if (fd < 0) {
         return system_error(who() + " cannot create " + tmp + ": " + std::strerror(errno));
     }
-    bool written = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+    std::string text = "loom1 " + std::to_string(own_.pid) + " " + own_.started + " " +
+                       own_.fingerprint + "\n" + std::string(value);
+    bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     int err      = written ? 0 : errno;
     close(fd);
     if (written &&
@@ -160,23 +278,99 @@ status file_store::publish(const std::string& final_path, std::string_view value
                         std::strerror(err));
 }
 
-status file_store::attach() {
+// The directory is created 0700; an existing one must be a real directory of this user that
+// nobody else can enter: otherwise another user could have planted keys (addresses) in it.
+status file_store::check_directory() const {
     std::error_code ec;
-    fs::create_directories(dir_, ec);
-    if (ec || !fs::is_directory(dir_)) {
-        return system_error(who() + " cannot create the file store directory " + dir_ + ": " +
-                            (ec ? ec.message() : "not a directory"));
+    fs::path parent = fs::path(dir_).parent_path();
+    if (!parent.empty()) {
+        fs::create_directories(parent, ec);
     }
+    if (mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) {
+        return system_error(who() + " cannot create the file store directory " + dir_ + ": " +
+                            std::strerror(errno));
+    }
+    struct stat st;
+    if (lstat(dir_.c_str(), &st) != 0) {
+        return system_error(who() + " cannot examine the file store directory " + dir_ + ": " +
+                            std::strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+        return invalid_argument(
+            who() + " refuses the file store " + dir_ + ": it is " +
+            (S_ISDIR(st.st_mode) ? "a directory" : "not a directory") + " owned by uid " +
+            std::to_string(st.st_uid) + " with mode " + mode + ", but must be a directory of uid " +
+            std::to_string(geteuid()) +
+            " with mode 0700 (others could plant keys in it); remove it, or choose another "
+            "directory (LOOM_BOOTSTRAP=file:DIR, or TMPDIR)");
+    }
+    return status::ok();
+}
+
+// A launch killed before its rank 0 tidied up leaves its default directory behind, under a
+// job id no later launch will use again. Rank 0 of a default directory removes the sibling
+// directories of this user whose every file was written by processes that are gone.
+void file_store::sweep_stale_siblings() const {
+    fs::path self   = fs::path(dir_);
+    std::string own = "loom-bootstrap-" + std::to_string(geteuid()) + "-";
+    if (me_.rank != 0 || !self.filename().string().starts_with(own)) {
+        return;
+    }
+    std::error_code ec;
+    for (const auto& sibling : fs::directory_iterator(self.parent_path(), ec)) {
+        std::string name = sibling.path().filename().string();
+        struct stat st;
+        if (!name.starts_with(own) || sibling.path() == self ||
+            lstat(sibling.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+            st.st_uid != geteuid()) {
+            continue;
+        }
+        bool stale = false, live = false;
+        std::error_code inner;
+        for (const auto& entry : fs::directory_iterator(sibling.path(), inner)) {
+            std::string file, value;
+            stamp writer;
+            if (read_file(entry.path().string(), &file) != 0 || !unstamp(file, &writer, &value)) {
+                live = true;  // not a store's file, or being written: leave the directory be
+                break;
+            }
+            bool gone = start_time(writer.pid) != writer.started;
+            stale     = stale || gone;
+            live      = live || !gone;
+        }
+        if (stale && !live && !inner) {
+            fs::remove_all(sibling.path(), inner);
+            LOOM_LOG_INFO(log::subsystem::init,
+                          "bootstrap: removed %s (its job's processes are gone)",
+                          sibling.path().c_str());
+        }
+    }
+}
+
+status file_store::attach() {
+    if (status st = check_directory(); !st) {
+        return st;
+    }
+    sweep_stale_siblings();
     // The ranks already registered say how many ranks the job has; a later rank with another
     // size finds out here (an earlier one, when that later rank attaches).
     for (int r = 0; r < me_.size; ++r) {
         std::string size;
-        if (r != me_.rank && read_file(rank_path(r), &size) == 0 &&
-            size != std::to_string(me_.size)) {
+        int err = r != me_.rank ? read_value(rank_path(r), &size) : ENOENT;
+        if (err == EXDEV) {
+            return foreign(rank_path(r));
+        }
+        if (err == 0 && size != std::to_string(me_.size)) {
             return invalid_argument(who() + " says the job has " + std::to_string(me_.size) +
                                     " ranks but rank " + std::to_string(r) + " in " + dir_ +
                                     " says " + size);
         }
+    }
+    std::string mine;
+    if (read_value(rank_path(me_.rank), &mine) == EXDEV) {
+        return foreign(rank_path(me_.rank));
     }
     status st = publish(rank_path(me_.rank), std::to_string(me_.size), "its registration");
     if (st.code() == LOOM_ERR_INVALID_ARGUMENT) {
@@ -200,7 +394,7 @@ file_store::~file_store() {
 }
 
 void file_store::linger_and_remove() {
-    deadline until(timeout_s_);
+    deadline until(std::min(timeout_s_, me_.linger_s));
     backoff wait(0.05);
     for (int r = 1; r < me_.size && !until.expired();) {
         bool registered = access(rank_path(r).c_str(), F_OK) == 0;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/check.hh"
 #include "bootstrap/store_tcp.hh"
 
 namespace loom::bootstrap::detail {
@@ -243,13 +244,9 @@ class client_store final : public kv_store {
         : fd_(fd), where_(address_text(where)), me_(me), op_timeout_s_(op_timeout_s) {}
     ~client_store() override { close(fd_); }
 
-    // Registers; a refusal (duplicate rank, wrong size or job) is an invalid argument.
-    status hello() {
-        frame_writer w;
-        w.u8(uint8_t(wire_op::hello)).u32(uint32_t(me_.rank)).u32(uint32_t(me_.size));
-        std::string answer;
-        return request(w.str(me_.job).finish(), op_timeout_s_, "registration", &answer);
-    }
+    // Answers rank 0's challenge and registers; a refusal (authentication, duplicate rank,
+    // wrong size or job) is an invalid argument. Rank 0 must prove the secret in turn.
+    status hello(const std::string& key);
 
     status set(std::string_view key, std::string_view value) override {
         frame_writer w;
@@ -329,16 +326,55 @@ status client_store::request(const std::string& frame, double timeout_s, const s
     }
 }
 
+status client_store::hello(const std::string& key) {
+    std::string who = "bootstrap: rank " + std::to_string(me_.rank);
+    deadline until(std::min(op_timeout_s_, handshake_s) + 1.0);
+    std::string body, server_nonce;
+    uint8_t code = 0;
+    int rc       = recv_frame(fd_, &body, until);
+    frame_reader challenge(body);
+    if (rc != 0 || !challenge.u8(&code) || !challenge.str(&server_nonce) ||
+        code != uint8_t(wire_reply::ok) || server_nonce.size() != nonce_bytes) {
+        return {LOOM_ERR_PEER_FAILURE,
+                who + " got no valid challenge from the rendezvous " + where_ + " (" +
+                    (rc != 0 ? io_error_text(rc) : "not a loom rendezvous") + ")"};
+    }
+    auto client_nonce = fresh_nonce();
+    if (!client_nonce) {
+        return client_nonce.error();
+    }
+    std::string fields = hello_fields(me_.rank, me_.size, me_.job, *client_nonce);
+    // The frame is the signed fields followed by the tag (a str).
+    std::string signed_body =
+        fields + frame_writer().str(hello_tag(key, server_nonce, fields)).finish().substr(4);
+    uint32_t len = htole32(static_cast<uint32_t>(signed_body.size()));
+    std::string whole(reinterpret_cast<const char*>(&len), 4);
+    whole += signed_body;
+    std::string proof;
+    LOOM_CHECK(request(whole, op_timeout_s_, "registration", &proof));
+    if (!tags_equal(proof, server_tag(key, server_nonce, *client_nonce))) {
+        return invalid_argument(who + ": the rendezvous " + where_ +
+                                " did not prove that it holds the job's LOOM_JOB_SECRET "
+                                "(another job's rank 0 on that port?)");
+    }
+    return status::ok();
+}
+
 }  // namespace
 
 result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const identity& me,
                                                  double timeout_s) {
+    auto key = job_key(me, address_text(where));
+    if (!key) {
+        return key.error();
+    }
     if (me.rank == 0) {
-        auto server = tcp_server::start(where, me);
+        auto server = tcp_server::start(where, me, *key);
         if (!server) {
             return server.error();
         }
-        return std::unique_ptr<kv_store>(new root_store(std::move(*server), timeout_s));
+        double linger_s = std::min(timeout_s, me.linger_s);
+        return std::unique_ptr<kv_store>(new root_store(std::move(*server), linger_s));
     }
     deadline until(timeout_s);
     backoff wait(0.1);
@@ -347,7 +383,16 @@ result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const i
         int fd = try_connect(where, until, &why);
         if (fd >= 0) {
             auto store = std::make_unique<client_store>(fd, where, me, timeout_s);
-            if (status st = store->hello(); !st) {
+            status st  = store->hello(*key);
+            // Closed before its challenge: rank 0 was full of connections that had not yet
+            // authenticated (an outsider's flood): try again, as after a refused connect.
+            if (st.code() == LOOM_ERR_PEER_FAILURE &&
+                st.message().find("no valid challenge") != std::string::npos && !until.expired()) {
+                why = st.message();
+                wait.pause(until.remaining_s());
+                continue;
+            }
+            if (!st) {
                 return st;
             }
             return std::unique_ptr<kv_store>(std::move(store));

@@ -25,63 +25,59 @@ std::string errno_text(int err) {
     return std::strerror(err);
 }
 
-// Binds a listening socket to the first address of `where` that is local. The host in
-// LOOM_BOOTSTRAP is how the others reach rank 0, which behind NAT or with a DNS alias need
-// not be an address of this host: then rank 0 listens on every address (0.0.0.0:port).
-result<int> listen_on(const host_port& where, int backlog) {
+// Binds a listening socket to the first address of `host` at `port`. Never every interface
+// unless asked for (LOOM_BOOTSTRAP_LISTEN=0.0.0.0): the rendezvous is reachable only where
+// the job says it is.
+result<int> listen_on(const std::string& host, const host_port& where, int backlog) {
     addrinfo hints{};
     hints.ai_family   = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags    = AI_NUMERICSERV;
+    hints.ai_flags    = AI_NUMERICSERV | AI_PASSIVE;
     addrinfo* list    = nullptr;
     std::string port  = std::to_string(where.port);
-    int rc            = getaddrinfo(where.host.c_str(), port.c_str(), &hints, &list);
+    std::string bound = address_text(host_port{host, where.port});
+    int rc            = getaddrinfo(host.c_str(), port.c_str(), &hints, &list);
     if (rc != 0) {
-        return invalid_argument("bootstrap: rank 0 cannot resolve the rendezvous host '" +
-                                where.host + "': " + gai_strerror(rc));
+        return invalid_argument("bootstrap: rank 0 cannot resolve the rendezvous host '" + host +
+                                "': " + gai_strerror(rc));
     }
-    sockaddr_in any{};
-    any.sin_family      = AF_INET;
-    any.sin_port        = htons(where.port);
-    any.sin_addr.s_addr = htonl(INADDR_ANY);
-    int err             = EADDRNOTAVAIL;
-    int fd              = -1;
+    int err = EADDRNOTAVAIL;
+    int fd  = -1;
     for (addrinfo* ai = list; ai != nullptr && fd < 0; ai = ai->ai_next) {
-        fd      = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (fd >= 0 && bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
             err = errno;
             close(fd);
             fd = -1;
         }
     }
     freeaddrinfo(list);
-    if (fd < 0 && err == EADDRNOTAVAIL) {
-        fd      = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0) {
-            err = errno;
-            close(fd);
-            fd = -1;
-        }
-    }
     if (fd < 0 || listen(fd, backlog) != 0) {
         err = fd < 0 ? err : errno;
         if (fd >= 0) {
             close(fd);
         }
-        return system_error("bootstrap: rank 0 cannot listen on " + address_text(where) + ": " +
-                            errno_text(err));
+        std::string hint = err == EADDRNOTAVAIL
+                               ? " (not an address of this host: set LOOM_BOOTSTRAP_LISTEN to one "
+                                 "that is, or 0.0.0.0 for every interface)"
+                               : "";
+        return system_error("bootstrap: rank 0 cannot listen on " + bound + ": " + errno_text(err) +
+                            hint);
     }
     return fd;
 }
 
 }  // namespace
 
-result<std::unique_ptr<tcp_server>> tcp_server::start(const host_port& where, const identity& me) {
-    auto fd = listen_on(where, std::max(64, me.size));
+result<std::unique_ptr<tcp_server>> tcp_server::start(const host_port& where, const identity& me,
+                                                      std::string key) {
+    auto fd = listen_on(me.listen.empty() ? where.host : me.listen, where, 64);
     if (!fd) {
         return fd.error();
     }
@@ -90,16 +86,18 @@ result<std::unique_ptr<tcp_server>> tcp_server::start(const host_port& where, co
         close(*fd);
         return system_error("bootstrap: rank 0 cannot create an eventfd: " + errno_text(errno));
     }
-    std::unique_ptr<tcp_server> server(new tcp_server(*fd, wake, where, me));
+    std::unique_ptr<tcp_server> server(new tcp_server(*fd, wake, where, me, std::move(key)));
     server->thread_ = std::thread([s = server.get()] { s->run(); });
     return server;
 }
 
-tcp_server::tcp_server(int listen_fd, int wake_fd, const host_port& where, const identity& me)
+tcp_server::tcp_server(int listen_fd, int wake_fd, const host_port& where, const identity& me,
+                       std::string key)
     : listen_fd_(listen_fd),
       wake_fd_(wake_fd),
       where_(address_text(where)),
       me_(me),
+      key_(std::move(key)),
       ranks_(static_cast<size_t>(me.size), rank_state::never) {
     ranks_[0] = rank_state::connected;  // rank 0 is this process
 }
@@ -218,19 +216,50 @@ void tcp_server::run() {
             accept_all();
         }
         serve_waiters();
+        expire_slow();
         std::erase_if(conns_, [](const conn& c) { return c.fd < 0; });
     }
 }
 
 int tcp_server::poll_timeout_ms() const {
-    if (waiters_.empty()) {
+    double first  = 0;
+    auto consider = [&](double at) {
+        if (at > 0) {
+            first = first == 0 ? at : std::min(first, at);
+        }
+    };
+    for (const auto& w : waiters_) {
+        consider(w.end_s);
+    }
+    for (const auto& c : conns_) {
+        consider(expiry_s(c));
+    }
+    if (first == 0) {
         return -1;
     }
-    double first = waiters_.front().end_s;
-    for (const auto& w : waiters_) {
-        first = std::min(first, w.end_s);
-    }
     return static_cast<int>(std::ceil(std::max(0.0, first - now_s()) * 1e3));
+}
+
+double tcp_server::expiry_s(const conn& c) const {
+    if (c.fd < 0 || c.close_after_flush) {
+        return 0;
+    }
+    if (c.rank < 0 || !c.in.empty()) {
+        return c.since_s + std::min(handshake_s, me_.timeout_s);
+    }
+    return 0;
+}
+
+// A client that does not authenticate in time, or stalls in the middle of a frame, loses
+// its connection: half-sent frames cannot pin rank 0's memory or its connection slots.
+void tcp_server::expire_slow() {
+    double now = now_s();
+    for (auto& c : conns_) {
+        double at = expiry_s(c);
+        if (at > 0 && now >= at) {
+            drop(c);
+        }
+    }
 }
 
 void tcp_server::accept_all() {
@@ -239,10 +268,21 @@ void tcp_server::accept_all() {
         if (fd < 0) {
             return;  // EAGAIN: all taken; anything else: that client retries
         }
-        conns_.push_back(conn{fd, next_conn_id_++, -1, {}, {}, false});
+        size_t pending = std::count_if(conns_.begin(), conns_.end(),
+                                       [](const conn& c) { return c.fd >= 0 && c.rank < 0; });
+        auto nonce     = fresh_nonce();
+        if (pending >= max_unauthenticated || !nonce) {
+            close(fd);  // a real rank retries until its deadline
+            continue;
+        }
+        conns_.push_back(conn{fd, next_conn_id_++, -1, {}, {}, false, *nonce, now_s()});
+        reply(conns_.back(), wire_reply::ok, *nonce);  // the challenge
     }
 }
 
+// Reads what has arrived and handles each whole frame as soon as it is complete, so a
+// connection never buffers more than one frame of its limit (4 KiB before it has
+// authenticated, max_frame_bytes after): the length is checked before a byte is kept.
 bool tcp_server::read_conn(conn& c) {
     char buf[4096];
     for (;;) {
@@ -254,28 +294,33 @@ bool tcp_server::read_conn(conn& c) {
             if (errno == EINTR) {
                 continue;
             }
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                return false;
-            }
-            break;
+            return errno == EAGAIN || errno == EWOULDBLOCK;
+        }
+        if (c.close_after_flush) {
+            continue;  // refused: what it still sends is discarded
+        }
+        if (c.in.empty() && c.rank >= 0) {
+            c.since_s = now_s();  // a frame begins: it has handshake_s to arrive whole
         }
         c.in.append(buf, static_cast<size_t>(n));
-    }
-    while (c.in.size() >= 4 && !c.close_after_flush) {
-        uint32_t len;
-        std::memcpy(&len, c.in.data(), 4);
-        len = le32toh(len);
-        if (len > max_frame_bytes) {
-            return false;  // not a loom client, or a corrupt stream
+        while (c.in.size() >= 4 && !c.close_after_flush) {
+            uint32_t len;
+            std::memcpy(&len, c.in.data(), 4);
+            len = le32toh(len);
+            if (len > (c.rank < 0 ? max_hello_bytes : max_frame_bytes)) {
+                return false;  // not a loom client, or a corrupt stream
+            }
+            if (c.in.size() < 4 + size_t{len}) {
+                break;
+            }
+            std::string body = c.in.substr(4, len);
+            c.in.erase(0, 4 + size_t{len});
+            handle_frame(c, body);
+            if (c.fd < 0) {
+                return true;  // dropped while answering
+            }
         }
-        if (c.in.size() < 4 + size_t{len}) {
-            break;
-        }
-        std::string body = c.in.substr(4, len);
-        c.in.erase(0, 4 + size_t{len});
-        handle_frame(c, body);
     }
-    return true;
 }
 
 void tcp_server::handle_frame(conn& c, std::string_view body) {
@@ -295,9 +340,19 @@ void tcp_server::handle_frame(conn& c, std::string_view body) {
 
 void tcp_server::handle_hello(conn& c, frame_reader& r) {
     uint32_t rank = 0, size = 0;
-    std::string job;
-    if (!r.u32(&rank) || !r.u32(&size) || !r.str(&job)) {
-        return reply(c, wire_reply::error, "bootstrap: malformed registration", true);
+    std::string job, client_nonce, tag;
+    bool parsed = r.u32(&rank) && r.u32(&size) && r.str(&job) && r.str(&client_nonce) &&
+                  r.str(&tag) && client_nonce.size() == nonce_bytes;
+    // Nothing about the job (its id, size, ranks or keys) is said before the tag checks out.
+    std::string expected =
+        parsed ? hello_tag(key_, c.nonce, hello_fields(int(rank), int(size), job, client_nonce))
+               : std::string();
+    if (!parsed || c.rank >= 0 || !tags_equal(tag, expected)) {
+        return reply(c, wire_reply::error,
+                     "bootstrap: the rendezvous " + where_ +
+                         " refused this client: authentication failed (it needs the job's "
+                         "LOOM_JOB_SECRET)",
+                     true);
     }
     std::string who = "bootstrap: rank " + std::to_string(static_cast<int32_t>(rank));
     std::string error;
@@ -316,16 +371,17 @@ void tcp_server::handle_hello(conn& c, frame_reader& r) {
             error = who + " registered twice at the rendezvous " + where_ +
                     " (two processes of job '" + me_.job + "' claim rank " + std::to_string(rank) +
                     ")";
-        } else if (c.rank < 0) {
+        } else {
             ranks_[rank] = rank_state::connected;
             c.rank       = static_cast<int>(rank);
+            c.since_s    = now_s();
         }
     }
     cv_.notify_all();
     if (!error.empty()) {
         return reply(c, wire_reply::error, error, true);
     }
-    reply(c, wire_reply::ok, "");
+    reply(c, wire_reply::ok, server_tag(key_, c.nonce, client_nonce));
 }
 
 void tcp_server::handle_request(conn& c, wire_op op, frame_reader& r) {

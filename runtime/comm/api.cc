@@ -124,14 +124,11 @@ loom_status_t loom_comm_create(const loom_config_t* config, loom_comm_t* out) {
     return guarded("loom_comm_create", [&]() -> loom_status_t {
         loom::comm::settings s;
         std::string address;
-        double boot_timeout_s = 30;
-        if (loom::status st = loom::comm::resolve_settings(config, &s, &address, &boot_timeout_s);
-            !st) {
+        loom::bootstrap::identity id;
+        if (loom::status st = loom::comm::resolve_settings(config, &s, &address, &id); !st) {
             return loom::comm::record_error(st, -1, "");
         }
-        loom::bootstrap::identity id;
-        id.rank = s.rank, id.size = s.size, id.job = s.job, id.source = "config";
-        auto store = loom::bootstrap::connect_store(address, id, boot_timeout_s);
+        auto store = loom::bootstrap::connect_store(address, id, id.timeout_s);
         if (!store) {
             return loom::comm::record_error(store.error(), s.rank, "");
         }

@@ -136,12 +136,22 @@ status check_attr(const call_args& a, int rank, call_options* out) {
             return invalid_argument(who(a, rank) + "attr->segments " +
                                     std::to_string(at->segments) + " is negative (0: default)");
         }
+        if (at->segments > LOOM_MAX_SEGMENTS) {  // each is a step per rank in the plan
+            return invalid_argument(who(a, rank) + "attr->segments " +
+                                    std::to_string(at->segments) + " exceeds the limit of " +
+                                    std::to_string(LOOM_MAX_SEGMENTS));
+        }
         out->segments = at->segments > 0 ? at->segments : 1;
     }
     if (has_field(n, offsetof(loom_coll_attr_t, channels) + sizeof at->channels)) {
         if (at->channels < 0) {
             return invalid_argument(who(a, rank) + "attr->channels " +
                                     std::to_string(at->channels) + " is negative (0: default)");
+        }
+        if (at->channels > LOOM_MAX_CHANNELS) {  // each is a whole schedule per rank
+            return invalid_argument(who(a, rank) + "attr->channels " +
+                                    std::to_string(at->channels) + " exceeds the limit of " +
+                                    std::to_string(LOOM_MAX_CHANNELS));
         }
         out->channels = at->channels > 0 ? at->channels : 1;
     }

@@ -34,6 +34,7 @@
 #include "algorithms/algorithm.hh"
 #include "base/kv_store.hh"
 #include "base/status.hh"
+#include "bootstrap/bootstrap.hh"
 #include "comm/inc_offload.hh"
 #include "drivers/driver.hh"
 #include "drivers/forward/forward.hh"
@@ -196,9 +197,10 @@ struct settings {
 
 /// Resolves a loom_config_t (NULL: all defaults) against the parameter registry.
 /// Rank, size and job come from the config or bootstrap::discover(); `bootstrap` receives
-/// the rendezvous address and `bootstrap_timeout_s` its deadline.
+/// the rendezvous address and `who` what the store needs (rank, size, job, the secret, the
+/// timeout and linger time).
 status resolve_settings(const loom_config_t* config, settings* out, std::string* bootstrap,
-                        double* bootstrap_timeout_s);
+                        bootstrap::identity* who);
 
 class communicator;
 

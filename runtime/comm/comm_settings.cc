@@ -31,6 +31,11 @@ status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::st
                                 std::to_string(size) +
                                 ": give both (>= 0, >= 1) or neither (-1: from the environment)");
     }
+    if (size > bootstrap::max_ranks) {  // before anything is sized by it
+        return invalid_argument("loom_config_t: size " + std::to_string(size) +
+                                " exceeds the limit of " + std::to_string(bootstrap::max_ranks) +
+                                " ranks per job");
+    }
     const char* job =
         text_field(c, &loom_config_t::job, offsetof(loom_config_t, job) + sizeof(char*));
     const char* boot = text_field(c, &loom_config_t::bootstrap,
@@ -61,7 +66,9 @@ status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::st
         id->size   = size;
         id->source = "config";
         if (!need_env) {
-            id->timeout_s = params::registry::global().get_real("LOOM_BOOTSTRAP_TIMEOUT");
+            if (status st = bootstrap::read_store_settings(id); !st) {
+                return st;
+            }
         }
     }
     if (job) {
@@ -184,7 +191,7 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
 }  // namespace
 
 status resolve_settings(const loom_config_t* c, settings* s, std::string* address,
-                        double* bootstrap_timeout_s) {
+                        bootstrap::identity* who) {
     if (const status& load = params::registry::global().load_status(); !load) {
         return load;
     }
@@ -198,10 +205,10 @@ status resolve_settings(const loom_config_t* c, settings* s, std::string* addres
     if (status st = resolve_identity(c, &id, address); !st) {
         return st;
     }
-    s->rank              = id.rank;
-    s->size              = id.size;
-    s->job               = id.job;
-    *bootstrap_timeout_s = id.timeout_s;
+    s->rank = id.rank;
+    s->size = id.size;
+    s->job  = id.job;
+    *who    = id;
     if (status st = resolve_numbers(c, s); !st) {
         return st;
     }

@@ -4,6 +4,7 @@
 // the last error, abort and split behave as loom.h documents.
 #include <loom/loom.h>
 
+#include <climits>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -159,6 +160,34 @@ void bad_attributes_are_rejected(void**) {
         LOOM_SUCCESS);
     assert_true(src == dst);
     loom_comm_destroy(comm);
+}
+
+// Limits checked before anything is sized by them: each a clear error naming the limit.
+void limits_are_checked(void**) {
+    loom_comm_t comm = make_comm();
+    std::vector<uint8_t> in(64, 1);
+    loom_coll_attr_t attr;
+    loom_coll_attr_init(&attr);
+    attr.channels = 1 << 30;
+    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
+                    LOOM_ERR_INVALID_ARGUMENT, "2^30 channels");
+    expect_message_has("exceeds the limit of 64");
+    loom_coll_attr_init(&attr);
+    attr.segments = 1 << 30;
+    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
+                    LOOM_ERR_INVALID_ARGUMENT, "2^30 segments");
+    expect_message_has("exceeds the limit of 1024");
+    loom_comm_destroy(comm);
+    loom_config_t cfg;
+    loom_config_init(&cfg);
+    cfg.rank      = 0;
+    cfg.size      = INT_MAX;
+    cfg.job       = "limits";
+    cfg.bootstrap = "file:/nonexistent/never-created";
+    comm          = nullptr;
+    assert_int_equal(loom_comm_create(&cfg, &comm), LOOM_ERR_INVALID_ARGUMENT);
+    assert_null(comm);
+    expect_message_has("size 2147483647 exceeds the limit of 65536 ranks");
 }
 
 void loom_algo_grammar_is_strict(void**) {
@@ -395,6 +424,7 @@ int main() {
         cmocka_unit_test(root_and_peer_out_of_range_are_rejected),
         cmocka_unit_test(count_overflow_is_rejected),
         cmocka_unit_test(bad_attributes_are_rejected),
+        cmocka_unit_test(limits_are_checked),
         cmocka_unit_test(loom_algo_grammar_is_strict),
         cmocka_unit_test(loom_algo_from_registry_is_checked),
         cmocka_unit_test(config_errors_are_rejected),

@@ -92,7 +92,8 @@ static void loomrun_variables_give_rank_size_job_and_rendezvous(void**) {
     assert_string_equal(r.fields.at("bootstrap").c_str(), "127.0.0.1:5000");
     assert_string_equal(r.fields.at("timeout").c_str(), "2.5");
     // LOOM_* wins over a launcher's variables (loomrun inside an allocation).
-    r = probe({"LOOM_RANK=1", "LOOM_SIZE=2", "OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=4"});
+    r = probe({"LOOM_RANK=1", "LOOM_SIZE=2", "LOOM_JOB=j", "OMPI_COMM_WORLD_RANK=3",
+               "OMPI_COMM_WORLD_SIZE=4"});
     expect_ok(r, 1, 2, "loomrun");
 }
 
@@ -108,6 +109,33 @@ static void loomrun_variables_that_disagree_are_invalid(void**) {
     expect_error(probe({"LOOM_RANK=0", "LOOM_SIZE=2", "LOOM_BOOTSTRAP=h:70000"}), "1..65535");
     expect_error(probe({"LOOM_BOOTSTRAP_TIMEOUT=0"}), "must be positive");
     expect_error(probe({"LOOM_BOOTSTRAP_TIMEOUT=soon"}), "LOOM_BOOTSTRAP_TIMEOUT='soon'");
+}
+
+static void limits_and_secrets_are_checked(void**) {
+    // 2^32 + 2 ranks must not wrap to 2; INT_MAX must not reach an allocation.
+    expect_error(probe({"LOOM_RANK=0", "LOOM_SIZE=4294967298", "LOOM_JOB=j"}),
+                 "exceeds the limit of 65536 ranks");
+    expect_error(probe({"LOOM_RANK=0", "LOOM_SIZE=2147483647", "LOOM_JOB=j"}),
+                 "exceeds the limit of 65536 ranks");
+    expect_error(probe({"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=4294967298"}),
+                 "exceeds the limit");
+    expect_error(probe({"LOOM_RANK=0", "LOOM_SIZE=2", "LOOM_JOB=j", "LOOM_JOB_SECRET=abc"}),
+                 "LOOM_JOB_SECRET must be 64 hex digits");
+    expect_error(probe({"LOOM_RANK=0", "LOOM_SIZE=2", "LOOM_JOB=j",
+                        "LOOM_JOB_SECRET=" + std::string(64, 'g')}),
+                 "not all hex digits");
+    expect_error(probe({"LOOM_BOOTSTRAP_LINGER=-1"}), "LOOM_BOOTSTRAP_LINGER");
+    expect_ok(probe({"LOOM_RANK=0", "LOOM_SIZE=2", "LOOM_JOB=j",
+                     "LOOM_JOB_SECRET=" + std::string(64, 'a')}),
+              0, 2, "loomrun");
+}
+
+static void ranks_started_by_hand_on_a_file_store_need_a_job_id(void**) {
+    // Two jobs started from one shell would share the parent-process job id and merge.
+    expect_error(probe({"LOOM_RANK=0", "LOOM_SIZE=2"}), "LOOM_JOB is not");
+    expect_error(probe({"LOOM_RANK=1", "LOOM_SIZE=2", "LOOM_BOOTSTRAP=file:/tmp/x"}),
+                 "LOOM_JOB is not");
+    expect_ok(probe({"LOOM_RANK=1", "LOOM_SIZE=2", "LOOM_JOB=mine"}), 1, 2, "loomrun");
 }
 
 static void open_mpi_variables_meet_in_a_job_directory(void**) {
@@ -214,6 +242,8 @@ int main(int argc, char** argv) {
         cmocka_unit_test(no_launcher_is_one_rank_without_rendezvous),
         cmocka_unit_test(loomrun_variables_give_rank_size_job_and_rendezvous),
         cmocka_unit_test(loomrun_variables_that_disagree_are_invalid),
+        cmocka_unit_test(limits_and_secrets_are_checked),
+        cmocka_unit_test(ranks_started_by_hand_on_a_file_store_need_a_job_id),
         cmocka_unit_test(open_mpi_variables_meet_in_a_job_directory),
         cmocka_unit_test(ranks_on_several_hosts_need_a_tcp_rendezvous),
         cmocka_unit_test(mpich_hydra_variables_use_the_shared_parent_as_job),

@@ -76,6 +76,31 @@ void expect_ranks_gone(const loom::test::outcome& o, int expected) {
 
 }  // namespace
 
+// Two jobs started at once from one shell, both over shm and tcp rendezvous: each meets only
+// its own ranks (its own job id and secret), even with LOOM_JOB_SECRET in the shell.
+static void two_jobs_from_one_shell_are_kept_apart(void**) {
+    std::vector<loom::test::program> jobs(2);
+    for (auto& p : jobs) {
+        p.argv        = {loomrun_path, "-n", "3", "--", probe_path, "store"};
+        p.inherit_env = true;
+        p.env         = {"LOOM_JOB_SECRET=" + std::string(64, 'e')};
+    }
+    auto out = loom::test::run_programs(jobs, deadline_s);
+    std::string job[2];
+    for (int j = 0; j < 2; ++j) {
+        expect(out[j].code == 0, out[j], "a job failed");
+        for (int k = 0; k < 3; ++k) {
+            std::string want = "store ok rank " + std::to_string(k) + " of 3";
+            expect(out[j].text.find(want) != std::string::npos, out[j], "a rank did not meet");
+        }
+        size_t at = out[j].text.find(" job ");
+        job[j]    = out[j].text.substr(at + 5, out[j].text.find(' ', at + 5) - at - 5);
+    }
+    if (job[0] == job[1]) {
+        LOOM_FAIL("both launches got job id " + job[0]);
+    }
+}
+
 static void every_rank_gets_its_environment(void**) {
     auto o = loomrun({"-n", "3", "--transport", "tcp", "--", probe_path, "env"});
     expect(o.code == 0, o, "loomrun failed");
@@ -192,6 +217,7 @@ int main(int argc, char** argv) {
     probe_path                      = argv[2];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_rank_gets_its_environment),
+        cmocka_unit_test(two_jobs_from_one_shell_are_kept_apart),
         cmocka_unit_test(output_lines_are_prefixed_with_the_rank),
         cmocka_unit_test(a_failing_rank_ends_the_job_with_its_status),
         cmocka_unit_test(a_killed_rank_ends_the_others_even_if_they_ignore_sigterm),

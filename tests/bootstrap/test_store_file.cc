@@ -3,6 +3,7 @@
 // rank 0 removes the job's files once the others are done. And the rule that makes
 // `mpirun -n 4 ./app` work with no loom variables: ranks started by one launcher (Open MPI or
 // MPICH variables only) meet in a job directory under $TMPDIR.
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -131,6 +132,116 @@ static void a_timeout_names_the_key_and_the_ranks_never_registered(void**) {
     std::filesystem::remove_all(dir);
 }
 
+static void a_directory_others_can_write_is_refused(void**) {
+    std::string dir = fresh_dir();
+    // Another user's plant: a world-writable directory with rank 0's address key in it.
+    assert_int_equal(chmod(dir.c_str(), 0777), 0);
+    FILE* plant = std::fopen((dir + "/file-test.key.addr%2F0").c_str(), "w");
+    std::fputs("6.6.6.6:1", plant);
+    std::fclose(plant);
+    auto store = bootstrap::connect_store("file:" + dir, rank_of(1, 2), 1);
+    assert_false(store.is_ok());
+    assert_int_equal(store.error().code(), LOOM_ERR_INVALID_ARGUMENT);
+    const char* msg = store.error().message().c_str();
+    assert_non_null(std::strstr(msg, "refuses the file store"));
+    assert_non_null(std::strstr(msg, "mode 0777"));
+    assert_non_null(std::strstr(msg, "mode 0700"));
+    if (geteuid() == 0) {  // owned by someone else, even with a private mode
+        assert_int_equal(chmod(dir.c_str(), 0700), 0);
+        assert_int_equal(chown(dir.c_str(), 65534, 65534), 0);
+        auto theirs = bootstrap::connect_store("file:" + dir, rank_of(1, 2), 1);
+        assert_false(theirs.is_ok());
+        assert_non_null(std::strstr(theirs.error().message().c_str(), "owned by uid 65534"));
+    }
+    // A planted file without a store's stamp is never taken for a value, even in a good dir.
+    assert_int_equal(chown(dir.c_str(), geteuid(), getegid()), 0);
+    assert_int_equal(chmod(dir.c_str(), 0700), 0);
+    auto ok = bootstrap::connect_store("file:" + dir, rank_of(1, 2), 1);
+    assert_true(ok.is_ok());
+    auto planted = (*ok)->get("addr/0", 0.2);
+    assert_false(planted.is_ok());
+    assert_non_null(std::strstr(planted.error().message().c_str(), "another launch"));
+    ok->reset();
+    std::filesystem::remove_all(dir);
+}
+
+static void a_job_killed_during_start_up_does_not_block_its_id(void**) {
+    std::string dir = fresh_dir();
+    // The first launch's rank 1 registers, publishes its address and is SIGKILLed.
+    auto killed = test::run_ranks(
+        1,
+        [&](int, std::string*) {
+            auto store = bootstrap::connect_store("file:" + dir, rank_of(1, 2), 1);
+            if (!store || !(*store)->set("addr/1", "old")) {
+                return 1;
+            }
+            raise(SIGKILL);
+            return 0;
+        },
+        deadline_s);
+    assert_int_equal(killed[0].code, 128 + SIGKILL);
+    // The next launch with the same job id: its rank 1 registers, and the stale address is
+    // neither read nor in the way.
+    auto rank0 = bootstrap::connect_store("file:" + dir, rank_of(0, 2), 1);
+    assert_true(rank0.is_ok());
+    auto stale = (*rank0)->get("addr/1", 0.1);
+    assert_int_equal(stale.error().code(), LOOM_ERR_TIMEOUT);
+    auto rank1 = bootstrap::connect_store("file:" + dir, rank_of(1, 2), 1);
+    assert_true(rank1.is_ok());
+    assert_true((*rank1)->set("addr/1", "new").is_ok());
+    assert_string_equal((*rank0)->get("addr/1", 1)->c_str(), "new");
+    rank1->reset();
+    rank0->reset();
+    std::filesystem::remove_all(dir);
+}
+
+static void a_killed_launchs_default_directory_is_removed_by_the_next(void**) {
+    std::string tmp  = fresh_dir();
+    std::string dead = tmp + "/loom-bootstrap-" + std::to_string(geteuid()) + "-deadjob";
+    auto killed      = test::run_ranks(
+             1,
+             [&](int, std::string*) {
+            auto store = bootstrap::connect_store("file:" + dead, rank_of(1, 2, "deadjob"), 1);
+            if (!store || !(*store)->set("addr/1", "x")) {
+                return 1;
+            }
+            raise(SIGKILL);
+            return 0;
+        },
+             deadline_s);
+    assert_int_equal(killed[0].code, 128 + SIGKILL);
+    assert_true(std::filesystem::is_directory(dead));
+    std::string live = tmp + "/loom-bootstrap-" + std::to_string(geteuid()) + "-livejob";
+    auto rank0       = bootstrap::connect_store("file:" + live, rank_of(0, 2, "livejob"), 1);
+    assert_true(rank0.is_ok());
+    assert_false(std::filesystem::exists(dead));
+    rank0->reset();
+    std::filesystem::remove_all(tmp);
+}
+
+static void two_launches_sharing_a_job_id_refuse_each_other(void**) {
+    std::string dir = fresh_dir();
+    auto a0         = rank_of(0, 2, "shared");
+    a0.secret       = std::string(64, 'a');
+    auto b1         = rank_of(1, 2, "shared");
+    b1.secret       = std::string(64, 'b');
+    auto first      = bootstrap::connect_store("file:" + dir, a0, 1);
+    assert_true(first.is_ok());
+    auto second = bootstrap::connect_store("file:" + dir, b1, 1);
+    assert_false(second.is_ok());
+    assert_int_equal(second.error().code(), LOOM_ERR_INVALID_ARGUMENT);
+    assert_non_null(std::strstr(second.error().message().c_str(),
+                                "another launch of job 'shared' (a different LOOM_JOB_SECRET)"));
+    // The same launch's rank 1 (same secret) joins as usual.
+    auto a1   = rank_of(1, 2, "shared");
+    a1.secret = a0.secret;
+    auto mine = bootstrap::connect_store("file:" + dir, a1, 1);
+    assert_true(mine.is_ok());
+    mine->reset();
+    first->reset();
+    std::filesystem::remove_all(dir);
+}
+
 // Ranks started by one launcher with only its own variables: no LOOM_* at all.
 static void launcher_ranks_without_loom_variables_meet_in_tmpdir(void**) {
     std::string tmp = fresh_dir();
@@ -174,6 +285,10 @@ int main(int argc, char** argv) {
         cmocka_unit_test(duplicate_rank_and_wrong_size_are_refused),
         cmocka_unit_test(a_timeout_names_the_key_and_the_ranks_never_registered),
         cmocka_unit_test(launcher_ranks_without_loom_variables_meet_in_tmpdir),
+        cmocka_unit_test(a_directory_others_can_write_is_refused),
+        cmocka_unit_test(a_job_killed_during_start_up_does_not_block_its_id),
+        cmocka_unit_test(two_launches_sharing_a_job_id_refuse_each_other),
+        cmocka_unit_test(a_killed_launchs_default_directory_is_removed_by_the_next),
     };
     return LOOM_RUN_TESTS("bootstrap_store_file", tests);
 }

@@ -20,9 +20,10 @@ constexpr double deadline_s = 30;  // per scenario: a hang fails the test instea
 
 bootstrap::identity rank_of(int rank, int size, const char* job = "tcp-test") {
     bootstrap::identity me;
-    me.rank = rank;
-    me.size = size;
-    me.job  = job;
+    me.rank   = rank;
+    me.size   = size;
+    me.job    = job;
+    me.secret = std::string(64, 'a');
     return me;
 }
 

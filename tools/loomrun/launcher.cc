@@ -24,6 +24,7 @@
 #include <ctime>
 
 #include "base/clock.hh"
+#include "base/secret.hh"
 #include "loomrun.hh"
 #include "switches.hh"
 #include "topology/fabric.hh"
@@ -41,9 +42,9 @@ constexpr double drain_s = 1.0;
 constexpr int netns_bootstrap_port = 29500;
 
 // The variables loomrun sets for every rank (any inherited value is replaced).
-constexpr const char* rank_vars[] = {"LOOM_RANK",          "LOOM_SIZE",      "LOOM_JOB",
-                                     "LOOM_BOOTSTRAP",     "LOOM_TRANSPORT", "LOOM_TCP_ADDR",
-                                     "LOOM_LINK_STATS_DIR"};
+constexpr const char* rank_vars[] = {"LOOM_RANK",           "LOOM_SIZE",      "LOOM_JOB",
+                                     "LOOM_BOOTSTRAP",      "LOOM_TRANSPORT", "LOOM_TCP_ADDR",
+                                     "LOOM_LINK_STATS_DIR", "LOOM_JOB_SECRET"};
 // A lattice fabric is forwarded hop by hop (fwd:<transport>); a star or a fabric file
 // given with --switch only places the aggregation nodes.
 bool forwarded(const std::string& fabric) {
@@ -113,6 +114,7 @@ class job {
 
     status start(const std::string& bootstrap);
     int wait_all();  // the event loop; returns the exit status
+    const std::string& id() const { return job_id_; }
     /// Ends the ranks already started (start() failed part-way), with this reason.
     void abandon(const std::string& reason) { fail_first(exit_failed, reason); }
 
@@ -134,6 +136,7 @@ class job {
     int sfd_;
     sigset_t old_mask_;
     std::string job_id_;
+    std::string secret_;  // LOOM_JOB_SECRET: fresh per launch, authenticates the rendezvous
     std::vector<rank_proc> ranks_;
     double timeout_at_s_  = 0;  // 0: none
     double kill_at_s_     = 0;  // when ending: SIGKILL time; 0 once sent
@@ -175,6 +178,7 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     env.push_back("LOOM_SIZE=" + std::to_string(o_.ranks));
     env.push_back("LOOM_JOB=" + job_id_);
     env.push_back("LOOM_BOOTSTRAP=" + bootstrap);
+    env.push_back("LOOM_JOB_SECRET=" + secret_);
     if (o_.fabric.empty() || !forwarded(o_.fabric)) {
         env.push_back("LOOM_TRANSPORT=" + o_.transport);
     } else {
@@ -234,6 +238,11 @@ void job::exec_rank(int rank, int out_fd, int err_fd, std::vector<std::string> e
 status job::start(const std::string& bootstrap) {
     job_id_ = "lr" + std::to_string(getpid()) + "-" +
               std::to_string(static_cast<unsigned long>(std::time(nullptr)) % 1000000);
+    auto secret = random_secret_hex();
+    if (!secret) {
+        return secret.error();
+    }
+    secret_ = *secret;
     for (int k = 0; k < o_.ranks; ++k) {
         rank_proc& r = ranks_[static_cast<size_t>(k)];
         int out[2], err[2];
@@ -511,6 +520,9 @@ int run_job(const options& given) {
             j.abandon("loomrun: " + st.message());
         }
         code = j.wait_all();
+        if (!j.id().empty()) {  // every rank is reaped: nothing of the job can use them now
+            remove_job_segments(j.id());
+        }
     }
     if (switches) {
         std::fflush(stdout);

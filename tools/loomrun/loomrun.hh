@@ -5,6 +5,7 @@
 //                prefixes output, reaps ranks, enforces the timeout and ends the job
 //   output.cc    "[rank] " line prefixing of the ranks' pipes
 //   link_stats.cc --link-stats: the rank files' directory, the table printed at exit
+//   leftovers.cc the job's shm segments, removed when it ends
 //   netns.cc     --hosts netns: a bridge, one namespace and veth pair per rank, teardown
 //   main.cc      --version, --config, and the exit status
 //
@@ -129,6 +130,9 @@ class link_stats_dir {
     explicit link_stats_dir(std::string path) : path_(std::move(path)) {}
     std::string path_;
 };
+
+/// Removes the shared-memory segments named after `job` (leftovers.cc); returns how many.
+int remove_job_segments(const std::string& job);
 
 /// Runs the job; returns loomrun's exit status. Prints one line on stderr when it is not 0.
 int run_job(const options& opts);

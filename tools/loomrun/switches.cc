@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,11 +48,18 @@ result<std::string> switch_set::launch(const std::string& listen, const std::str
     if (!parent.empty()) {
         args.insert(args.end(), {"--parent", parent});
     }
-    pid_t pid = fork();
+    pid_t launcher = getpid();
+    pid_t pid      = fork();
     if (pid < 0) {
         return system_error(std::string("fork: ") + strerror(errno));
     }
     if (pid == 0) {
+        // A loom-switch must not outlive a SIGKILLed loomrun (nobody would stop it); the
+        // check after prctl covers a loomrun that died before it.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != launcher) {
+            _exit(128 + SIGKILL);
+        }
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, nullptr);  // loomrun blocks signals for its signalfd

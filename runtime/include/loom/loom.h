@@ -273,10 +273,16 @@ typedef struct loom_coll_attr {
     const char* algorithm; /**< e.g. "ring" (loom-sim algorithms lists them); NULL: LOOM_ALGO,
                                 else the tuner */
     double timeout_s;      /**< deadline of this call; <= 0: the communicator's */
-    int segments;          /**< pipeline segments (>= 1); 0: 1 */
-    int channels;          /**< independent channels (>= 1; broadcast, reduce, allreduce,
-                                send/recv only); 0: 1 */
+    int segments;          /**< pipeline segments (1..LOOM_MAX_SEGMENTS); 0: 1 */
+    int channels;          /**< independent channels (1..LOOM_MAX_CHANNELS; broadcast, reduce,
+                                allreduce, send/recv only); 0: 1 */
 } loom_coll_attr_t;
+
+/** Limits of loom_coll_attr_t.segments and .channels; beyond: LOOM_ERR_INVALID_ARGUMENT. */
+#define LOOM_MAX_SEGMENTS 1024
+#define LOOM_MAX_CHANNELS 64
+/** The most ranks a communicator may have (loom_config_t.size, LOOM_SIZE, launchers). */
+#define LOOM_MAX_RANKS 65536
 
 /// Fills *attr with the defaults (algorithm NULL, timeout_s 0, segments 0, channels 0).
 /// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for NULL. Thread-safe.
