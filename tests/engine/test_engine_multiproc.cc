@@ -353,8 +353,8 @@ int dead_peer(rank_env& env) {
 // Rank 2 of 4 is killed in the middle of a 4 MiB ring all-reduce; every survivor's failure
 // must name rank 2 as its peer (not the neighbour it waited on, not a survivor that gave up
 // first). Run many times: the naming used to depend on who heard of the death first.
-int dead_peer_named(rank_env& env) {
-    auto c        = star_call("allreduce", 4, 1 << 20);
+int dead_peer_named_at(rank_env& env, int64_t count) {
+    auto c        = star_call("allreduce", 4, count);
     const auto* a = algorithms::find(c.coll, "ring");
     schedule::schedule_info info;
     info.coll = c.coll, info.nranks = 4, info.count = c.count, info.algorithm = "ring";
@@ -382,6 +382,16 @@ int dead_peer_named(rank_env& env) {
     timespec settle{0, 300'000'000};  // the other survivors finish before our buffers go
     nanosleep(&settle, nullptr);
     return ok ? 0 : 1;
+}
+
+int dead_peer_named(rank_env& env) {
+    return dead_peer_named_at(env, 1 << 20);
+}
+
+// 64 MiB: survivors are mid-transfer toward each other when the failure lands, and a
+// survivor's notice may meet a full queue (it is sent again, never dropped).
+int dead_peer_named_64m(rank_env& env) {
+    return dead_peer_named_at(env, 16 << 20);
 }
 
 // Forks n ranks that each connect and run `scenario`; true when every rank exits 0.
@@ -437,6 +447,8 @@ int main(int argc, char** argv) {
         {"rank 2 SIGKILLed mid all-reduce: the others fail naming it, in time", 3, dead_peer, 2});
     all.push_back({"rank 2 of 4 SIGKILLed mid all-reduce, 20 trials: every survivor names it", 4,
                    dead_peer_named, 2, 20});
+    all.push_back({"rank 2 of 4 SIGKILLed mid 64 MiB all-reduce, 6 trials: every survivor names it",
+                   4, dead_peer_named_64m, 2, 6});
     std::printf("1..%zu\n", all.size());
     int test = 0, failed = 0;
     for (const auto& sc : all) {
