@@ -10,6 +10,7 @@
 #include "bootstrap/bootstrap.hh"
 #include "comm/api_handle.hh"
 #include "comm/comm.hh"
+#include "comm/request_registry.hh"
 
 using loom::comm::call_args;
 using loom::comm::call_kind;
@@ -37,15 +38,19 @@ loom_status_t null_argument(const char* what, const char* name) {
         loom::invalid_argument(std::string(what) + ": " + name + " is NULL"), -1, what);
 }
 
+// Null for a value that names no live request: never dereferenced before it is known good.
 request_handle* handle_of(loom_request_t req) {
-    return reinterpret_cast<request_handle*>(req);
+    return loom::comm::request_registry::decode(req);
 }
 
-// A handle back in its communicator's pool (freed) has no communicator: using it is a
-// caller's error, reported rather than followed.
+// A freed handle, a stale one, one of a destroyed communicator or garbage: a caller's error,
+// reported rather than followed.
 loom_status_t freed_request(const char* what) {
     return loom::comm::record_error(
-        loom::invalid_argument(std::string(what) + ": the request was already freed"), -1, what);
+        loom::invalid_argument(std::string(what) +
+                               ": not a live request (garbage, already freed, or of a "
+                               "destroyed communicator)"),
+        -1, what);
 }
 
 // Blocking or not, the shared tail of every collective entry point.
@@ -64,7 +69,7 @@ loom_status_t run_call(loom_comm_t comm, const call_args& a, loom_request_t* req
         if (!h) {
             return loom::comm::record_error(h.error(), c.rank(), what);
         }
-        *req = reinterpret_cast<loom_request_t>(*h);
+        *req = c.handle_value(*h);
         return LOOM_SUCCESS;
     });
 }
@@ -283,7 +288,7 @@ loom_status_t loom_test(loom_request_t req, int* done) {
         return null_argument("loom_test", req ? "done" : "req");
     }
     request_handle* h = handle_of(req);
-    if (!h->in_use) {
+    if (!h) {
         return freed_request("loom_test");
     }
     return guarded("loom_test", [&] { return h->comm->test(h, done); });
@@ -294,7 +299,7 @@ loom_status_t loom_wait(loom_request_t req) {
         return null_argument("loom_wait", "req");
     }
     request_handle* h = handle_of(req);
-    if (!h->in_use) {
+    if (!h) {
         return freed_request("loom_wait");
     }
     return guarded("loom_wait", [&] { return h->comm->wait(h, -1); });
@@ -310,7 +315,7 @@ loom_status_t loom_wait_timeout(loom_request_t req, double timeout_s) {
             "loom_wait_timeout");
     }
     request_handle* h = handle_of(req);
-    if (!h->in_use) {
+    if (!h) {
         return freed_request("loom_wait_timeout");
     }
     return guarded("loom_wait_timeout", [&] { return h->comm->wait(h, timeout_s); });
@@ -331,7 +336,7 @@ loom_status_t loom_request_free(loom_request_t req) {
         return LOOM_SUCCESS;
     }
     request_handle* h = handle_of(req);
-    if (!h->in_use) {
+    if (!h) {
         return freed_request("loom_request_free");
     }
     return guarded("loom_request_free", [&] { return h->comm->free_request(h); });

@@ -8,6 +8,7 @@
 #include "base/check.hh"
 #include "base/log.hh"
 #include "base/params.hh"
+#include "comm/request_registry.hh"
 #include "engine/reduce.hh"
 
 namespace loom::comm {
@@ -89,6 +90,7 @@ size_t communicator::plan_key_hash::operator()(const plan_key& k) const {
 communicator::communicator(settings s, std::shared_ptr<kv_store> store)
     : settings_(std::move(s)), store_(std::move(store)) {
     handles_.resize(static_cast<size_t>(settings_.max_inflight));
+    handle_pool_ = request_registry::add_pool(handles_.data(), handles_.size());
     send_seq_.assign(static_cast<size_t>(settings_.size), 0);
     recv_seq_.assign(static_cast<size_t>(settings_.size), 0);
 }
@@ -107,6 +109,7 @@ communicator::~communicator() {
         }
         engine_.reset();
     }
+    request_registry::remove_pool(handle_pool_);
     if (endpoint_) {
         write_link_stats();
         endpoint_->close();
@@ -302,6 +305,11 @@ result<request_handle*> communicator::start_nonblocking(const call_args& a) {
             break;
         }
     }
+    if (handle_pool_ < 0) {
+        return status(LOOM_ERR_NO_RESOURCE, std::string(kind_name(a.kind)) + " on rank " +
+                                                std::to_string(rank()) +
+                                                ": more than 4096 communicators hold requests");
+    }
     if (!h) {
         return status(LOOM_ERR_NO_RESOURCE, std::string(kind_name(a.kind)) + " on rank " +
                                                 std::to_string(rank()) + ": " +
@@ -312,11 +320,17 @@ result<request_handle*> communicator::start_nonblocking(const call_args& a) {
     if (!r) {
         return r.error();
     }
-    h->comm   = this;
-    h->r      = *r;
-    h->kind   = a.kind;
-    h->in_use = true;
+    h->comm       = this;
+    h->r          = *r;
+    h->kind       = a.kind;
+    h->generation = request_registry::next_generation();
+    h->in_use     = true;
     return h;
+}
+
+loom_request_t communicator::handle_value(const request_handle* h) const {
+    return request_registry::encode(handle_pool_, static_cast<size_t>(h - handles_.data()),
+                                    h->generation);
 }
 
 loom_status_t communicator::test(request_handle* h, int* done) {

@@ -212,6 +212,7 @@ struct request_handle {
     call_kind kind           = call_kind::allreduce;
     uint32_t seq             = 0;
     bool in_use              = false;
+    uint32_t generation      = 0;       // request_registry: tells a live handle from a stale one
     uint8_t barrier_bytes[2] = {0, 0};  // a barrier's 1-byte input and output
 };
 
@@ -242,6 +243,8 @@ class communicator {
     loom_status_t run_blocking(const call_args& a);
     /// Starts a non-blocking call into a pooled handle.
     result<request_handle*> start_nonblocking(const call_args& a);
+    /// The loom_request_t value of a handle of this communicator (request_registry).
+    loom_request_t handle_value(const request_handle* h) const;
 
     loom_status_t test(request_handle* h, int* done);
     loom_status_t wait(request_handle* h, double timeout_s);
@@ -333,6 +336,7 @@ class communicator {
     tuner::decision_cache decisions_;
     std::unordered_map<plan_key, cached_plan, plan_key_hash> plans_;
     std::vector<request_handle> handles_;
+    int handle_pool_   = -1;  // request_registry slot of handles_
     uint32_t coll_seq_ = 0;
     std::vector<uint32_t> send_seq_, recv_seq_;  // per peer
     uint32_t splits_ = 0;

@@ -26,6 +26,9 @@ engine_impl::engine_impl(const engine_config& config, drivers::endpoint& endpoin
         pool_.push_back(std::make_unique<request>());
         pool_.back()->slot = static_cast<uint16_t>(i);
     }
+    early_.reserve(64);
+    early_hellos_.reserve(256);
+    controls_.reserve(256);
     if (config.progress == progress_mode::thread) {
         thread_ = std::thread([this] { progress_thread(); });
     }
@@ -35,6 +38,14 @@ engine_impl::~engine_impl() {
     stop_.store(true, std::memory_order_release);  // R: pairs with the acquire in the loop
     if (thread_.joinable()) {
         thread_.join();
+    }
+    // Failure notices and acknowledgements a full queue refused: peers wait for them, so
+    // they get a short, bounded chance to leave before the endpoint closes.
+    double until = now_s() + 0.5;
+    while (!controls_.empty() && now_s() < until) {
+        drivers::completion done[32];
+        fast_.poll(fast_.ctx, done, 32);
+        flush_controls();
     }
 }
 
@@ -53,10 +64,13 @@ result<request*> engine_impl::start(std::shared_ptr<const plan> p, const call_bu
                       "rank " + std::to_string(config_.rank) + ": more than " +
                           std::to_string(config_.max_requests) + " calls in flight");
     }
+    absorb_arrivals();
     if (status st = prepare(*r, std::move(p), buffers, seq, p2p, timeout_s); !st) {
         return st;
     }
-    apply_early_notices(*r);
+    if (r->in_progress()) {
+        apply_early_notices(*r);
+    }
     if (r->in_progress()) {
         drain(*r);
     }
@@ -106,13 +120,24 @@ status engine_impl::prepare(request& r, std::shared_ptr<const plan> p, const cal
     r.withdrawn_step = -1;
     r.active         = true;
     r.status.store(LOOM_IN_PROGRESS, std::memory_order_release);
+    if (!p2p) {
+        last_started_seq_ = wire::seq_of(r.call_tag);
+        started_any_      = true;
+    }
+    begin_acks(r);
+    if (!r.in_progress()) {
+        return status::ok();  // a peer's hello already proved a mismatch
+    }
     if (pl.steps.empty()) {
-        finish(r);
+        steps_done(r);
     }
     return status::ok();
 }
 
 bool engine_impl::poll_once() {
+    if (!controls_.empty()) {
+        flush_controls();
+    }
     drivers::completion done[32];
     int n     = fast_.poll(fast_.ctx, done, 32);
     bool busy = n > 0;

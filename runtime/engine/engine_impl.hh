@@ -47,10 +47,26 @@ class engine_impl final : public engine {
     void fail(request& r, loom_status_t code, int peer, int step, const std::string& why,
               bool notify);
     void time_out(request& r);
+    void time_out(request& r, int culprit, const std::string& found);
     void withdraw(request& r);
     void notify_peers(const request& r, loom_status_t code);
     void on_control(const drivers::completion& c);
     void apply_early_notices(request& r);
+    // call_control.cc: acknowledgements, hellos, probes, reliable control messages
+    void absorb_arrivals();
+    void send_control(int peer, uint64_t tag, uint64_t imm);
+    bool flush_controls();
+    void begin_acks(request& r);
+    void steps_done(request& r);
+    void send_acks(const request& r);
+    request* find_call(uint32_t seq, bool p2p, int from, bool from_ack_to);
+    void on_hello(const drivers::completion& c);
+    void on_ack(const drivers::completion& c);
+    void on_query(const drivers::completion& c);
+    void on_answer(const drivers::completion& c);
+    void start_probe(request& r);
+    void conclude_probe(request& r);
+    bool started_already(uint32_t seq_field) const;
     std::string describe(const request& r, int step) const;
 
     struct notice {
@@ -61,12 +77,27 @@ class engine_impl final : public engine {
     };
     static notice notice_of(const drivers::completion& c);
     static std::string reported(const notice& n);
+    int blamed(const notice& n) const;
 
     engine_config config_;
     const drivers::fast_path& fast_;
     std::vector<std::unique_ptr<request>> pool_;
     std::vector<notice> early_;  // failures announced for calls not started here yet
-    uint32_t idle_passes_ = 0;
+    struct hello {
+        uint32_t seq       = 0;
+        bool p2p           = false;
+        int from           = -1;
+        uint64_t signature = 0;
+    };
+    std::vector<hello> early_hellos_;  // signatures of calls not started here yet
+    struct control {
+        int peer;
+        uint64_t tag, imm;
+    };
+    std::vector<control> controls_;  // refused by a full queue: sent again on the next pass
+    uint32_t last_started_seq_ = 0;  // wire seq field of the latest collective started
+    bool started_any_          = false;
+    uint32_t idle_passes_      = 0;
     // One writer (the thread that progresses), readers take snapshots: relaxed loads and
     // stores, no read-modify-write, so counting costs a plain add per completed step.
     struct {

@@ -1,4 +1,5 @@
 // engine::compile: schedule -> plan.
+#include <algorithm>
 #include <map>
 
 #include "engine/plan.hh"
@@ -31,6 +32,39 @@ int64_t reduced_output(const schedule::schedule_info& info, int rank, size_t ele
             return rank == info.root ? info.count * static_cast<int64_t>(elem) : 0;
         default:
             return 0;
+    }
+}
+
+// In all-reduce, all-gather, reduce-scatter and all-to-all every rank's output depends on
+// every rank's messages, so a rank that completes has heard (transitively, with matching
+// signatures) from every rank: no acknowledgement is needed, and none costs latency there.
+bool needs_acks(schedule::collective c) {
+    return c == schedule::collective::broadcast || c == schedule::collective::reduce ||
+           c == schedule::collective::sendrecv;
+}
+
+void one_way_peers(const schedule::rank_schedule& rs, std::vector<int32_t>* only_sent,
+                   std::vector<int32_t>* only_received) {
+    std::vector<int32_t> sent, received;
+    for (const schedule::step& s : rs.steps) {
+        if (s.kind == schedule::step_kind::send) {
+            sent.push_back(s.peer);
+        } else if (schedule::is_transfer(s.kind)) {
+            received.push_back(s.peer);
+        }
+    }
+    auto has = [](const std::vector<int32_t>& v, int32_t x) {
+        return std::find(v.begin(), v.end(), x) != v.end();
+    };
+    for (int32_t p : sent) {
+        if (!has(received, p) && !has(*only_sent, p)) {
+            only_sent->push_back(p);
+        }
+    }
+    for (int32_t p : received) {
+        if (!has(sent, p) && !has(*only_received, p)) {
+            only_received->push_back(p);
+        }
     }
 }
 
@@ -102,6 +136,9 @@ result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
     }
     for (size_t i = 0; i < rs.steps.size(); ++i) {
         fan_out[i + 1] += fan_out[i];
+    }
+    if (needs_acks(info.coll)) {
+        one_way_peers(rs, &p->ack_from, &p->ack_to);
     }
     p->dependents.resize(fan_out.back());
     std::vector<uint32_t> fill(fan_out.begin(), fan_out.end() - 1);

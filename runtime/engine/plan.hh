@@ -40,6 +40,12 @@ class plan {
     std::vector<plan_step> steps;
     std::vector<uint32_t> dependents;
     std::vector<uint32_t> roots;  // steps with no dependency
+    /// Completion acknowledgements (broadcast, reduce, send/recv, where a rank's completion
+    /// does not depend on everything its messages caused): the peers this rank sends to and
+    /// never hears from in the call, whose ack it waits for (and to whom it says hello with
+    /// its signature when it starts), and the peers it hears from and never sends to, which
+    /// it acks when it completes.
+    std::vector<int32_t> ack_from, ack_to;
     /// Output elements that hold a reduction (LOOM_AVG divides them at the end): bytes.
     int64_t reduced_output_bytes = 0;
 };

@@ -37,6 +37,14 @@ class request {
     // (or a short grace passes) the call waits for it, to report the root cause.
     int withdrawn_by   = -1;
     int withdrawn_step = -1;
+    // Acknowledgements still awaited (plan::ack_from), and from whom one came.
+    uint32_t acks_missing = 0;
+    std::vector<uint8_t> acked;
+    // Past its deadline, the call asks every rank where it is before failing, to name the
+    // rank that never arrived (answers: wire::call_position, -1 none yet).
+    bool probing         = false;
+    double probe_until_s = 0;
+    std::vector<int8_t> answers;
     uint16_t slot = 0, generation = 0;
     bool active = false;  // in the pool's hands (started, not released)
     std::atomic<int> status{LOOM_SUCCESS};

@@ -17,7 +17,7 @@ uint64_t cookie_of(const request& r, uint32_t step) {
 constexpr size_t max_early_notices = 64;
 
 // How long a call whose incoming message was withdrawn waits for the sender's notice.
-constexpr double withdrawn_grace_s = 0.2;
+constexpr double withdrawn_grace_s = 0.5;
 
 // A failure notice's immediate: status (16 bits), the reporting rank (24), and the rank the
 // failure concerns plus one (24; 0 when none), so every rank can name the culprit.
@@ -247,7 +247,7 @@ void engine_impl::complete(request& r, uint32_t i) {
         }
     }
     if (r.done_steps == p.steps.size()) {
-        finish(r);
+        steps_done(r);
     }
 }
 
@@ -257,6 +257,7 @@ void engine_impl::finish(request& r) {
         finish_average(r.output, p.dtype, p.reduced_output_bytes / p.element_bytes, p.info.nranks);
     }
     r.status.store(LOOM_SUCCESS, std::memory_order_release);  // R: test/wait acquire it
+    send_acks(r);
 }
 
 std::string engine_impl::describe(const request& r, int step) const {
@@ -308,6 +309,21 @@ void engine_impl::withdraw(request& r) {
 }
 
 void engine_impl::time_out(request& r) {
+    if (r.probing) {
+        if (now_s() >= r.probe_until_s) {
+            conclude_probe(r);
+        }
+        return;
+    }
+    // A collective of more than two ranks asks first who never arrived (call_control.cc).
+    if (r.withdrawn_by < 0 && !r.p2p && config_.size > 2 && r.answers.empty()) {
+        start_probe(r);
+        return;
+    }
+    time_out(r, -1, "");
+}
+
+void engine_impl::time_out(request& r, int culprit, const std::string& found) {
     if (r.withdrawn_by >= 0) {
         fail(r, LOOM_ERR_PEER_FAILURE, r.withdrawn_by, r.withdrawn_step,
              "rank " + std::to_string(r.withdrawn_by) +
@@ -336,6 +352,10 @@ void engine_impl::time_out(request& r) {
         // collective, a node that stalled or lost every copy).
         why += " for the aggregation node's result";
     }
+    if (culprit >= 0) {
+        why += "; " + found;
+        peer = culprit;
+    }
     fail(r, LOOM_ERR_TIMEOUT, peer, step, why, true);
 }
 
@@ -347,20 +367,42 @@ void engine_impl::notify_peers(const request& r, loom_status_t code) {
     uint64_t imm = notice_imm(code, config_.rank, r.why.peer);
     for (int peer = 0; peer < config_.size; ++peer) {
         if (peer != config_.rank) {
-            fast_.post_send(fast_.ctx, peer, tag, imm, nullptr, 0, drivers::control_cookie);
+            send_control(peer, tag, imm);
         }
     }
 }
 
+// The rank a notice blames, seen from here: a notice that blames this very rank (it was late,
+// the reporter gave up on it) names the reporter, the peer whose call failed.
+int engine_impl::blamed(const notice& n) const {
+    return n.culprit >= 0 && n.culprit != config_.rank ? n.culprit : n.from;
+}
+
 void engine_impl::on_control(const drivers::completion& c) {
-    notice n = notice_of(c);
     if (wire::comm_of(c.tag) != (config_.comm_id & ((1u << wire::comm_bits) - 1))) {
         return;
     }
+    switch (wire::control_kind_of(c.tag)) {
+        case wire::control_kind::hello:
+            on_hello(c);
+            return;
+        case wire::control_kind::ack:
+            on_ack(c);
+            return;
+        case wire::control_kind::query:
+            on_query(c);
+            return;
+        case wire::control_kind::answer:
+            on_answer(c);
+            return;
+        case wire::control_kind::notice:
+            break;
+    }
+    notice n = notice_of(c);
     for (auto& slot : pool_) {
         request& r = *slot;
         if (r.active && r.in_progress() && wire::seq_of(r.call_tag) == n.seq && r.p2p == n.p2p) {
-            fail(r, n.code, n.culprit, -1, reported(n), false);
+            fail(r, n.code, blamed(n), -1, reported(n), false);
             return;
         }
     }
@@ -376,7 +418,7 @@ void engine_impl::apply_early_notices(request& r) {
         if (early_[k].seq == seq && early_[k].p2p == r.p2p) {
             notice n = early_[k];
             early_.erase(early_.begin() + static_cast<long>(k));
-            fail(r, n.code, n.culprit, -1, reported(n), false);
+            fail(r, n.code, blamed(n), -1, reported(n), false);
             return;
         }
     }

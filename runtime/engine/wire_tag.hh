@@ -34,6 +34,20 @@ inline bool message_bits(uint32_t schedule_tag, uint32_t k, uint32_t* out) {
     *out = (channel << 26) | (tag << 20) | k;
     return true;
 }
+/// What a control message (bit 63) says, in its low 32 bits (the call bits name the call).
+enum class control_kind : uint32_t {
+    notice = 0,  // the call failed (imm: code, reporter, culprit)
+    hello  = 1,  // a sender-only peer's call signature (imm), sent when its call starts
+    ack    = 2,  // the receiver's call completed with this signature (imm)
+    query  = 3,  // a timed-out rank asks where the receiver is
+    answer = 4,  // imm: where this rank is with the queried call (call_position)
+};
+inline control_kind control_kind_of(uint64_t tag) {
+    return static_cast<control_kind>(static_cast<uint32_t>(tag));
+}
+/// The answer to a query: the call has not started here, is in progress, or is behind.
+enum class call_position : uint64_t { not_started = 0, in_progress = 1, behind = 2 };
+
 inline uint32_t seq_of(uint64_t tag) {
     return static_cast<uint32_t>(tag >> 32) & ((1u << seq_bits) - 1);
 }

@@ -40,7 +40,7 @@ std::atomic<int> launches{0};
         ctx.report(std::string("loom_comm_create: ") + loom_last_error_message());
     } else {
         fn(ctx, arg);
-        if (loom_comm_destroy(ctx.comm) != LOOM_SUCCESS) {
+        if (!o.workload_destroys && loom_comm_destroy(ctx.comm) != LOOM_SUCCESS) {
             ctx.report("loom_comm_destroy failed");
         }
     }

@@ -39,6 +39,7 @@ struct launch_options {
     double timeout_s              = 50;       // the whole launch
     double call_timeout_s         = 20;       // the communicators' LOOM_TIMEOUT
     loom_progress_mode_t progress = LOOM_PROGRESS_DEFAULT;
+    bool workload_destroys        = false;  // the workload destroys its communicator itself
 };
 
 struct launch_result {

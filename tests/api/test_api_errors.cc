@@ -341,6 +341,47 @@ void requests_complete_and_free(void**) {
     loom_comm_destroy(comm);
 }
 
+// Handles that name no live request are refused with INVALID_ARGUMENT, never followed: a
+// garbage pointer, a stack address, a freed handle reused after its slot serves a newer call,
+// and a handle of a destroyed communicator.
+void garbage_request_handles_are_refused(void**) {
+    uintptr_t garbage[] = {
+        0x1,           0x8, 0xdeadbeef, 0xdeadbeefcafef00dull, ~uintptr_t{0}, 0x7fff00000001ull,
+        0x100010001ull};
+    int local = 0;
+    int done  = -1;
+    for (uintptr_t g : garbage) {
+        auto req = reinterpret_cast<loom_request_t>(g);
+        assert_int_equal(loom_test(req, &done), LOOM_ERR_INVALID_ARGUMENT);
+        assert_int_equal(loom_wait(req), LOOM_ERR_INVALID_ARGUMENT);
+        assert_int_equal(loom_wait_timeout(req, 0.1), LOOM_ERR_INVALID_ARGUMENT);
+        assert_int_equal(loom_request_free(req), LOOM_ERR_INVALID_ARGUMENT);
+    }
+    assert_int_equal(loom_test(reinterpret_cast<loom_request_t>(&local), &done),
+                     LOOM_ERR_INVALID_ARGUMENT);
+    expect_message_has("not a live request");
+    assert_int_equal(done, -1);
+
+    loom_comm_t comm = make_comm(1);
+    std::vector<int32_t> in{1, 2, 3}, out(3, 0);
+    loom_request_t old = nullptr, fresh = nullptr;
+    assert_int_equal(
+        loom_allreduce(comm, in.data(), out.data(), 3, LOOM_INT32, LOOM_SUM, nullptr, &old),
+        LOOM_SUCCESS);
+    assert_int_equal(loom_wait(old), LOOM_SUCCESS);
+    assert_int_equal(loom_request_free(old), LOOM_SUCCESS);
+    // The same pool slot now serves a newer call: the old handle must not reach it.
+    assert_int_equal(
+        loom_allreduce(comm, in.data(), out.data(), 3, LOOM_INT32, LOOM_SUM, nullptr, &fresh),
+        LOOM_SUCCESS);
+    assert_int_equal(loom_test(old, &done), LOOM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(loom_request_free(old), LOOM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(loom_wait(fresh), LOOM_SUCCESS);
+    loom_comm_destroy(comm);
+    assert_int_equal(loom_test(fresh, &done), LOOM_ERR_INVALID_ARGUMENT);
+    assert_int_equal(loom_request_free(fresh), LOOM_ERR_INVALID_ARGUMENT);
+}
+
 void last_error_is_versioned_and_names_the_call(void**) {
     loom_comm_t comm = make_comm();
     std::vector<int32_t> in{1};
@@ -429,6 +470,7 @@ int main() {
         cmocka_unit_test(loom_algo_from_registry_is_checked),
         cmocka_unit_test(config_errors_are_rejected),
         cmocka_unit_test(requests_complete_and_free),
+        cmocka_unit_test(garbage_request_handles_are_refused),
         cmocka_unit_test(last_error_is_versioned_and_names_the_call),
         cmocka_unit_test(abort_fails_later_calls_promptly),
         cmocka_unit_test(split_of_one_rank_gives_one_or_none),

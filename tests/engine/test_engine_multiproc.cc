@@ -350,6 +350,50 @@ int dead_peer(rank_env& env) {
     return rc;
 }
 
+// Rank 2 of 4 is killed in the middle of a 4 MiB ring all-reduce; every survivor's failure
+// must name rank 2 as its peer (not the neighbour it waited on, not a survivor that gave up
+// first). Run many times: the naming used to depend on who heard of the death first.
+int dead_peer_named_at(rank_env& env, int64_t count) {
+    auto c        = star_call("allreduce", 4, count);
+    const auto* a = algorithms::find(c.coll, "ring");
+    schedule::schedule_info info;
+    info.coll = c.coll, info.nranks = 4, info.count = c.count, info.algorithm = "ring";
+    uint64_t signature = (static_cast<uint64_t>(c.coll) << 40) ^ static_cast<uint64_t>(c.count);
+    auto plan =
+        engine::compile(info, *algorithms::generate_rank(*a, c, env.rank), LOOM_INT32, signature);
+    std::vector<int32_t> in(c.count, 1), out(c.count);
+    auto r = env.eng->start(*plan, {in.data(), out.data(), LOOM_INT32, LOOM_SUM}, 0, false, 10);
+    if (env.rank == 2) {
+        for (int i = 0; i < 20 && r; ++i) {
+            env.eng->progress();
+        }
+        raise(SIGKILL);
+    }
+    double t0                  = now_s();
+    loom_status_t st           = env.eng->wait(*r, -1);
+    double took                = now_s() - t0;
+    const engine::failure& why = env.eng->failure_of(*r);
+    bool ok                    = st == LOOM_ERR_PEER_FAILURE && why.peer == 2 && took < 8;
+    if (!ok) {
+        std::fprintf(stderr, "rank %d: status %s after %.2f s, peer %d: %s\n", env.rank,
+                     loom_status_string(st), took, why.peer, why.message.c_str());
+    }
+    env.eng->release(*r);
+    timespec settle{0, 300'000'000};  // the other survivors finish before our buffers go
+    nanosleep(&settle, nullptr);
+    return ok ? 0 : 1;
+}
+
+int dead_peer_named(rank_env& env) {
+    return dead_peer_named_at(env, 1 << 20);
+}
+
+// 64 MiB: survivors are mid-transfer toward each other when the failure lands, and a
+// survivor's notice may meet a full queue (it is sent again, never dropped).
+int dead_peer_named_64m(rank_env& env) {
+    return dead_peer_named_at(env, 16 << 20);
+}
+
 // Forks n ranks that each connect and run `scenario`; true when every rank exits 0.
 bool run_ranks(const std::string& driver, int n, int (*scenario)(rank_env&), int killed) {
     char dir[] = "/tmp/loom-engine-test-XXXXXX";
@@ -387,6 +431,7 @@ int main(int argc, char** argv) {
         int ranks;
         int (*run)(rank_env&);
         int killed = -1;  // the rank the scenario kills
+        int trials = 1;
     };
     std::vector<scenario> all;
     for (int n : {1, 2, 3, 4, 5, 8}) {
@@ -400,10 +445,20 @@ int main(int argc, char** argv) {
         {"allreduce counts 100 against 101: mismatch on every rank", 3, mismatched_count});
     all.push_back(
         {"rank 2 SIGKILLed mid all-reduce: the others fail naming it, in time", 3, dead_peer, 2});
+    all.push_back({"rank 2 of 4 SIGKILLed mid all-reduce, 20 trials: every survivor names it", 4,
+                   dead_peer_named, 2, 20});
+    all.push_back({"rank 2 of 4 SIGKILLed mid 64 MiB all-reduce, 6 trials: every survivor names it",
+                   4, dead_peer_named_64m, 2, 6});
     std::printf("1..%zu\n", all.size());
     int test = 0, failed = 0;
     for (const auto& sc : all) {
-        bool ok = run_ranks(driver, sc.ranks, sc.run, sc.killed);
+        bool ok = true;
+        for (int t = 0; t < sc.trials && ok; ++t) {
+            ok = run_ranks(driver, sc.ranks, sc.run, sc.killed);
+            if (!ok && sc.trials > 1) {
+                std::printf("# trial %d of %d failed\n", t + 1, sc.trials);
+            }
+        }
         std::printf("%s %d - %s over %s\n", ok ? "ok" : "not ok", ++test, sc.name.c_str(),
                     driver.c_str());
         failed += ok ? 0 : 1;

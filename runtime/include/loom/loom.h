@@ -93,8 +93,17 @@ const char* loom_build_features(void);
  *    with a request pointer it returns once started, and *req is completed through
  *    loom_test / loom_wait / loom_wait_timeout and then released with loom_request_free.
  *  - Collective calls must be made in the same order on every rank of the communicator, with
- *    the same count, dtype, op, root and algorithm; a disagreement completes the call with
- *    LOOM_ERR_MISMATCH on every rank, with nothing delivered into the receive buffers.
+ *    the same count, dtype, op, root and algorithm. A disagreement completes the call with
+ *    LOOM_ERR_MISMATCH, promptly (not at the deadline), on every rank whose call differs
+ *    from a peer it exchanges messages with, and nothing of a mismatched call's message is
+ *    ever written into a receive buffer. Without an agreement round this much cannot be
+ *    promised: a rank may have written its own contribution and data of peers whose calls
+ *    matched its own before it learned of the mismatch, and a rank whose peers all matched
+ *    its call (in a broadcast, the subtree of the root it agrees with) may complete.
+ *  - One-way roles wait for an acknowledgement: a broadcast root or inner node completes
+ *    once its children have, a reduce leaf once its parent has, and loom_send once the
+ *    matching loom_recv has completed (a synchronous send). All-reduce, all-gather,
+ *    reduce-scatter and all-to-all need none.
  *  - Invalid arguments (NULL buffer with count > 0, unknown dtype or op, root or peer out of
  *    range, count × element size overflowing size_t or the region limit of 2^55 - 1
  *    elements, a bad attribute) return LOOM_ERR_INVALID_ARGUMENT before anything is sent or
@@ -372,7 +381,9 @@ loom_status_t loom_alltoall(loom_comm_t comm, const void* sendbuf, void* recvbuf
 
 /// Point-to-point send of `count` elements to `peer` (not this rank). Messages between one
 /// pair of ranks match in order: the k-th send from a to b meets b's k-th receive from a,
-/// which must have the same count and dtype (else LOOM_ERR_MISMATCH on both).
+/// which must have the same count and dtype (else LOOM_ERR_MISMATCH on both). The send
+/// completes when that receive has completed (two ranks blocking in loom_send toward each
+/// other wait for their deadline: start one side non-blocking).
 loom_status_t loom_send(loom_comm_t comm, const void* buf, size_t count, loom_dtype_t dtype,
                         int peer, const loom_coll_attr_t* attr, loom_request_t* req);
 
@@ -391,8 +402,11 @@ loom_status_t loom_barrier(loom_comm_t comm, const loom_coll_attr_t* attr, loom_
 loom_status_t loom_test(loom_request_t req, int* done);
 
 /// Blocks until the request completes or its deadline (the call's timeout) passes, then
-/// returns its status (LOOM_ERR_TIMEOUT with a diagnostic when the deadline passed). The
-/// request stays valid until loom_request_free.
+/// returns its status (LOOM_ERR_TIMEOUT with a diagnostic when the deadline passed; a
+/// collective of more than two ranks then asks every rank where it is, for at most 0.5 s,
+/// and names the rank that has not started the call or does not answer). The request stays
+/// valid until loom_request_free. A value that is not a live request (garbage, freed, of a
+/// destroyed communicator) returns LOOM_ERR_INVALID_ARGUMENT here and in every request call.
 loom_status_t loom_wait(loom_request_t req);
 
 /// As loom_wait, with the deadline brought forward to at most `timeout_s` seconds from now.
