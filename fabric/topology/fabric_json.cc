@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/text_file.hh"
 #include "fabric.hh"
 
 namespace loom::topology {
@@ -301,25 +302,6 @@ status parse_document(const json& doc, document* d, std::optional<shape>* lattic
     return status::ok();
 }
 
-result<std::string> read_text(const std::string& path) {
-    FILE* fp = std::fopen(path.c_str(), "rb");
-    if (fp == nullptr) {
-        return system_error("cannot open fabric file '" + path + "': " + std::strerror(errno));
-    }
-    std::string text;
-    char buf[1 << 16];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, fp)) > 0) {
-        text.append(buf, n);
-    }
-    const bool failed = std::ferror(fp) != 0;
-    std::fclose(fp);
-    if (failed) {
-        return system_error("cannot read fabric file '" + path + "'");
-    }
-    return text;
-}
-
 }  // namespace
 
 result<fabric> parse_fabric_json(std::string_view text, std::string_view origin) {
@@ -348,7 +330,7 @@ result<fabric> parse_fabric_json(std::string_view text, std::string_view origin)
 }
 
 result<fabric> load_fabric_file(const std::string& path) {
-    auto text = read_text(path);
+    auto text = read_text_file(path, "fabric file", max_fabric_file_bytes);
     if (!text) {
         return text.error();
     }

@@ -147,6 +147,65 @@ int64_t output_count(const schedule_info& info, int rank) {
     }
 }
 
+bool is_plain_name(std::string_view name) {
+    if (name.empty() || name == "-" || name.size() > max_name_length) {  // "-": none, in text
+        return false;
+    }
+    for (char c : name) {
+        if (c <= ' ' || c > '~') {  // controls, space, DEL and every non-ASCII byte
+            return false;
+        }
+    }
+    return true;
+}
+
+status check_parsed_info(const schedule_info& info, const std::string& where) {
+    auto bad = [&](const char* key, int64_t value, const char* rule) {
+        return parse_error(where + ": " + key + "=" + std::to_string(value) + " " + rule);
+    };
+    if (info.nranks < 1) {
+        return bad("ranks", info.nranks, "must be at least 1");
+    }
+    if (info.count < 0 || info.count > max_region_count) {
+        return bad("count", info.count,
+                   ("must be in 0.." + std::to_string(max_region_count)).c_str());
+    }
+    if (info.dtype_size < 1) {
+        return bad("dtype_size", info.dtype_size, "must be at least 1");
+    }
+    if (info.segments < 1) {
+        return bad("segments", info.segments, "must be at least 1");
+    }
+    if (info.channels < 1) {
+        return bad("channels", info.channels, "must be at least 1");
+    }
+    return status::ok();
+}
+
+status check_parsed_step(const step& s, size_t ndeps, const std::string& where) {
+    if (s.peer < -1) {
+        return parse_error(where + ": peer=" + std::to_string(s.peer) + " is negative");
+    }
+    if (ndeps > max_step_deps) {
+        return parse_error(where + ": " + std::to_string(ndeps) + " dependencies, more than " +
+                           std::to_string(max_step_deps));
+    }
+    for (const region* r : {&s.dst, &s.src, &s.aux}) {
+        if (status st = check_parsed_region(*r, where); !st) {
+            return st;
+        }
+    }
+    return status::ok();
+}
+
+status check_parsed_region(const region& r, const std::string& where) {
+    if (r.buf != buffer_id::none && (r.offset < 0 || r.offset > max_region_count)) {
+        return parse_error(where + ": region offset " + std::to_string(r.offset) +
+                           " is outside 0.." + std::to_string(max_region_count));
+    }
+    return status::ok();
+}
+
 double payload_bytes(const schedule_info& info) {
     double elems = static_cast<double>(info.count);
     if (info.coll == collective::alltoall) {

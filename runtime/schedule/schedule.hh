@@ -79,6 +79,22 @@ class builder {
     rank_schedule& out_;
 };
 
+/// The header's informational names (algorithm, topology) as both parsers accept them:
+/// 1 to max_name_length printable ASCII characters, no space, so that every printed form
+/// (text words, JSON strings, tables) holds them unchanged.
+constexpr size_t max_name_length = 256;
+bool is_plain_name(std::string_view name);
+
+/// What both parsers require of the numbers they read, beyond their types: a header with
+/// ranks >= 1, count, scratch and region offsets in [0, max_region_count] (so a region's end
+/// cannot overflow), dtype_size, segments and channels >= 1; a step's peer >= -1 (-1: none)
+/// and at most max_step_deps dependencies. Structure (ranks listed, peers in range, deps
+/// earlier) is the verifier's. `where` starts the message ("schedule text line 7").
+constexpr size_t max_step_deps = UINT16_MAX;
+status check_parsed_info(const schedule_info& info, const std::string& where);
+status check_parsed_step(const step& s, size_t ndeps, const std::string& where);
+status check_parsed_region(const region& r, const std::string& where);
+
 /// Text form: readable, one step per line; parse(print(s)) == s.
 std::string to_text(const schedule& s);
 result<schedule> parse_text(std::string_view text);

@@ -10,7 +10,9 @@
 //
 // Parsing is strict: an unknown key, a wrong type or a missing field is an error that says
 // where (rank, step, key); nothing is silently defaulted except the optional fields.
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "schedule.hh"
 
@@ -32,6 +34,12 @@ status parse_region(const json& j, region* out, const std::string& where) {
     if (!parse_buffer(j[0].get<std::string>(), &buf)) {
         return parse_error(where + ": unknown buffer '" + j[0].get<std::string>() + "'");
     }
+    if (j[1].is_number_unsigned() && j[1].get<uint64_t>() > uint64_t(max_region_count)) {
+        return parse_error(where + ": region offset " + j[1].dump() + " is out of range");
+    }
+    if (j[2].is_number_unsigned() && j[2].get<uint64_t>() > uint64_t(max_region_count)) {
+        return parse_error(where + ": region count " + j[2].dump() + " is out of range");
+    }
     out->buf      = buf;
     out->offset   = j[1].get<int64_t>();
     int64_t count = j[2].get<int64_t>();
@@ -42,6 +50,7 @@ status parse_region(const json& j, region* out, const std::string& where) {
     return status::ok();
 }
 
+// An integer that T holds exactly: a larger one is an error, never silently cut to T.
 template <class T>
 status get_int(const json& obj, const char* key, T* out, const std::string& where, bool required) {
     auto it = obj.find(key);
@@ -50,6 +59,12 @@ status get_int(const json& obj, const char* key, T* out, const std::string& wher
     }
     if (!it->is_number_integer()) {
         return parse_error(where + ": \"" + key + "\" must be an integer");
+    }
+    bool fits = it->is_number_unsigned()
+                    ? it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                    : std::in_range<T>(it->get<int64_t>());
+    if (!fits) {
+        return parse_error(where + ": \"" + key + "\" is out of range: " + it->dump());
     }
     *out = it->get<T>();
     return status::ok();
@@ -91,6 +106,9 @@ status parse_step(const json& j, rank_schedule* rs, const std::string& where) {
                 if (!d.is_number_unsigned()) {
                     return parse_error(where + ": \"deps\" must hold non-negative integers");
                 }
+                if (d.get<uint64_t>() >= no_step) {
+                    return parse_error(where + ": dependency " + d.dump() + " is out of range");
+                }
                 deps.push_back(d.get<step_id>());
             }
         } else {
@@ -99,6 +117,9 @@ status parse_step(const json& j, rank_schedule* rs, const std::string& where) {
         if (!st) {
             return st;
         }
+    }
+    if (status st = check_parsed_step(s, deps.size(), where); !st) {
+        return st;
     }
     builder(*rs).add(s, deps);
     return status::ok();
@@ -128,9 +149,22 @@ status parse_document(const json& doc, schedule* s) {
             return st;
         }
     }
-    info.algorithm = doc.value("algorithm", "");
-    info.topology  = doc.value("topology", "");
-    auto ranks     = doc.find("schedule");
+    for (auto [key, out] :
+         {std::pair{"algorithm", &info.algorithm}, {"topology", &info.topology}}) {
+        auto it = doc.find(key);
+        if (it == doc.end()) {
+            continue;
+        }
+        if (!it->is_string() || !(it->get_ref<const std::string&>().empty() ||
+                                  is_plain_name(it->get_ref<const std::string&>()))) {
+            return parse_error(w + ": \"" + key + "\" must be a name of printable characters");
+        }
+        *out = it->get<std::string>();
+    }
+    if (status st = check_parsed_info(info, w); !st) {
+        return st;
+    }
+    auto ranks = doc.find("schedule");
     if (ranks == doc.end() || !ranks->is_array()) {
         return parse_error("schedule JSON: \"schedule\" must be an array with one entry per rank");
     }
@@ -151,6 +185,10 @@ status parse_document(const json& doc, schedule* s) {
         }
         if (status st = get_int(jr, "scratch", &rs.scratch_count, where, false); !st) {
             return st;
+        }
+        if (rs.scratch_count < 0 || rs.scratch_count > max_region_count) {
+            return parse_error(where + ": scratch " + std::to_string(rs.scratch_count) +
+                               " is out of range");
         }
         for (const auto& js : jr["steps"]) {
             std::string sw = where + " step " + std::to_string(rs.steps.size());
@@ -209,7 +247,8 @@ std::string to_json(const schedule& s, int indent) {
         ranks.push_back({{"rank", rs.rank}, {"scratch", rs.scratch_count}, {"steps", steps}});
     }
     doc["schedule"] = std::move(ranks);
-    return doc.dump(indent);
+    // Replace, never throw: a schedule built in code may carry any bytes in its names.
+    return doc.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 result<schedule> parse_json(std::string_view text) {

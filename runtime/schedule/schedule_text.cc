@@ -106,8 +106,10 @@ status parse_header(const line_reader& lr, schedule_info* info) {
         } else if (key == "channels") {
             ok = to_number(val, &info->channels);
         } else if (key == "algorithm") {
+            ok              = val == "-" || is_plain_name(val);
             info->algorithm = val == "-" ? "" : std::string(val);
         } else if (key == "topology") {
+            ok             = val == "-" || is_plain_name(val);
             info->topology = val == "-" ? "" : std::string(val);
         } else {
             return lr.error("unknown header key '" + std::string(key) + "'");
@@ -154,7 +156,8 @@ status parse_step_line(const line_reader& lr, rank_schedule* rs) {
             while (ok && pos <= val.size()) {
                 auto comma = val.find(',', pos);
                 step_id d  = 0;
-                ok = to_number(val.substr(pos, comma == val.npos ? val.npos : comma - pos), &d);
+                ok = to_number(val.substr(pos, comma == val.npos ? val.npos : comma - pos), &d) &&
+                     d != no_step;
                 deps.push_back(d);
                 if (comma == val.npos) {
                     break;
@@ -167,6 +170,11 @@ status parse_step_line(const line_reader& lr, rank_schedule* rs) {
         if (!ok) {
             return lr.error("bad value for '" + std::string(key) + "': '" + std::string(val) + "'");
         }
+    }
+    if (status st =
+            check_parsed_step(s, deps.size(), "schedule text line " + std::to_string(lr.number));
+        !st) {
+        return st;
     }
     builder(*rs).add(s, deps);
     return status::ok();
@@ -222,6 +230,10 @@ result<schedule> parse_text(std::string_view text) {
     if (status st = parse_header(lr, &s.info); !st) {
         return st;
     }
+    if (status st = check_parsed_info(s.info, "schedule text line " + std::to_string(lr.number));
+        !st) {
+        return st;
+    }
     while (lr.next()) {
         auto words = split_words(lr.line);
         if (words[0] == "rank") {
@@ -232,7 +244,8 @@ result<schedule> parse_text(std::string_view text) {
             }
             for (size_t i = 2; i < words.size(); ++i) {
                 if (words[i].substr(0, 8) != "scratch=" ||
-                    !to_number(words[i].substr(8), &rs.scratch_count)) {
+                    !to_number(words[i].substr(8), &rs.scratch_count) || rs.scratch_count < 0 ||
+                    rs.scratch_count > max_region_count) {
                     return lr.error("bad rank attribute '" + std::string(words[i]) + "'");
                 }
             }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "base/check.hh"
+#include "base/text_file.hh"
 
 namespace loom::tuner {
 namespace {
@@ -27,16 +29,47 @@ void make_parents(const std::string& path) {
     }
 }
 
+// A finite decimal number ("inf", "nan" and out-of-range values are refused: every
+// figure of a calibration line multiplies into a predicted time).
 bool parse_double(std::string_view text, double* out) {
     std::string s(text);
     char* end = nullptr;
     errno     = 0;
     double v  = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size() || errno != 0) {
+    if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(v)) {
         return false;
     }
     *out = v;
     return true;
+}
+
+// The lines of a calibration file's text, numbered from 1, comments and blanks skipped.
+template <class Fn>
+status for_each_line(std::string_view text, Fn&& fn) {
+    int number = 0;
+    while (!text.empty()) {
+        size_t end            = text.find('\n');
+        std::string_view line = text.substr(0, end);
+        text.remove_prefix(end == text.npos ? text.size() : end + 1);
+        ++number;
+        if (line.empty() || line[0] == '#') {
+            continue;
+        }
+        if (status st = fn(line, number); !st) {
+            return st;
+        }
+    }
+    return status::ok();
+}
+
+// The file's text; an empty text when it does not exist (no calibration yet).
+result<std::string> read_calibration(const std::string& path) {
+    int open_errno = 0;
+    auto text = read_text_file(path, "calibration file", max_calibration_file_bytes, &open_errno);
+    if (!text && (open_errno == ENOENT || open_errno == ENOTDIR)) {
+        return std::string();
+    }
+    return text;
 }
 
 std::string today() {
@@ -123,7 +156,8 @@ result<machine_params> from_line(std::string_view line) {
         // reduce_GBps may be 0: "do not count reductions".
         auto number = [&](double scale, double* out) -> status {
             bool zero_ok = key == "reduce_GBps";
-            if (!parse_double(value, &v) || !(v > 0 || (zero_ok && v == 0))) {
+            if (!parse_double(value, &v) || !(v > 0 || (zero_ok && v == 0)) ||
+                !std::isfinite(v * scale) || (v > 0 && !(v * scale > 0))) {
                 return parse_error(key + "='" + value + "' is not a positive number");
             }
             *out = v * scale;
@@ -144,9 +178,12 @@ result<machine_params> from_line(std::string_view line) {
         } else if (key == "alpha_switch_us") {
             LOOM_CHECK(number(1e-6, &p.alpha_switch_s));
         } else if (key == "ranks") {
+            // Range first: converting a double beyond int's range to int is undefined.
             double r = 0;
-            if (!parse_double(value, &r) || r < 1 || r != static_cast<double>(int(r))) {
-                return parse_error("ranks='" + value + "' is not a whole number >= 1");
+            if (!parse_double(value, &r) || !(r >= 1 && r <= max_calibration_ranks) ||
+                r != std::floor(r)) {
+                return parse_error("ranks='" + value + "' is not a whole number from 1 to " +
+                                   std::to_string(max_calibration_ranks));
             }
             p.ranks = static_cast<int>(r);
         } else if (key == "source") {
@@ -161,16 +198,15 @@ result<machine_params> from_line(std::string_view line) {
 
 result<std::optional<machine_params>> load(const std::string& path, std::string_view host,
                                            std::string_view transport, int ranks) {
-    std::ifstream in(path);
-    if (!in) {
-        return std::optional<machine_params>{};
+    auto text = read_calibration(path);
+    if (!text) {
+        return text.error();
     }
     const std::string cls = transport_class(transport);
-    std::optional<machine_params> any_ranks;  // a line without ranks=, if no exact one
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
-        if (line.empty() || line[0] == '#') {
-            continue;
+    std::optional<machine_params> exact, any_ranks;  // any_ranks: a line without ranks=
+    status st = for_each_line(*text, [&](std::string_view line, int number) -> status {
+        if (exact) {  // found: the lines after it are not read, as before
+            return status::ok();
         }
         auto p = from_line(line);
         if (!p) {
@@ -178,37 +214,37 @@ result<std::optional<machine_params>> load(const std::string& path, std::string_
                                             std::to_string(number) + ": ");
         }
         if (p->host != host || p->transport != cls) {
-            continue;
+            return status::ok();
         }
         p->file   = path;
         p->source = "file";
         if (p->ranks == ranks) {
-            return std::optional<machine_params>(std::move(p).value());
-        }
-        if (p->ranks == 0 && !any_ranks) {
+            exact = std::move(p).value();
+        } else if (p->ranks == 0 && !any_ranks) {
             any_ranks = std::move(p).value();
         }
+        return status::ok();
+    });
+    if (!st) {
+        return st;
     }
-    return any_ranks;
+    return exact ? exact : any_ranks;
 }
 
 status save(const std::string& path, const machine_params& p) {
     std::vector<std::string> keep;
-    {
-        std::ifstream in(path);
-        std::string line;
-        while (in && std::getline(in, line)) {
-            if (line.empty() || line[0] == '#') {
-                continue;
-            }
-            auto other = from_line(line);
-            if (other &&
-                (other->host != p.host || other->transport != transport_class(p.transport) ||
-                 other->ranks != p.ranks)) {
-                keep.push_back(line);
-            }
-        }
+    auto text = read_calibration(path);
+    if (!text) {  // not a regular file, unreadable: left alone rather than replaced
+        return text.error();
     }
+    (void)for_each_line(*text, [&](std::string_view line, int) {
+        auto other = from_line(line);
+        if (other && (other->host != p.host || other->transport != transport_class(p.transport) ||
+                      other->ranks != p.ranks)) {
+            keep.emplace_back(line);
+        }
+        return status::ok();
+    });
     make_parents(path);
     // Unique per process: ranks of several jobs may save at once; the last rename wins.
     std::string aside = path + ".tmp." + std::to_string(::getpid());

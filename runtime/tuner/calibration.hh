@@ -20,6 +20,10 @@
 
 namespace loom::tuner {
 
+/// The largest ranks= a calibration line may give (a communicator of more ranks is served
+/// by a line without ranks=).
+constexpr int max_calibration_ranks = 1 << 24;
+
 struct machine_params {
     std::string host;
     std::string transport;          // "shm", "tcp", "self", "fwd:shm" …

@@ -238,6 +238,20 @@ expect_error "topology size differs from N" 2 "does not match --topology" \
     schedule "${ring4[@]}" --topology torus:2x3
 expect_error "malformed topology" 2 "--topology" schedule "${ring4[@]}" --topology blob:4
 expect_error "negative count" 2 "must not be negative" schedule "${ring4[@]}" --count -5
+# --count 2^62 of 4-byte elements is a payload of 2^64 bytes: it printed as negative.
+expect_error "count × element size above the limit" 2 "is a payload above 1125899906842624 bytes" \
+    schedule "${ring4[@]}" --count 4611686018427387904
+expect_error "alltoall payload counts N" 2 "× N is a payload above" \
+    schedule --collective alltoall --algorithm pairwise --ranks 4 --count 128T --dtype-size 4
+# A FIFO as the schedule file: refused at once (it blocked for ever waiting for a writer).
+mkfifo "$tmp/fifo"
+timeout 10 "$SIM" verify --schedule "$tmp/fifo" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "is a FIFO, not a regular file" "$tmp/err"; then
+    pass "a FIFO as the schedule file is refused"
+else
+    fail "a FIFO as the schedule file is refused" "exit $rc (124: it blocked)" "$(head -c 300 "$tmp/err")"
+fi
 expect_error "root out of range" 2 "--root must be in 0..3" schedule "${ring4[@]}" --root 9
 expect_error "unknown format" 2 "allowed: text, json" schedule "${ring4[@]}" --format xml
 expect_error "unknown tie rule" 2 "toward-plus, source-parity" \

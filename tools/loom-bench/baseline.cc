@@ -3,19 +3,28 @@
 // than the tolerance. Points on one side only are reported, never failures (a sweep may
 // have grown, or loom may have gained an algorithm).
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "base/text_file.hh"
 #include "bench.hh"
 
 namespace loom::bench {
 
 std::string load_baseline(const std::string& path, std::vector<baseline_point>* out) {
-    std::ifstream in(path);
-    if (!in) {
-        return "--baseline " + path + ": cannot open it";
+    int open_errno = 0;
+    auto text      = read_text_file(path, "--baseline file", max_baseline_file_bytes, &open_errno);
+    if (!text) {
+        return open_errno != 0
+                   ? "--baseline " + path + ": cannot open it (" + std::strerror(open_errno) + ")"
+                   : text.error().message();
     }
-    nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    return parse_baseline(*text, path, out);
+}
+
+std::string parse_baseline(std::string_view text, const std::string& path,
+                           std::vector<baseline_point>* out) {
+    nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded()) {
         return "--baseline " + path + ": not JSON";
     }

@@ -218,6 +218,9 @@ struct baseline_point {
 };
 /// Reads a --json file; "" on success, else the reason.
 std::string load_baseline(const std::string& path, std::vector<baseline_point>* out);
+/// The same for the file's text (`path` only names it in the reason).
+std::string parse_baseline(std::string_view text, const std::string& path,
+                           std::vector<baseline_point>* out);
 /// Prints the comparison (when `print`) and returns exit_slower when a point is slower than
 /// tolerance_pct allows, else exit_ok.
 int compare_baseline(const std::vector<baseline_point>& base, const std::vector<row>& rows,

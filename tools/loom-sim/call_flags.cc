@@ -87,6 +87,16 @@ status fill_numbers(const call_flags& f, algorithms::call& c) {
             return r->error();
         }
     }
+    // The payload M in bytes (count × element size, × N for alltoall) is printed and timed
+    // as an integer: past max_payload_bytes it would overflow (a negative M), so refused.
+    double payload = static_cast<double>(*count) * static_cast<double>(*dtype) *
+                     (c.coll == schedule::collective::alltoall ? static_cast<double>(n) : 1.0);
+    if (payload > static_cast<double>(max_payload_bytes)) {
+        return invalid_argument("--count " + f.count + " × --dtype-size " + std::to_string(*dtype) +
+                                (c.coll == schedule::collective::alltoall ? " × N" : "") +
+                                " is a payload above " + std::to_string(max_payload_bytes) +
+                                " bytes (1 PiB), the most loom-sim takes");
+    }
     c.count      = *count;
     c.root       = static_cast<int>(*root);
     c.peer       = static_cast<int>(*peer);

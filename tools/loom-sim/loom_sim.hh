@@ -69,6 +69,9 @@ result<double> parse_alpha_switch(std::string_view text);
 std::string alpha_switch_text(double alpha_switch_s);
 /// The --alpha-switch option on a verb that has --alpha.
 void add_alpha_switch_option(CLI::App& cmd, std::string& text);
+/// A schedule file's text ("-": standard input); a regular file only (a FIFO is refused,
+/// never waited on), at most max_schedule_file_bytes.
+result<std::string> read_schedule_text(const std::string& path);
 /// A comma list of names (commas and spaces separate).
 std::vector<std::string> split_list(std::string_view text);
 
@@ -94,6 +97,11 @@ struct call_flags {
     std::string ties;        // default toward-plus
     std::string dtype_size;  // default 4
 };
+
+/// The largest payload M (--count × --dtype-size, × N for alltoall) a call may have: 2^50
+/// bytes (1 PiB), far beyond any buffer, while M in bytes stays exact in the int64 and
+/// double figures the verbs print.
+constexpr int64_t max_payload_bytes = int64_t{1} << 50;
 
 /// Which of the call flags a verb takes.
 enum class call_flag_set { full, predict };

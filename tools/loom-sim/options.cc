@@ -104,6 +104,9 @@ result<double> parse_with_unit(std::string_view flag, std::string_view text, con
             match = suffix == name;
         }
         if (match) {
+            if (!std::isfinite(value * u.factor)) {  // 1e308 with a unit: past double
+                return invalid_argument(std::string(flag) + ": " + quoted(text) + " is too large");
+            }
             return value * u.factor;
         }
     }

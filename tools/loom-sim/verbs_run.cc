@@ -72,17 +72,11 @@ result<double> parse_share(std::string_view flag, const std::string& text) {
 }
 
 result<schedule::schedule> read_schedule(const std::string& path) {
-    std::stringstream text;
-    if (path == "-") {
-        text << std::cin.rdbuf();
-    } else {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) {
-            return system_error("cannot open schedule file '" + path + "'");
-        }
-        text << in.rdbuf();
+    auto text = read_schedule_text(path);
+    if (!text) {
+        return text.error();
     }
-    auto s = schedule::parse_any(text.str());
+    auto s = schedule::parse_any(*text);
     if (!s) {
         status st = s.error();
         return st.prefix((path == "-" ? std::string("stdin") : path) + ": ");

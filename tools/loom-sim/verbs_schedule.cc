@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/text_file.hh"
 #include "loom_sim.hh"
 
 namespace loom::sim_tool {
@@ -49,28 +50,6 @@ result<schedule::schedule> generate_from(const call_flags& f) {
     return algorithms::generate(**a, *c);
 }
 
-result<std::string> read_file(const std::string& path) {
-    FILE* fp = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-    if (fp == nullptr) {
-        return system_error("cannot open schedule file '" + path + "': " + std::strerror(errno));
-    }
-    std::string text;
-    char buf[1 << 16];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, fp)) > 0) {
-        text.append(buf, n);
-    }
-    int err     = errno;
-    bool failed = std::ferror(fp) != 0;
-    if (fp != stdin) {
-        std::fclose(fp);
-    }
-    if (failed) {
-        return system_error("cannot read schedule file '" + path + "': " + std::strerror(err));
-    }
-    return text;
-}
-
 result<schedule::schedule> load(const verify_flags& f) {
     if (!f.file.empty()) {
         if (any_call_flag(f.call)) {
@@ -78,7 +57,7 @@ result<schedule::schedule> load(const verify_flags& f) {
                 "--schedule excludes the call flags (--collective, "
                 "--algorithm, --ranks, …): the file states the call");
         }
-        auto text = read_file(f.file);
+        auto text = read_schedule_text(f.file);
         if (!text) {
             return text.error();
         }
@@ -164,6 +143,15 @@ void add_schedule_verbs(CLI::App& app, std::vector<verb>& verbs) {
         "Exit status 0 and a one-line summary when the schedule is correct; 1 and the "
         "reason on stderr when it is not.");
     verbs.push_back({cmd, [vf] { return run_verify(*vf); }});
+}
+
+// The schedule file's text: standard input for "-", else a regular file (never a FIFO,
+// which would block), both bounded by max_schedule_file_bytes.
+result<std::string> read_schedule_text(const std::string& path) {
+    if (path == "-") {
+        return read_text_stream(0, "schedule on standard input", max_schedule_file_bytes);
+    }
+    return read_text_file(path, "schedule file", max_schedule_file_bytes);
 }
 
 }  // namespace loom::sim_tool
