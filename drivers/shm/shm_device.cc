@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <string>
@@ -36,8 +37,26 @@ size_t align_up(size_t v, size_t a) {
 }
 
 // True only when the kernel says no such process: EPERM means it exists (another user).
+// Gone, or a zombie: a rank killed with its launcher is reparented, and until something
+// reaps it kill(pid, 0) still succeeds although it will never touch its segment again.
 bool pid_dead(pid_t pid) {
-    return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH;
+    if (pid <= 0) {
+        return false;
+    }
+    if (::kill(pid, 0) == -1) {
+        return errno == ESRCH;
+    }
+    char path[32], stat[256];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    ssize_t n = ::read(fd, stat, sizeof stat - 1);
+    ::close(fd);
+    stat[n > 0 ? n : 0] = '\0';
+    const char* close   = std::strrchr(stat, ')');  // the state follows the name
+    return close != nullptr && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
 }
 
 // The inode of our pid namespace. Containers may share /dev/shm without sharing pids: a

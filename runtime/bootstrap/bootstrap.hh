@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/kv_store.hh"
 #include "base/status.hh"
