@@ -9,6 +9,9 @@
 #include "base/clock.hh"
 
 namespace loom::engine {
+namespace {
+constexpr double settle_controls_s = 0.5;
+}  // namespace
 
 result<std::unique_ptr<engine>> engine::create(const engine_config& config,
                                                drivers::endpoint& endpoint) {
@@ -41,12 +44,7 @@ engine_impl::~engine_impl() {
     }
     // Failure notices and acknowledgements a full queue refused: peers wait for them, so
     // they get a short, bounded chance to leave before the endpoint closes.
-    double until = now_s() + 0.5;
-    while (!controls_.empty() && now_s() < until) {
-        drivers::completion done[32];
-        fast_.poll(fast_.ctx, done, 32);
-        flush_controls();
-    }
+    settle_controls();
 }
 
 result<request*> engine_impl::start(std::shared_ptr<const plan> p, const call_buffers& buffers,
@@ -198,7 +196,27 @@ loom_status_t engine_impl::wait(request* r, double timeout_s) {
             }
         }
     }
+    settle_controls();
     return static_cast<loom_status_t>(r->status.load(std::memory_order_acquire));
+}
+
+// A failure notice a full queue refused must still reach the peers that wait for it (or they
+// blame this rank, or wait their deadline out): before the caller gets its failed call back
+// (and may stop progressing), the queue gets a short, bounded chance to take it.
+void engine_impl::settle_controls() {
+    if (controls_.empty()) {
+        return;
+    }
+    std::lock_guard<std::mutex> hold(lock_);
+    double until = now_s() + settle_controls_s;
+    while (!controls_.empty() && now_s() < until) {
+        drivers::completion done[32];
+        int n = fast_.poll(fast_.ctx, done, 32);
+        for (int i = 0; i < n; ++i) {
+            on_completion(done[i]);
+        }
+        flush_controls();
+    }
 }
 
 const failure& engine_impl::failure_of(const request* r) const {

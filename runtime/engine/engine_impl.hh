@@ -56,6 +56,7 @@ class engine_impl final : public engine {
     void absorb_arrivals();
     void send_control(int peer, uint64_t tag, uint64_t imm);
     bool flush_controls();
+    void settle_controls();
     void begin_acks(request& r);
     void steps_done(request& r);
     void send_acks(const request& r);
