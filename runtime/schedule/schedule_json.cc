@@ -129,7 +129,9 @@ status parse_document(const json& doc, schedule* s) {
     if (!doc.is_object() || doc.value("format", "") != "loom-schedule") {
         return parse_error("schedule JSON: expected an object with \"format\": \"loom-schedule\"");
     }
-    if (doc.value("version", 0) != 1) {
+    // Compared as JSON, never converted: value("version", 0) turned a huge float into an int
+    // (undefined behaviour).
+    if (doc.value("version", json()) != 1) {
         return parse_error("schedule JSON: unsupported \"version\" (this build reads 1)");
     }
     auto& info = s->info;

@@ -127,6 +127,14 @@ static void json_integers_must_fit_their_field(void**) {
     json_rejects("\"scratch\": 0", "\"scratch\": -5", "scratch -5 is out of range");
 }
 
+// Fuzz find: "version": 1.9e19 was converted to int before the comparison with 1
+// (undefined behaviour in nlohmann's from_json).
+static void a_huge_version_is_an_unsupported_version(void**) {
+    for (const char* v : {"19223372036854775807", "1.5", "-1e300", "\"1\""}) {
+        json_rejects("\"version\": 1", std::string("\"version\": ") + v, "unsupported \"version\"");
+    }
+}
+
 // Header numbers outside what any schedule can mean are refused where they are read.
 static void header_numbers_are_checked(void**) {
     text_rejects("ranks=2", "ranks=0", "line 2: ranks=0 must be at least 1");
@@ -149,6 +157,7 @@ int main() {
         cmocka_unit_test(too_many_dependencies_are_refused),
         cmocka_unit_test(json_integers_must_fit_their_field),
         cmocka_unit_test(header_numbers_are_checked),
+        cmocka_unit_test(a_huge_version_is_an_unsupported_version),
     };
     return LOOM_RUN_TESTS("schedule_parse_hostile", tests);
 }

@@ -1,0 +1,11 @@
+// libFuzzer target: loom-bench --baseline FILE (an earlier --json output).
+#include <string_view>
+
+#include "tools/loom-bench/bench.hh"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    std::vector<loom::bench::baseline_point> points;
+    (void)loom::bench::parse_baseline(std::string_view(reinterpret_cast<const char*>(data), size),
+                                      "fuzz", &points);
+    return 0;
+}
