@@ -7,17 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ meson ninja-build pkg-config python3 libcmocka-dev nlohmann-json3-dev
           libcli11-dev clang-format gnuplot-nox openmpi-bin iproute2)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "loom setup: installing ${missing[*]}" >&2
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+scripts/install_packages.sh "${packages[@]}"
 
 build_dir=${1:-build}
 shift || true

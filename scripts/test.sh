@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting check, the regular build's tests, and the same tests
-# under AddressSanitizer + UndefinedBehaviorSanitizer. Ends with one line
+# under AddressSanitizer + UndefinedBehaviorSanitizer, then every libFuzzer target for a short
+# run over its corpus (scripts/fuzz.sh --ci). Ends with one line
 # "N passed, N failed, N skipped" over every test case; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,9 @@ echo "== tests (address,undefined sanitizers)"
 scripts/setup.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false || exit 1
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs --num-processes 2 || status=1
+
+echo "== fuzzers (libFuzzer, 20 s per target over its checked-in corpus)"
+scripts/fuzz.sh --ci || status=1
 
 echo "== summary (test cases)"
 python3 scripts/summarize_tests.py build/meson-logs/testlog.json \

@@ -365,11 +365,18 @@ bool registry::get_bool(std::string_view name) const {
     return v == "1" || v == "true";
 }
 
+bool is_secret(std::string_view name) {
+    return name == "LOOM_JOB_SECRET" || name == "LOOM_INC_TICKET";
+}
+
 std::string registry::describe() const {
     std::ostringstream out;
     for (size_t i = 0; i < params_.size(); ++i) {
         const auto& p = params_[i];
-        out << p.name << "=" << values_[i] << "  (default " << p.default_value;
+        // Secrets are never printed (a --config listing ends up in logs and bug reports).
+        bool hidden = is_secret(p.name) && !values_[i].empty();
+        out << p.name << "=" << (hidden ? "(set, not shown)" : values_[i]) << "  (default "
+            << p.default_value;
         if (!p.unit.empty()) {
             out << ", " << p.unit;
         }

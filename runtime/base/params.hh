@@ -23,6 +23,10 @@ struct param {
     std::string description;
 };
 
+/// True for the parameters that hold secrets (the job secret, in-network tickets): their
+/// values are never printed by describe().
+bool is_secret(std::string_view name);
+
 class registry {
   public:
     /// The process-wide registry, loaded from the environment on first use.

@@ -65,6 +65,17 @@ static void every_parameter_is_documented_and_its_default_valid(void**) {
     assert_non_null(std::strstr(reg.describe().c_str(), "LOOM_LOG_LEVEL="));
 }
 
+static void secrets_are_never_printed(void**) {
+    auto& reg          = params::registry::global();
+    const char* secret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    assert_true(reg.set("LOOM_JOB_SECRET", secret).is_ok());
+    std::string text = reg.describe();
+    assert_null(std::strstr(text.c_str(), secret));
+    assert_non_null(std::strstr(text.c_str(), "LOOM_JOB_SECRET=(set, not shown)"));
+    assert_true(params::is_secret("LOOM_INC_TICKET"));
+    assert_false(params::is_secret("LOOM_JOB"));
+}
+
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_status_has_a_distinct_string),
@@ -72,6 +83,7 @@ int main() {
         cmocka_unit_test(dtype_sizes_match_the_types),
         cmocka_unit_test(registry_rejects_invalid_values_with_allowed_list),
         cmocka_unit_test(every_parameter_is_documented_and_its_default_valid),
+        cmocka_unit_test(secrets_are_never_printed),
     };
     return LOOM_RUN_TESTS("base_status_params", tests);
 }
