@@ -25,7 +25,7 @@ run() {
     local name=$1 calls=$(($2 / scale)) bytes=$3
     shift 3
     echo "== $name: $calls all-reduces of $bytes B" | tee "$out_dir/$name.txt"
-    if ! "$loomrun" -n 4 --timeout 120 "$@" -- "$soak" --calls "$calls" --bytes "$bytes" \
+    if ! "$loomrun" -n 4 --timeout 1200 "$@" -- "$soak" --calls "$calls" --bytes "$bytes" \
         >>"$out_dir/$name.txt" 2>&1; then
         tail -n 5 "$out_dir/$name.txt" >&2
         echo "loom-soak: $name failed; output in $out_dir/$name.txt" >&2
