@@ -86,11 +86,7 @@ void engine_impl::begin_acks(request& r) {
         hello seen = h;
         early_hellos_.erase(early_hellos_.begin() + static_cast<long>(k));
         if (seen.signature != p.signature && r.in_progress()) {
-            fail(r, LOOM_ERR_MISMATCH, seen.from, -1,
-                 "rank " + std::to_string(seen.from) +
-                     " started another call (different primitive, count, dtype, op, root or "
-                     "algorithm)",
-                 true);
+            fail(r, LOOM_ERR_MISMATCH, seen.from, -1, other_call(seen.from, "started"), true);
         }
     }
 }
@@ -129,11 +125,7 @@ void engine_impl::on_hello(const drivers::completion& c) {
     const bool p2p     = wire::is_p2p(c.tag);
     if (request* r = find_call(seq, p2p, c.peer, true); r != nullptr) {
         if (c.imm != r->p->signature) {
-            fail(*r, LOOM_ERR_MISMATCH, c.peer, -1,
-                 "rank " + std::to_string(c.peer) +
-                     " started another call (different primitive, count, dtype, op, root or "
-                     "algorithm)",
-                 true);
+            fail(*r, LOOM_ERR_MISMATCH, c.peer, -1, other_call(c.peer, "started"), true);
         }
         return;
     }
@@ -152,11 +144,7 @@ void engine_impl::on_ack(const drivers::completion& c) {
         return;  // the call already failed here
     }
     if (c.imm != r->p->signature) {
-        fail(*r, LOOM_ERR_MISMATCH, c.peer, -1,
-             "rank " + std::to_string(c.peer) +
-                 " completed another call (different primitive, count, dtype, op, root or "
-                 "algorithm)",
-             true);
+        fail(*r, LOOM_ERR_MISMATCH, c.peer, -1, other_call(c.peer, "completed"), true);
         return;
     }
     const auto& from = r->p->ack_from;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -13,6 +14,13 @@
 #include "engine/wire_tag.hh"
 
 namespace loom::engine {
+
+/// The reason of a mismatch found with `peer`: "rank P <did> another call (…)", where `did`
+/// says how it showed (sent a message of, started, completed).
+inline std::string other_call(int peer, const char* did) {
+    return "rank " + std::to_string(peer) + " " + did +
+           " another call (different primitive, count, dtype, op, root or algorithm)";
+}
 
 class engine_impl final : public engine {
   public:

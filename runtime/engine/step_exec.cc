@@ -178,9 +178,7 @@ void engine_impl::on_completion(const drivers::completion& c) {
     }
     if (c.status != LOOM_SUCCESS) {
         std::string why = c.status == LOOM_ERR_MISMATCH
-                              ? "rank " + std::to_string(c.peer) +
-                                    " sent a message of another call (different primitive, "
-                                    "count, dtype, op, root or algorithm)"
+                              ? other_call(c.peer, "sent a message of")
                               : "the connection to rank " + std::to_string(c.peer) + " failed";
         fail(r, c.status, c.peer, static_cast<int>(i), why, true);
         return;
