@@ -8,6 +8,7 @@
 
 #include "base/check.hh"
 #include "base/clock.hh"
+#include "base/hash.hh"
 #include "base/log.hh"
 #include "base/params.hh"
 #include "drivers/fault/fault.hh"
@@ -81,7 +82,7 @@ class fault_endpoint final : public endpoint {
     fault_config config_;
     std::string name_;
     fast_path fast_{};
-    uint64_t rng_;
+    splitmix_stream rng_;
     size_t dup_limit_ = 0;
     fault_stats stats_;
     std::vector<op> ops_;
@@ -101,7 +102,7 @@ fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_conf
     name_ = std::string("fault:") + inner_->capabilities().name;
     fast_ = fast_path_of(this);
     // Ranks draw different streams from one seed.
-    rng_       = c.seed ^ (uint64_t(uint32_t(rank)) + 1) * 0x9e3779b97f4a7c15ull;
+    rng_       = splitmix_stream(c.seed ^ (uint64_t(uint32_t(rank)) + 1) * golden_gamma);
     dup_limit_ = inner_->capabilities().eager_limit;
     ops_.resize(c.max_ops);
     free_ops_.resize(c.max_ops);
@@ -123,11 +124,7 @@ caps fault_endpoint::capabilities() const {
 }
 
 double fault_endpoint::uniform() {
-    // splitmix64: one multiply-xorshift chain per draw, 53 bits into [0, 1).
-    uint64_t z = (rng_ += 0x9e3779b97f4a7c15ull);
-    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return double((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+    return rng_.uniform();
 }
 
 uint32_t fault_endpoint::take_op(uint64_t cookie, uint32_t inner_pending) {

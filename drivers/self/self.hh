@@ -23,8 +23,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/intrusive_list.hh"
 #include "drivers/driver.hh"
-#include "drivers/self/intrusive_list.hh"
 
 namespace loom::drivers::self {
 

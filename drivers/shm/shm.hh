@@ -45,10 +45,10 @@
 #include <vector>
 
 #include "base/clock.hh"
+#include "base/intrusive_list.hh"
+#include "base/spsc_ring.hh"
 #include "drivers/driver.hh"
-#include "drivers/self/intrusive_list.hh"
 #include "drivers/self/self.hh"
-#include "drivers/shm/shm_ring.hh"
 
 namespace loom::drivers::shm {
 

@@ -2,6 +2,8 @@
 
 #include <bit>
 
+#include "base/hash.hh"
+
 namespace loom::drivers::tcp {
 
 // ---- match_table ----
@@ -19,10 +21,7 @@ void match_table::init(uint32_t max_entries) {
 uint64_t match_table::home(int peer, dir d, uint64_t tag) const {
     // splitmix64 finaliser over tag ^ (peer, dir): engine tags differ in low and high bits
     // alike (sequence number, step, chunk), so mix them all.
-    uint64_t x = tag ^ ((uint64_t(uint32_t(peer)) << 1 | uint64_t(d)) * 0x9e3779b97f4a7c15ull);
-    x          = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x          = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return (x ^ (x >> 31)) & mask_;
+    return mix64(tag ^ (uint64_t(uint32_t(peer)) << 1 | uint64_t(d)) * golden_gamma) & mask_;
 }
 
 template <class Pred>

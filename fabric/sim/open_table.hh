@@ -8,16 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "base/hash.hh"
+
 namespace loom::sim::detail {
 
-inline uint64_t mix64(uint64_t x) {
-    // splitmix64's finaliser: every input bit reaches every output bit.
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
+using loom::mix64;
 
 struct key128 {
     uint64_t hi, lo;

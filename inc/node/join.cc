@@ -7,20 +7,14 @@
 #include <cstring>
 #include <vector>
 
+#include "base/byte_order.hh"
 #include "inc/transport/link.hh"
 
 namespace loom::inc {
 namespace {
 
-void put32(uint8_t* p, uint32_t v) {
-    p[0] = uint8_t(v >> 24);
-    p[1] = uint8_t(v >> 16);
-    p[2] = uint8_t(v >> 8);
-    p[3] = uint8_t(v);
-}
-uint32_t get32(const uint8_t* p) {
-    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
-}
+using be::get32;
+using be::put32;
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())

@@ -227,11 +227,8 @@ bool switch_node::drain(peer& p) {
     return n > 0;
 }
 
-uint64_t switch_node::next_random() {  // splitmix64
-    uint64_t z = (rng_ += 0x9e3779b97f4a7c15ull);
-    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+uint64_t switch_node::next_random() {
+    return rng_.next();
 }
 
 void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/clock.hh"
+#include "base/hash.hh"
 #include "base/status.hh"
 #include "inc/aggregator/aggregator.hh"
 #include "inc/node/join.hh"
@@ -147,7 +148,7 @@ class switch_node {
     std::vector<std::unique_ptr<peer>> peers_;
     std::unique_ptr<peer> parent_;
     std::vector<std::unique_ptr<group_state>> groups_;
-    uint64_t rng_ = 0;
+    splitmix_stream rng_;
     std::vector<uint8_t> ctrl_;  // one control packet being built
     double next_idle_check_s_ = 0;
 };

@@ -4,31 +4,17 @@
 #include <array>
 #include <cstring>
 
+#include "base/byte_order.hh"
+
 namespace loom::inc {
 namespace {
 
-void put16(uint8_t* p, uint16_t v) {
-    p[0] = uint8_t(v >> 8);
-    p[1] = uint8_t(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) {
-        p[i] = uint8_t(v >> (24 - 8 * i));
-    }
-}
-void put64(uint8_t* p, uint64_t v) {
-    put32(p, uint32_t(v >> 32));
-    put32(p + 4, uint32_t(v));
-}
-uint16_t get16(const uint8_t* p) {
-    return uint16_t(p[0] << 8 | p[1]);
-}
-uint32_t get32(const uint8_t* p) {
-    return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
-}
-uint64_t get64(const uint8_t* p) {
-    return uint64_t(get32(p)) << 32 | get32(p + 4);
-}
+using be::get16;
+using be::get32;
+using be::get64;
+using be::put16;
+using be::put32;
+using be::put64;
 
 // Reflected CRC32C table (polynomial 0x82f63b78), built at compile time.
 constexpr std::array<uint32_t, 256> crc_table = [] {

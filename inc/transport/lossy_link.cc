@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/hash.hh"
 #include "inc/transport/link.hh"
 
 namespace loom::inc {
@@ -24,7 +25,7 @@ class lossy final : public link {
           drop_(drop),
           dup_(dup),
           reorder_(reorder),
-          state_(seed),
+          rng_(seed),
           held_(new uint8_t[max_packet]) {}
     ~lossy() override = default;
 
@@ -55,15 +56,7 @@ class lossy final : public link {
     const link_stats& stats() const override { return inner_->stats(); }
 
   private:
-    // splitmix64 (Steele, Lea, Flood 2014): a full-period 64-bit stream from any seed.
-    uint64_t next() {
-        uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-        z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    /// Uniform in [0, 1): the top 53 bits, so p = 1 always fires and p = 0 never does.
-    double draw() { return double(next() >> 11) * 0x1p-53; }
+    double draw() { return rng_.uniform(); }
     void release_held() {
         for (; held_copies_ > 0; --held_copies_) {
             inner_->send(held_.get(), held_len_);
@@ -72,7 +65,7 @@ class lossy final : public link {
 
     std::unique_ptr<link> inner_;
     double drop_, dup_, reorder_;
-    uint64_t state_;
+    splitmix_stream rng_;
     std::unique_ptr<uint8_t[]> held_;  // the packet held back by a reorder
     size_t held_len_ = 0;
     int held_copies_ = 0;

@@ -27,16 +27,16 @@
 #include <vector>
 
 #include "base/clock.hh"
-#include "drivers/shm/shm_ring.hh"  // the shm driver's SPSC ring (memory orders documented there)
+#include "base/spsc_ring.hh"  // memory orders documented there
 #include "inc/transport/link.hh"
 
 namespace loom::inc::detail {
 namespace {
 
-using drivers::shm::cache_line;
-using drivers::shm::ring_spsc_consumer;
-using drivers::shm::ring_spsc_producer;
-using drivers::shm::ring_spsc_view;
+using loom::cache_line;
+using loom::ring_spsc_consumer;
+using loom::ring_spsc_producer;
+using loom::ring_spsc_view;
 
 constexpr size_t max_packet         = header_bytes + max_payload_bytes;
 constexpr uint32_t ring_slots       = 256;  // power of two (the ring masks its counters)
@@ -55,7 +55,7 @@ struct segment_header {
 };
 
 size_t ring_bytes() {
-    return drivers::shm::ring_spsc_bytes(ring_slots, slot_bytes);
+    return loom::ring_spsc_bytes(ring_slots, slot_bytes);
 }
 size_t segment_bytes() {
     return cache_line + 2 * ring_bytes();
@@ -365,8 +365,8 @@ result<std::unique_ptr<link>> connect_shm(std::string_view name, double timeout_
     segment_header h{segment_magic, segment_version, ring_slots, slot_bytes};
     std::memcpy(seg, &h, sizeof h);
     char* rings = static_cast<char*>(seg) + cache_line;
-    drivers::shm::ring_spsc_init(rings);
-    drivers::shm::ring_spsc_init(rings + ring_bytes());
+    loom::ring_spsc_init(rings);
+    loom::ring_spsc_init(rings + ring_bytes());
 
     iovec iov{&h, sizeof h};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};

@@ -6,30 +6,14 @@
 #include <cstring>
 
 #include "base/check.hh"
+#include "base/hash.hh"
 #include "base/log.hh"
 #include "base/params.hh"
 #include "comm/request_registry.hh"
 #include "engine/reduce.hh"
 
 namespace loom::comm {
-namespace {
-
-uint64_t splitmix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-uint64_t fnv1a(std::string_view s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char ch : s) {
-        h = (h ^ ch) * 0x100000001b3ull;
-    }
-    return h;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 call_shape shape_of(const call_args& a, int rank) {
     call_shape s{static_cast<int64_t>(a.count), a.root, 0};
@@ -67,22 +51,22 @@ uint64_t call_signature(call_kind kind, const algorithms::call& c, std::string_v
                         loom_dtype_t dtype, loom_op_t op) {
     // send and recv are the two halves of one sendrecv: they must sign alike.
     int prim = kind == call_kind::recv ? static_cast<int>(call_kind::send) : static_cast<int>(kind);
-    uint64_t h = splitmix(static_cast<uint64_t>(prim));
+    uint64_t h = splitmix64(static_cast<uint64_t>(prim));
     for (uint64_t v :
          {static_cast<uint64_t>(c.count), static_cast<uint64_t>(dtype),
           static_cast<uint64_t>(kind_reduces(kind) ? op : 0), static_cast<uint64_t>(c.root),
-          static_cast<uint64_t>(c.peer), fnv1a(algorithm), static_cast<uint64_t>(c.segments),
+          static_cast<uint64_t>(c.peer), fnv1a64(algorithm), static_cast<uint64_t>(c.segments),
           static_cast<uint64_t>(c.channels)}) {
-        h = splitmix(h ^ v);
+        h = splitmix64(h ^ v);
     }
     return h;
 }
 
 size_t communicator::plan_key_hash::operator()(const plan_key& k) const {
-    uint64_t h = splitmix(k.kind ^ k.requested);
+    uint64_t h = splitmix64(k.kind ^ k.requested);
     for (int64_t v : {k.count, int64_t{k.dtype}, int64_t{k.op}, int64_t{k.root}, int64_t{k.peer},
                       int64_t{k.segments}, int64_t{k.channels}}) {
-        h = splitmix(h ^ static_cast<uint64_t>(v));
+        h = splitmix64(h ^ static_cast<uint64_t>(v));
     }
     return static_cast<size_t>(h);
 }
@@ -202,7 +186,7 @@ result<cached_plan> communicator::plan_for(const call_args& a, const call_option
     loom_op_t op       = a.kind == call_kind::barrier ? LOOM_MAX : op_of(a);
     call_shape s       = shape_of(a, rank());
     plan_key key{static_cast<uint8_t>(a.kind),
-                 o.algorithm.empty() ? 0 : fnv1a(o.algorithm),
+                 o.algorithm.empty() ? 0 : fnv1a64(o.algorithm),
                  s.count,
                  static_cast<int>(dtype),
                  kind_reduces(a.kind) ? static_cast<int>(op) : 0,

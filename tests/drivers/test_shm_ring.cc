@@ -9,10 +9,10 @@
 #include <cstring>
 #include <thread>
 
-#include "drivers/shm/shm_ring.hh"
+#include "base/spsc_ring.hh"
 #include "test_main.hh"
 
-using namespace loom::drivers::shm;
+using namespace loom;
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "drivers/shm/shm_ring.hh"
+#include "base/spsc_ring.hh"
 #include "inc/node/ticket.hh"
 #include "inc/transport/link.hh"
 #include "switch_harness.hh"
@@ -373,7 +373,6 @@ struct raw_shm_member {
 };
 
 bool shm_handshake(const std::string& address, bool seal, raw_shm_member* m) {
-    using namespace drivers::shm;
     constexpr uint32_t slots      = 256,
                        slot_bytes = (4 + header_bytes + max_payload_bytes + 63) / 64 * 64;
     const size_t ring             = ring_spsc_bytes(slots, slot_bytes);

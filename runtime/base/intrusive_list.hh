@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace loom::drivers {
+namespace loom {
 
 template <class T>
 class intrusive_list {
@@ -83,4 +83,4 @@ class intrusive_list {
     size_t size_ = 0;
 };
 
-}  // namespace loom::drivers
+}  // namespace loom

@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace loom::drivers::shm {
+namespace loom {
 
 constexpr size_t cache_line = 64;
 
@@ -131,4 +131,4 @@ class ring_spsc_consumer {
     uint32_t head_cache_ = 0;
 };
 
-}  // namespace loom::drivers::shm
+}  // namespace loom
