@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting check, the regular build's tests, and the same tests
-# under AddressSanitizer + UndefinedBehaviorSanitizer, then every libFuzzer target for a short
-# run over its corpus (scripts/fuzz.sh --ci). Ends with one line
+# The whole test suite: formatting and include-direction checks, the regular build's tests,
+# and the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, then every
+# libFuzzer target for a short run over its corpus (scripts/fuzz.sh --ci). Ends with one line
 # "N passed, N failed, N skipped" over every test case; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,8 @@ status=0
 scripts/setup.sh build || exit 1
 echo "== clang-format check"
 git ls-files '*.cc' '*.hh' '*.h' '*.c' | xargs clang-format --dry-run -Werror || status=1
+echo "== include-direction check (DESIGN.md Layout)"
+python3 scripts/check_includes.py || status=1
 
 echo "== tests (debugoptimized build)"
 meson test -C build --print-errorlogs --num-processes 2 || status=1
