@@ -15,7 +15,7 @@
 #include "base/status.hh"
 #include "drivers/driver.hh"
 #include "engine/offload.hh"
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 #include "schedule/schedule.hh"
 
 namespace loom::engine {

@@ -1,5 +1,6 @@
-// The shm provider of inc/transport/link.hh: per connection, one memfd segment holding two
-// single-producer/single-consumer rings of packet slots (client → node, node → client).
+// shm's datagram endpoint (drivers/datagram.hh): per connection, one memfd segment holding
+// two single-producer/single-consumer rings of frame slots (client → node, node → client).
+// "Client" is the side that connects, "node" the side that listens.
 //
 // Hand-shake (control path): the node listens on a Unix stream socket in the abstract
 // namespace ("\0loom-inc-NAME": nothing on disk to clean up after a crash). A client
@@ -28,9 +29,9 @@
 
 #include "base/clock.hh"
 #include "base/spsc_ring.hh"  // memory orders documented there
-#include "inc/transport/link.hh"
+#include "drivers/datagram_internal.hh"
 
-namespace loom::inc::detail {
+namespace loom::drivers::shm {
 namespace {
 
 using loom::cache_line;
@@ -38,7 +39,7 @@ using loom::ring_spsc_consumer;
 using loom::ring_spsc_producer;
 using loom::ring_spsc_view;
 
-constexpr size_t max_packet         = header_bytes + max_payload_bytes;
+constexpr size_t max_packet         = datagram_max_frame;
 constexpr uint32_t ring_slots       = 256;  // power of two (the ring masks its counters)
 constexpr uint32_t slot_bytes       = uint32_t((4 + max_packet + cache_line - 1) / cache_line *
                                                cache_line);  // length word + packet, line-aligned
@@ -91,10 +92,10 @@ int64_t coarse_now_ns() {
     return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-class shm_link final : public link {
+class shm_datagram final : public datagram_endpoint {
   public:
     /// `to_peer` / `from_peer`: ring indices 0 (client → node) or 1 (node → client).
-    shm_link(int sock, void* segment, int to_peer, std::string address)
+    shm_datagram(int sock, void* segment, int to_peer, std::string address)
         : sock_(sock), segment_(segment), address_(std::move(address)) {
         char* rings = static_cast<char*>(segment) + cache_line;
         out_        = ring_spsc_producer(
@@ -102,7 +103,7 @@ class shm_link final : public link {
         in_ = ring_spsc_consumer(
             ring_spsc_view::at(rings + size_t(1 - to_peer) * ring_bytes(), ring_slots, slot_bytes));
     }
-    ~shm_link() override {
+    ~shm_datagram() override {
         ::munmap(segment_, segment_bytes());
         if (sock_ >= 0) {
             ::close(sock_);
@@ -154,7 +155,7 @@ class shm_link final : public link {
     std::string describe() const override {
         return address_ + (alive_ ? " (fd " + std::to_string(sock_) + ")" : " (closed)");
     }
-    const link_stats& stats() const override { return stats_; }
+    const datagram_stats& stats() const override { return stats_; }
 
   private:
     /// Liveness off the hot path: at most one non-blocking recv on the socket per interval.
@@ -182,7 +183,7 @@ class shm_link final : public link {
     bool holding_          = false;  // the last recv()'s slot is still the caller's
     bool alive_            = true;
     int64_t last_probe_ns_ = 0;
-    link_stats stats_;
+    datagram_stats stats_;
 };
 
 constexpr int required_seals = F_SEAL_SHRINK | F_SEAL_SEAL;
@@ -230,17 +231,17 @@ int receive_fd(int sock) {
     return fd;
 }
 
-class shm_listener final : public listener {
+class shm_datagram_listener final : public datagram_listener {
   public:
-    shm_listener(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
-    ~shm_listener() override {
+    shm_datagram_listener(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+    ~shm_datagram_listener() override {
         for (int s : pending_) {
             ::close(s);
         }
         ::close(fd_);
     }
 
-    std::unique_ptr<link> accept() override {
+    std::unique_ptr<datagram_endpoint> accept() override {
         for (;;) {
             int s = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (s < 0) {
@@ -262,7 +263,7 @@ class shm_listener final : public listener {
             }
             pending_.erase(pending_.begin() + ptrdiff_t(i));
             --i;
-            std::unique_ptr<link> l = adopt(s, fd);
+            std::unique_ptr<datagram_endpoint> l = adopt(s, fd);
             if (l) {
                 return l;
             }
@@ -277,7 +278,7 @@ class shm_listener final : public listener {
     // process can shrink it any more, F_SEAL_SEAL: nor lift that), and the node maps only a
     // sealed memfd of the full size. That costs nothing per packet, unlike checking the
     // size before each touch, and needs no signal handler in the node.
-    std::unique_ptr<link> adopt(int sock, int fd) {
+    std::unique_ptr<datagram_endpoint> adopt(int sock, int fd) {
         struct stat st {};
         void* seg = nullptr;
         if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -297,7 +298,7 @@ class shm_listener final : public listener {
             ::close(sock);  // the client's connect fails on the closed socket
             return nullptr;
         }
-        return std::make_unique<shm_link>(sock, seg, 1, "shm:" + name_ + " (node)");
+        return std::make_unique<shm_datagram>(sock, seg, 1, "shm:" + name_ + " (node)");
     }
 
     int fd_;
@@ -329,7 +330,8 @@ int dial(const sockaddr_un& addr, socklen_t addr_len, const deadline& until, std
 
 }  // namespace
 
-result<std::unique_ptr<link>> connect_shm(std::string_view name, double timeout_s) {
+result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view name,
+                                                            double timeout_s) {
     std::string address = "shm:" + std::string(name);
     sockaddr_un addr{};
     socklen_t addr_len = 0;
@@ -401,10 +403,11 @@ result<std::unique_ptr<link>> connect_shm(std::string_view name, double timeout_
         return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
                                             seconds(timeout_s) + ": " + fail);
     }
-    return std::unique_ptr<link>(std::make_unique<shm_link>(sock, seg, 0, address));
+    return std::unique_ptr<datagram_endpoint>(
+        std::make_unique<shm_datagram>(sock, seg, 0, address));
 }
 
-result<std::unique_ptr<listener>> listen_shm(std::string_view name) {
+result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view name) {
     std::string address = "shm:" + std::string(name);
     sockaddr_un addr{};
     socklen_t addr_len = 0;
@@ -423,7 +426,8 @@ result<std::unique_ptr<listener>> listen_shm(std::string_view name) {
         return system_error("listening at " + address + ": " + errno_text(err) +
                             (err == EADDRINUSE ? " (another node listens there)" : ""));
     }
-    return std::unique_ptr<listener>(std::make_unique<shm_listener>(fd, std::string(name)));
+    return std::unique_ptr<datagram_listener>(
+        std::make_unique<shm_datagram_listener>(fd, std::string(name)));
 }
 
-}  // namespace loom::inc::detail
+}  // namespace loom::drivers::shm

@@ -1,11 +1,11 @@
-// The tcp provider of inc/transport/link.hh: one non-blocking TCP connection per link, each
-// packet one frame (4-byte big-endian length, then the packet).
+// tcp's datagram endpoint (drivers/datagram.hh): one non-blocking TCP connection per
+// endpoint, each datagram one frame on the stream (4-byte big-endian length, then the bytes).
 //
 // Sending never blocks: what the socket does not take now goes to a bounded userspace buffer
-// (allocated once) that later send/recv calls flush; when that is full too the packet is
-// dropped and counted, as a full queue does on every link. A frame is never dropped half
-// sent: once its first byte is on the wire its rest is buffered, so the stream stays framed.
-// Receiving reads into one fixed buffer and hands out complete frames in place.
+// (allocated once) that later send/recv calls flush; when that is full too the frame is
+// dropped and counted, as a full queue does on every datagram endpoint. A frame is never
+// dropped half sent: once its first byte is on the wire its rest is buffered, so the stream
+// stays framed. Receiving reads into one fixed buffer and hands out complete frames in place.
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -23,13 +23,13 @@
 
 #include "base/check.hh"
 #include "base/clock.hh"
-#include "inc/transport/link.hh"
+#include "drivers/datagram_internal.hh"
 
-namespace loom::inc::detail {
+namespace loom::drivers::tcp {
 namespace {
 
 constexpr size_t frame_prefix    = 4;
-constexpr size_t max_packet      = header_bytes + max_payload_bytes;
+constexpr size_t max_packet      = datagram_max_frame;
 constexpr size_t max_frame       = frame_prefix + max_packet;
 constexpr size_t send_buffer     = 256 * 1024;  // ~30 full frames behind a slow peer
 constexpr size_t receive_buffer  = 64 * 1024;   // several frames per recv syscall
@@ -86,9 +86,9 @@ status resolve(const std::string& host, uint16_t port, bool passive, sockaddr_st
     return status::ok();
 }
 
-class tcp_link final : public link {
+class tcp_datagram final : public datagram_endpoint {
   public:
-    tcp_link(int fd, std::string address)
+    tcp_datagram(int fd, std::string address)
         : fd_(fd),
           address_(std::move(address)),
           out_(new uint8_t[send_buffer]),
@@ -96,7 +96,7 @@ class tcp_link final : public link {
         int one = 1;  // a packet is a whole message: do not hold it back for Nagle
         ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
-    ~tcp_link() override { close(); }
+    ~tcp_datagram() override { close(); }
 
     void send(const uint8_t* packet, size_t len) override;
     bool recv(const uint8_t** packet, size_t* len) override;
@@ -104,7 +104,7 @@ class tcp_link final : public link {
     std::string describe() const override {
         return address_ + (fd_ >= 0 ? " (fd " + std::to_string(fd_) + ")" : " (closed)");
     }
-    const link_stats& stats() const override { return stats_; }
+    const datagram_stats& stats() const override { return stats_; }
 
   private:
     void flush();
@@ -114,7 +114,7 @@ class tcp_link final : public link {
 
     int fd_;
     std::string address_;
-    link_stats stats_;
+    datagram_stats stats_;
     // Pending output: bytes [out_start_, out_end_) of out_, whole frames except that the
     // first may have been sent in part.
     std::unique_ptr<uint8_t[]> out_;
@@ -124,21 +124,21 @@ class tcp_link final : public link {
     size_t in_start_ = 0, in_end_ = 0;
 };
 
-void tcp_link::close() {
+void tcp_datagram::close() {
     if (fd_ >= 0) {
         ::close(fd_);
         fd_ = -1;
     }
 }
 
-void tcp_link::fail(int err) {
+void tcp_datagram::fail(int err) {
     // EAGAIN is the normal full/empty socket; anything else (EPIPE, ECONNRESET, …) ends it.
     if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
         close();
     }
 }
 
-void tcp_link::flush() {
+void tcp_datagram::flush() {
     while (out_start_ < out_end_ && fd_ >= 0) {
         ssize_t n = ::send(fd_, out_.get() + out_start_, out_end_ - out_start_,
                            MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -153,7 +153,7 @@ void tcp_link::flush() {
     }
 }
 
-bool tcp_link::append(const uint8_t* bytes, size_t len) {
+bool tcp_datagram::append(const uint8_t* bytes, size_t len) {
     if (out_end_ + len > send_buffer) {
         if (out_end_ - out_start_ + len > send_buffer) {
             return false;
@@ -168,7 +168,7 @@ bool tcp_link::append(const uint8_t* bytes, size_t len) {
     return true;
 }
 
-void tcp_link::send(const uint8_t* packet, size_t len) {
+void tcp_datagram::send(const uint8_t* packet, size_t len) {
     flush();
     if (fd_ < 0 || len > max_packet) {
         ++stats_.send_dropped;
@@ -207,7 +207,7 @@ void tcp_link::send(const uint8_t* packet, size_t len) {
     stats_.bytes_sent += len;
 }
 
-bool tcp_link::recv(const uint8_t** packet, size_t* len) {
+bool tcp_datagram::recv(const uint8_t** packet, size_t* len) {
     flush();
     for (int attempt = 0; attempt < 2; ++attempt) {
         size_t have = in_end_ - in_start_;
@@ -256,12 +256,12 @@ bool tcp_link::recv(const uint8_t** packet, size_t* len) {
 }
 static_assert(receive_buffer >= max_frame, "a whole frame fits the receive buffer");
 
-class tcp_listener final : public listener {
+class tcp_datagram_listener final : public datagram_listener {
   public:
-    tcp_listener(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
-    ~tcp_listener() override { ::close(fd_); }
+    tcp_datagram_listener(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
+    ~tcp_datagram_listener() override { ::close(fd_); }
 
-    std::unique_ptr<link> accept() override {
+    std::unique_ptr<datagram_endpoint> accept() override {
         sockaddr_storage peer{};
         socklen_t peer_len = sizeof peer;
         int fd             = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
@@ -272,7 +272,7 @@ class tcp_listener final : public listener {
         char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
         ::getnameinfo(reinterpret_cast<sockaddr*>(&peer), peer_len, host, sizeof host, port,
                       sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
-        return std::make_unique<tcp_link>(
+        return std::make_unique<tcp_datagram>(
             fd, std::string("tcp:") + host + ":" + port + " (from " + address_ + ")");
     }
     std::string address() const override { return address_; }
@@ -282,11 +282,9 @@ class tcp_listener final : public listener {
     std::string address_;
 };
 
-}  // namespace
-
 // "HOST:PORT" → a socket address (passive: for bind).
-status tcp_address(std::string_view rest, bool passive, sockaddr_storage* addr,
-                   socklen_t* addr_len) {
+status datagram_address(std::string_view rest, bool passive, sockaddr_storage* addr,
+                        socklen_t* addr_len) {
     std::string host;
     uint16_t port = 0;
     if (!split_host_port(rest, &host, &port)) {
@@ -295,11 +293,14 @@ status tcp_address(std::string_view rest, bool passive, sockaddr_storage* addr,
     return resolve(host, port, passive, addr, addr_len);
 }
 
-result<std::unique_ptr<link>> connect_tcp(std::string_view rest, double timeout_s) {
+}  // namespace
+
+result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view rest,
+                                                            double timeout_s) {
     std::string address = "tcp:" + std::string(rest);
     sockaddr_storage addr{};
     socklen_t addr_len = 0;
-    LOOM_CHECK(tcp_address(rest, false, &addr, &addr_len));
+    LOOM_CHECK(datagram_address(rest, false, &addr, &addr_len));
     deadline until(timeout_s);
     double backoff_s       = first_backoff_s;
     std::string last_error = "never tried";
@@ -322,7 +323,7 @@ result<std::unique_ptr<link>> connect_tcp(std::string_view rest, double timeout_
             }
         }
         if (err == 0) {
-            return std::unique_ptr<link>(std::make_unique<tcp_link>(fd, address));
+            return std::unique_ptr<datagram_endpoint>(std::make_unique<tcp_datagram>(fd, address));
         }
         ::close(fd);
         last_error = errno_text(err);
@@ -336,14 +337,14 @@ result<std::unique_ptr<link>> connect_tcp(std::string_view rest, double timeout_
     }
 }
 
-result<std::unique_ptr<listener>> listen_tcp(std::string_view rest) {
+result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view rest) {
     std::string address = "tcp:" + std::string(rest);
     sockaddr_storage addr{};
     socklen_t addr_len = 0;
-    LOOM_CHECK(tcp_address(rest, true, &addr, &addr_len));
+    LOOM_CHECK(datagram_address(rest, true, &addr, &addr_len));
     std::string host;
     uint16_t port = 0;
-    split_host_port(rest, &host, &port);  // valid: tcp_address parsed it
+    split_host_port(rest, &host, &port);  // valid: datagram_address parsed it
     int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return system_error("listening at " + address + ": socket(): " + errno_text(errno));
@@ -363,7 +364,7 @@ result<std::unique_ptr<listener>> listen_tcp(std::string_view rest) {
     bool v6_literal = host.find(':') != std::string::npos;
     std::string shown =
         "tcp:" + (v6_literal ? "[" + host + "]" : host) + ":" + std::to_string(chosen);
-    return std::unique_ptr<listener>(std::make_unique<tcp_listener>(fd, shown));
+    return std::unique_ptr<datagram_listener>(std::make_unique<tcp_datagram_listener>(fd, shown));
 }
 
-}  // namespace loom::inc::detail
+}  // namespace loom::drivers::tcp
