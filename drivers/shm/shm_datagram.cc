@@ -2,88 +2,25 @@
 // two single-producer/single-consumer rings of frame slots (client → node, node → client).
 // "Client" is the side that connects, "node" the side that listens.
 //
-// Hand-shake (control path): the node listens on a Unix stream socket in the abstract
-// namespace ("\0loom-inc-NAME": nothing on disk to clean up after a crash). A client
-// connects, creates and initialises the segment, and passes its fd with SCM_RIGHTS; the node
-// maps it, checks its geometry and answers one byte. The socket then stays open only so that
-// either side learns when the other is gone: the kernel closes it when a process dies.
-//
 // Data path: send() copies into the next free slot or drops (counted) when the ring is full;
 // recv() hands out the next slot in place and frees it on the following recv() call. Neither
 // makes a syscall; an idle recv() probes the socket at most once a millisecond.
-#include <fcntl.h>
-#include <poll.h>
+// The hand-shake that sets a segment up is shm_datagram_setup.cc.
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
-#include <vector>
 
-#include "base/clock.hh"
-#include "base/spsc_ring.hh"  // memory orders documented there
-#include "drivers/datagram_internal.hh"
+#include "drivers/shm/shm_datagram.hh"  // the ring's memory orders: base/spsc_ring.hh
 
-namespace loom::drivers::shm {
+namespace loom::drivers::shm::dgram {
 namespace {
 
-using loom::cache_line;
-using loom::ring_spsc_consumer;
-using loom::ring_spsc_producer;
-using loom::ring_spsc_view;
-
-constexpr size_t max_packet         = datagram_max_frame;
-constexpr uint32_t ring_slots       = 256;  // power of two (the ring masks its counters)
-constexpr uint32_t slot_bytes       = uint32_t((4 + max_packet + cache_line - 1) / cache_line *
-                                               cache_line);  // length word + packet, line-aligned
-constexpr uint32_t segment_magic    = 0x4c4d5348u;           // "LMSH"
-constexpr uint32_t segment_version  = 1;
-constexpr int64_t probe_interval_ns = 1'000'000;  // an idle link checks its peer every 1 ms
-constexpr double first_backoff_s    = 0.002;
-constexpr double max_backoff_s      = 0.05;
-constexpr size_t max_pending        = 64;  // connections whose segment has not arrived yet
-
-/// The segment's first cache line: what the node checks before trusting the rings.
-struct segment_header {
-    uint32_t magic, version, slots, slot_bytes;
-};
-
-size_t ring_bytes() {
-    return loom::ring_spsc_bytes(ring_slots, slot_bytes);
-}
-size_t segment_bytes() {
-    return cache_line + 2 * ring_bytes();
-}
-
-std::string errno_text(int err) {
-    return std::string(std::strerror(err));
-}
-
-std::string seconds(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-    return buf;
-}
-
-/// The abstract socket address of shm:NAME; false when NAME does not fit.
-bool socket_address(std::string_view name, sockaddr_un* out, socklen_t* len) {
-    std::string path = std::string(1, '\0') + "loom-inc-" + std::string(name);
-    if (name.empty() || path.size() > sizeof out->sun_path) {
-        return false;
-    }
-    *out            = sockaddr_un{};
-    out->sun_family = AF_UNIX;
-    std::memcpy(out->sun_path, path.data(), path.size());
-    *len = socklen_t(offsetof(sockaddr_un, sun_path) + path.size());
-    return true;
-}
+constexpr int64_t probe_interval_ns = 1'000'000;  // an idle endpoint checks its peer every 1 ms
 
 int64_t coarse_now_ns() {
     // CLOCK_MONOTONIC_COARSE is read from the vDSO without a syscall; ms resolution suffices.
@@ -186,248 +123,11 @@ class shm_datagram final : public datagram_endpoint {
     datagram_stats stats_;
 };
 
-constexpr int required_seals = F_SEAL_SHRINK | F_SEAL_SEAL;
-
-/// True when no process can shrink the segment any more (a memfd sealed by its creator).
-bool sealed(int fd) {
-    int seals = ::fcntl(fd, F_GET_SEALS);
-    return seals >= 0 && (seals & required_seals) == required_seals;
-}
-
-/// Maps a segment fd (both sides); null on failure.
-void* map_segment(int fd) {
-    void* p = ::mmap(nullptr, segment_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    return p == MAP_FAILED ? nullptr : p;
-}
-
-/// Receives the segment fd a client passes (non-blocking); -1 while none has arrived, -2 when
-/// the connection is broken or sent something else.
-int receive_fd(int sock) {
-    segment_header h{};
-    iovec iov{&h, sizeof h};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov        = &iov;
-    msg.msg_iovlen     = 1;
-    msg.msg_control    = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n          = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        return -1;
-    }
-    int fd        = -2;
-    cmsghdr* cmsg = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr;
-    if (cmsg != nullptr && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
-        std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
-    }
-    // The geometry travels twice (message and segment) so a mismatched build is refused.
-    bool valid = n == ssize_t(sizeof h) && h.magic == segment_magic &&
-                 h.version == segment_version && h.slots == ring_slots &&
-                 h.slot_bytes == slot_bytes;
-    if (fd >= 0 && !valid) {
-        ::close(fd);
-        fd = -2;
-    }
-    return fd;
-}
-
-class shm_datagram_listener final : public datagram_listener {
-  public:
-    shm_datagram_listener(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
-    ~shm_datagram_listener() override {
-        for (int s : pending_) {
-            ::close(s);
-        }
-        ::close(fd_);
-    }
-
-    std::unique_ptr<datagram_endpoint> accept() override {
-        for (;;) {
-            int s = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (s < 0) {
-                break;
-            }
-            pending_.push_back(s);
-            if (pending_.size() > max_pending) {
-                ::close(
-                    pending_.front());  // a flood of hand-shakes never finished: the oldest goes
-                pending_.erase(pending_.begin());
-            }
-        }
-        // A connection becomes a link once its segment fd has arrived (it may lag accept).
-        for (size_t i = 0; i < pending_.size(); ++i) {
-            int s  = pending_[i];
-            int fd = receive_fd(s);
-            if (fd == -1) {
-                continue;
-            }
-            pending_.erase(pending_.begin() + ptrdiff_t(i));
-            --i;
-            std::unique_ptr<datagram_endpoint> l = adopt(s, fd);
-            if (l) {
-                return l;
-            }
-        }
-        return nullptr;
-    }
-    std::string address() const override { return "shm:" + name_; }
-
-  private:
-    // The node maps a segment its client created, so the client could shrink it later and
-    // every read of the node would raise SIGBUS. The client seals it (F_SEAL_SHRINK: no
-    // process can shrink it any more, F_SEAL_SEAL: nor lift that), and the node maps only a
-    // sealed memfd of the full size. That costs nothing per packet, unlike checking the
-    // size before each touch, and needs no signal handler in the node.
-    std::unique_ptr<datagram_endpoint> adopt(int sock, int fd) {
-        struct stat st {};
-        void* seg = nullptr;
-        if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-            size_t(st.st_size) >= segment_bytes() && sealed(fd)) {
-            seg = map_segment(fd);
-        }
-        if (fd >= 0) {
-            ::close(fd);  // the mapping keeps the segment
-        }
-        const auto* h = static_cast<const segment_header*>(seg);
-        char ok       = 1;
-        if (seg == nullptr || h->magic != segment_magic || h->slots != ring_slots ||
-            h->slot_bytes != slot_bytes || ::send(sock, &ok, 1, MSG_NOSIGNAL) != 1) {
-            if (seg != nullptr) {
-                ::munmap(seg, segment_bytes());
-            }
-            ::close(sock);  // the client's connect fails on the closed socket
-            return nullptr;
-        }
-        return std::make_unique<shm_datagram>(sock, seg, 1, "shm:" + name_ + " (node)");
-    }
-
-    int fd_;
-    std::string name_;
-    std::vector<int> pending_;  // accepted, segment not yet received
-};
-
-/// Connects the Unix socket, retrying while nobody listens; -1 and *why at the deadline.
-int dial(const sockaddr_un& addr, socklen_t addr_len, const deadline& until, std::string* why) {
-    double backoff_s = first_backoff_s;
-    for (;;) {
-        int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (s < 0) {
-            *why = "socket(): " + errno_text(errno);
-            return -1;
-        }
-        if (::connect(s, reinterpret_cast<const sockaddr*>(&addr), addr_len) == 0) {
-            return s;
-        }
-        *why = errno_text(errno);
-        ::close(s);
-        if (until.remaining_s() <= 0) {
-            return -1;
-        }
-        ::usleep(useconds_t(std::min(backoff_s, std::max(0.0, until.remaining_s())) * 1e6));
-        backoff_s = std::min(backoff_s * 2, max_backoff_s);
-    }
-}
-
 }  // namespace
 
-result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view name,
-                                                            double timeout_s) {
-    std::string address = "shm:" + std::string(name);
-    sockaddr_un addr{};
-    socklen_t addr_len = 0;
-    if (!socket_address(name, &addr, &addr_len)) {
-        return invalid_argument("'" + address + "': NAME must be 1.." +
-                                std::to_string(sizeof addr.sun_path - 10) + " characters");
-    }
-    deadline until(timeout_s);
-    std::string why;
-    int sock = dial(addr, addr_len, until, &why);
-    if (sock < 0) {
-        return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
-                                            seconds(timeout_s) + ": " + why);
-    }
-    int fd = ::memfd_create("loom-inc-link", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0 || ::ftruncate(fd, off_t(segment_bytes())) != 0 ||
-        ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-        int err = errno;
-        if (fd >= 0) {
-            ::close(fd);
-        }
-        ::close(sock);
-        return system_error("connecting to " + address + ": shared memory: " + errno_text(err));
-    }
-    void* seg = map_segment(fd);
-    if (seg == nullptr) {
-        int err = errno;
-        ::close(fd);
-        ::close(sock);
-        return system_error("connecting to " + address + ": mmap: " + errno_text(err));
-    }
-    // Initialise before the fd leaves: sendmsg orders these writes before the node's mmap.
-    segment_header h{segment_magic, segment_version, ring_slots, slot_bytes};
-    std::memcpy(seg, &h, sizeof h);
-    char* rings = static_cast<char*>(seg) + cache_line;
-    loom::ring_spsc_init(rings);
-    loom::ring_spsc_init(rings + ring_bytes());
-
-    iovec iov{&h, sizeof h};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov        = &iov;
-    msg.msg_iovlen     = 1;
-    msg.msg_control    = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cmsg      = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level   = SOL_SOCKET;
-    cmsg->cmsg_type    = SCM_RIGHTS;
-    cmsg->cmsg_len     = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
-    ssize_t sent = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
-    ::close(fd);  // the node has its own copy now; the mapping keeps ours
-    // The node answers one byte once it has mapped the segment (it accepts from its poll
-    // loop, so this waits for that loop, within the deadline).
-    char ok          = 0;
-    ssize_t got      = -1;
-    std::string fail = sent == ssize_t(sizeof h) ? "no answer" : "sendmsg: " + errno_text(errno);
-    if (sent == ssize_t(sizeof h)) {
-        pollfd p{sock, POLLIN, 0};
-        int wait_ms = int(std::max(0.0, until.remaining_s()) * 1000) + 1;
-        if (::poll(&p, 1, wait_ms) > 0) {
-            got  = ::recv(sock, &ok, 1, MSG_DONTWAIT);
-            fail = got == 0 ? "the node closed the connection (segment refused)" : fail;
-        }
-    }
-    if (got != 1 || ok != 1) {
-        ::munmap(seg, segment_bytes());
-        ::close(sock);
-        return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
-                                            seconds(timeout_s) + ": " + fail);
-    }
-    return std::unique_ptr<datagram_endpoint>(
-        std::make_unique<shm_datagram>(sock, seg, 0, address));
+std::unique_ptr<datagram_endpoint> ring_endpoint(int sock, void* segment, int to_peer,
+                                                 std::string address) {
+    return std::make_unique<shm_datagram>(sock, segment, to_peer, std::move(address));
 }
 
-result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view name) {
-    std::string address = "shm:" + std::string(name);
-    sockaddr_un addr{};
-    socklen_t addr_len = 0;
-    if (!socket_address(name, &addr, &addr_len)) {
-        return invalid_argument("'" + address + "': NAME must be 1.." +
-                                std::to_string(sizeof addr.sun_path - 10) + " characters");
-    }
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return system_error("listening at " + address + ": socket(): " + errno_text(errno));
-    }
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0 ||
-        ::listen(fd, 128) != 0) {
-        int err = errno;
-        ::close(fd);
-        return system_error("listening at " + address + ": " + errno_text(err) +
-                            (err == EADDRINUSE ? " (another node listens there)" : ""));
-    }
-    return std::unique_ptr<datagram_listener>(
-        std::make_unique<shm_datagram_listener>(fd, std::string(name)));
-}
-
-}  // namespace loom::drivers::shm
+}  // namespace loom::drivers::shm::dgram
