@@ -79,7 +79,7 @@ status engine_impl::prepare(request& r, std::shared_ptr<const plan> p, const cal
                             uint32_t seq, bool p2p, double timeout_s) {
     const plan& pl = *p;
     loom_op_t op   = b.op == LOOM_AVG ? LOOM_SUM : b.op;
-    r.kernel       = kernels::reduce_kernel(pl.dtype, op);
+    r.kernel       = reduce_kernel(pl.dtype, op);
     if (!r.kernel && schedule::is_reduction(pl.info.coll)) {
         return invalid_argument("no reduction for dtype " + std::to_string(pl.dtype) + " and op " +
                                 std::to_string(b.op));

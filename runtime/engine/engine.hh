@@ -20,6 +20,11 @@
 
 namespace loom::engine {
 
+// The reduction kernels (runtime/kernels) the engine runs, by their short names.
+using kernels::finish_average;
+using kernels::reduce_fn;
+using kernels::reduce_kernel;
+
 /// What a call needs besides its schedule.
 struct call_buffers {
     const void* input  = nullptr;

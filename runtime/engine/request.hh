@@ -26,12 +26,12 @@ class request {
     std::vector<step_state> state;
     std::vector<uint32_t> ready;    // dependencies done, not yet executed
     std::vector<uint32_t> blocked;  // the driver said "no resource": retry after a poll
-    size_t done_steps         = 0;
-    kernels::reduce_fn kernel = nullptr;
-    uint64_t call_tag         = 0;
-    uint32_t seq              = 0;
-    bool p2p                  = false;
-    double deadline_s         = 0;
+    size_t done_steps = 0;
+    reduce_fn kernel  = nullptr;
+    uint64_t call_tag = 0;
+    uint32_t seq      = 0;
+    bool p2p          = false;
+    double deadline_s = 0;
     // A message this call was reading was withdrawn by its sender (driver.hh cancel): the
     // sender's call failed, and its notice with the reason is on its way. Until it comes
     // (or a short grace passes) the call waits for it, to report the root cause.

@@ -252,8 +252,7 @@ void engine_impl::complete(request& r, uint32_t i) {
 void engine_impl::finish(request& r) {
     const plan& p = *r.p;
     if (r.buffers.op == LOOM_AVG && p.reduced_output_bytes > 0) {
-        kernels::finish_average(r.output, p.dtype, p.reduced_output_bytes / p.element_bytes,
-                                p.info.nranks);
+        finish_average(r.output, p.dtype, p.reduced_output_bytes / p.element_bytes, p.info.nranks);
     }
     r.status.store(LOOM_SUCCESS, std::memory_order_release);  // R: test/wait acquire it
     send_acks(r);
