@@ -13,11 +13,17 @@
 // Receives and control notices pass through untouched. Decisions come from a splitmix64
 // stream seeded with LOOM_FAULT_SEED and the rank, so a run is reproducible. The counts are
 // in fault_stats. Everything is sized at open (LOOM_FAULT_MAX_OPS): no allocation per message.
+//
+// A datagram endpoint (datagram.hh) is wrapped by the same decisions (fault_dice.hh): a
+// dropped frame is not sent, a duplicated one is sent twice, a reordered one waits in a
+// one-frame buffer until the next frame has gone (or the next recv(), so a lone frame is late,
+// never lost). Delay does not apply: datagrams carry their own timers.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
+#include "drivers/datagram.hh"
 #include "drivers/driver.hh"
 
 namespace loom::drivers::fault {
@@ -50,5 +56,11 @@ result<std::unique_ptr<endpoint>> wrap(std::unique_ptr<endpoint> inner, const fa
 const fault_stats* stats_of(const endpoint& ep);
 /// The wrapped endpoint, or null when `ep` is not a fault wrapper.
 endpoint* inner_of(endpoint& ep);
+
+/// Wraps a datagram endpoint: its sends are dropped, duplicated or reordered with `config`'s
+/// probabilities, decided by the splitmix64 stream `seed`. Receives, alive(), describe()
+/// (" (lossy)" appended) and stats are the inner endpoint's.
+std::unique_ptr<datagram_endpoint> wrap_datagram(std::unique_ptr<datagram_endpoint> inner,
+                                                 const fault_config& config, uint64_t seed);
 
 }  // namespace loom::drivers::fault

@@ -8,10 +8,10 @@
 
 #include "base/check.hh"
 #include "base/clock.hh"
-#include "base/hash.hh"
 #include "base/log.hh"
 #include "base/params.hh"
 #include "drivers/fault/fault.hh"
+#include "drivers/fault/fault_dice.hh"
 #include "drivers/registry_internal.hh"
 
 namespace loom::drivers {
@@ -65,7 +65,6 @@ class fault_endpoint final : public endpoint {
     bool cancel(uint64_t cookie);
 
   private:
-    double uniform();
     uint32_t take_op(uint64_t cookie, uint32_t inner_pending);
     void release_op(uint32_t i);
     /// Points `m` (a message of cancelled op `i` not yet posted) at a copy of its bytes.
@@ -82,7 +81,7 @@ class fault_endpoint final : public endpoint {
     fault_config config_;
     std::string name_;
     fast_path fast_{};
-    splitmix_stream rng_;
+    dice dice_;
     size_t dup_limit_ = 0;
     fault_stats stats_;
     std::vector<op> ops_;
@@ -99,10 +98,9 @@ class fault_endpoint final : public endpoint {
 fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank,
                                int size)
     : inner_(std::move(inner)), config_(c) {
-    name_ = std::string("fault:") + inner_->capabilities().name;
-    fast_ = fast_path_of(this);
-    // Ranks draw different streams from one seed.
-    rng_       = splitmix_stream(c.seed ^ (uint64_t(uint32_t(rank)) + 1) * golden_gamma);
+    name_      = std::string("fault:") + inner_->capabilities().name;
+    fast_      = fast_path_of(this);
+    dice_      = dice(c, rank_seed(c.seed, rank));
     dup_limit_ = inner_->capabilities().eager_limit;
     ops_.resize(c.max_ops);
     free_ops_.resize(c.max_ops);
@@ -121,10 +119,6 @@ caps fault_endpoint::capabilities() const {
     caps c = inner_->capabilities();
     c.name = name_.c_str();
     return c;
-}
-
-double fault_endpoint::uniform() {
-    return rng_.uniform();
 }
 
 uint32_t fault_endpoint::take_op(uint64_t cookie, uint32_t inner_pending) {
@@ -203,7 +197,7 @@ loom_status_t fault_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, co
     }
     ++stats_.sends;
     double now = now_s();
-    if (uniform() < config_.drop) {
+    if (dice_.drop()) {
         ++stats_.dropped;
         // Holds an op until poll() hands the completion out, so local_ cannot overflow.
         local_[local_tail_++ & out_mask_] =
@@ -211,7 +205,7 @@ loom_status_t fault_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, co
         return LOOM_SUCCESS;
     }
     uint32_t copies = 1;
-    if (uniform() < config_.dup && len <= dup_limit_) {
+    if (dice_.duplicate() && len <= dup_limit_) {
         ++stats_.duplicated;
         copies = 2;
     }
@@ -220,7 +214,7 @@ loom_status_t fault_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, co
               len,    take_op(cookie, copies),
               copies, now + double(config_.delay_us) * 1e-6};
     stats_.delayed += config_.delay_us > 0 ? 1 : 0;
-    if (uniform() < config_.reorder && !has_held_[size_t(peer)]) {
+    if (dice_.reorder() && !has_held_[size_t(peer)]) {
         ++stats_.reordered;
         m.due_s                 = now;  // the hold starts now; release_held re-stamps it
         held_[size_t(peer)]     = m;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 
 namespace loom::inc {
 
@@ -279,7 +279,7 @@ void aggregator::store(group& g, entry& e, const header& h, const uint8_t* paylo
     } else if (e.have == 0) {
         std::memcpy(e.sum.data(), payload, n);
     } else {
-        engine::reduce_kernel(h.dtype, h.op)(e.sum.data(), e.sum.data(), payload, h.count);
+        kernels::reduce_kernel(h.dtype, h.op)(e.sum.data(), e.sum.data(), payload, h.count);
     }
 }
 
@@ -289,9 +289,9 @@ void aggregator::complete(group& g, entry& e, packet_sink& out) {
         if (g.cfg.deterministic) {
             // In contributor-id order over the ids that contributed (expected may be fewer
             // than members), so the float sum is the same whatever the arrival order.
-            engine::reduce_fn f = engine::reduce_kernel(e.dtype, e.op);
-            size_t n            = size_t(e.count) * element_bytes(e.dtype);
-            bool first          = true;
+            kernels::reduce_fn f = kernels::reduce_kernel(e.dtype, e.op);
+            size_t n             = size_t(e.count) * element_bytes(e.dtype);
+            bool first           = true;
             for (uint32_t r = 0; r < g.cfg.members; ++r) {
                 if (!test_bit(e.contributed, r)) {
                     continue;

@@ -24,16 +24,15 @@
 #include <vector>
 
 #include "base/status.hh"
+#include "drivers/datagram.hh"
 #include "inc/protocol/packet.hh"
 
 namespace loom::inc {
 
-/// Where a client's packets go (the aggregation node).
-class uplink {
-  public:
-    virtual ~uplink()                                    = default;
-    virtual void send(const uint8_t* packet, size_t len) = 0;
-};
+/// Where a client's packets go (the aggregation node): any datagram sink.
+using uplink = drivers::datagram_sink;
+static_assert(header_bytes + max_payload_bytes <= drivers::datagram_max_frame,
+              "a packet fits one datagram frame");
 
 struct client_config {
     uint32_t job = 0, comm = 0;

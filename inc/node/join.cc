@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/byte_order.hh"
-#include "inc/transport/link.hh"
+#include "drivers/datagram.hh"
 
 namespace loom::inc {
 namespace {
@@ -23,8 +23,8 @@ double now_s() {
 
 // Waits for the first packet of `kind` (or of `alt`) for (job, comm); other packets are
 // dropped: before a join completes nothing else is addressed to us.
-bool await(link& l, packet_kind kind, packet_kind alt, uint32_t job, uint32_t comm,
-           double timeout_s, header* h, std::string* payload) {
+bool await(drivers::datagram_endpoint& l, packet_kind kind, packet_kind alt, uint32_t job,
+           uint32_t comm, double timeout_s, header* h, std::string* payload) {
     double deadline = now_s() + timeout_s;
     while (now_s() < deadline && l.alive()) {
         const uint8_t* p = nullptr;
@@ -108,7 +108,7 @@ bool read_challenge(const header& h, const uint8_t* body, join_nonce* nonce) {
     return true;
 }
 
-bool await_challenge(link& l, double timeout_s, join_nonce* nonce) {
+bool await_challenge(drivers::datagram_endpoint& l, double timeout_s, join_nonce* nonce) {
     header h;
     std::string text;
     if (!await(l, packet_kind::challenge, packet_kind::challenge, 0, 0, timeout_s, &h, &text) ||
@@ -130,38 +130,95 @@ size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t me
     return encode(h, payload.data(), out);
 }
 
-result<uint32_t> join_node(link& l, uint32_t job, uint32_t comm, uint32_t member,
-                           const join_request& r, double timeout_s, std::string_view ticket) {
-    join_nonce nonce{};
-    if (!await_challenge(l, timeout_s, &nonce)) {
-        return status(LOOM_ERR_TIMEOUT, "inc: no challenge from the node at " + l.describe() +
-                                            " within " + std::to_string(timeout_s) + " s");
+joiner::joiner(uint32_t job, uint32_t comm, uint32_t member, const join_request& r,
+               std::string_view ticket, double resend_s)
+    : job_(job), comm_(comm), member_(member), request_(r), ticket_(ticket), resend_s_(resend_s) {}
+
+void joiner::tick(drivers::datagram_sink& out, double now_s) {
+    if (state_ != state::awaiting_answer || now_s < next_send_ || (sent_ && resend_s_ <= 0)) {
+        return;
     }
-    uint8_t pkt[header_bytes + signed_join_bytes];
-    l.send(pkt, join_packet(job, comm, member, r, nonce, ticket, pkt));
-    header h;
-    std::string text;
+    out.send(packet_, len_);
+    sent_      = true;
+    next_send_ = now_s + resend_s_;
+}
+
+bool joiner::on_packet(const header& h, const uint8_t* payload) {
+    if (state_ == state::awaiting_challenge) {
+        join_nonce nonce{};
+        if (!read_challenge(h, payload, &nonce)) {
+            return false;
+        }
+        len_   = join_packet(job_, comm_, member_, request_, nonce, ticket_, packet_);
+        state_ = state::awaiting_answer;
+        return true;
+    }
+    if (state_ != state::awaiting_answer || h.job != job_ || h.comm != comm_ ||
+        (h.kind != packet_kind::joined && h.kind != packet_kind::nack)) {
+        return false;
+    }
+    if (h.kind == packet_kind::joined) {
+        slots_ = h.slot;
+        state_ = state::joined;
+    } else {
+        refusal_ = loom_status_t(h.seq);
+        reason_.assign(reinterpret_cast<const char*>(payload), payload_bytes(h));
+        state_ = state::refused;
+    }
+    return true;
+}
+
+result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm,
+                           uint32_t member, const join_request& r, double timeout_s,
+                           std::string_view ticket) {
+    joiner j(job, comm, member, r, ticket, 0);
+    // Each half (the challenge, then the answer) has timeout_s of its own.
+    double deadline = now_s() + timeout_s;
+    while (now_s() < deadline && l.alive()) {
+        j.tick(l, now_s());
+        const uint8_t* p = nullptr;
+        size_t len       = 0;
+        if (!l.recv(&p, &len)) {
+            sched_yield();
+            continue;
+        }
+        header h;
+        const uint8_t* body = nullptr;
+        if (parse(p, len, &h, &body) != parse_error::none || !j.on_packet(h, body)) {
+            continue;
+        }
+        if (j.current() != joiner::state::awaiting_answer) {
+            break;
+        }
+        deadline = now_s() + timeout_s;
+        j.tick(l, now_s());
+    }
     std::string who = "inc: join of job " + std::to_string(job) + " communicator " +
                       std::to_string(comm) + " member " + std::to_string(member) + " at " +
                       l.describe();
-    if (!await(l, packet_kind::joined, packet_kind::nack, job, comm, timeout_s, &h, &text)) {
-        return status(LOOM_ERR_TIMEOUT,
-                      who + ": no answer within " + std::to_string(timeout_s) + " s");
+    switch (j.current()) {
+        case joiner::state::awaiting_challenge:
+            return status(LOOM_ERR_TIMEOUT, "inc: no challenge from the node at " + l.describe() +
+                                                " within " + std::to_string(timeout_s) + " s");
+        case joiner::state::awaiting_answer:
+            return status(LOOM_ERR_TIMEOUT,
+                          who + ": no answer within " + std::to_string(timeout_s) + " s");
+        case joiner::state::refused:
+            return status(j.refusal() == LOOM_SUCCESS ? LOOM_ERR_INTERNAL : j.refusal(),
+                          who + ": " + j.reason());
+        case joiner::state::joined:
+            break;
     }
-    if (h.kind == packet_kind::nack) {
-        auto code = loom_status_t(h.seq);
-        return status(code == LOOM_SUCCESS ? LOOM_ERR_INTERNAL : code, who + ": " + text);
-    }
-    return h.slot;
+    return j.slots();
 }
 
-void leave_node(link& l, uint32_t job, uint32_t comm, uint32_t member) {
+void leave_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm, uint32_t member) {
     uint8_t pkt[header_bytes];
     l.send(pkt, control_packet(packet_kind::leave, job, comm, member, {}, pkt));
 }
 
 result<std::string> query_stats(std::string_view address, double timeout_s) {
-    auto l = connect_link(address, timeout_s);
+    auto l = drivers::connect_datagram(address, timeout_s);
     if (!l) {
         return l.error();
     }

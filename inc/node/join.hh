@@ -1,6 +1,9 @@
 // The control conversation with an aggregation node (loom-switch): the join request's
 // payload, and the client side of join / leave / stats_query over a link.
 //
+// The member's side of the conversation is one state machine (joiner), used by
+// comm/inc_offload and by join_node.
+//
 // join payload (24 bytes, big-endian u32 each, like the header):
 //   members         contributor ids at this node: 0..members-1 (comm ranks at a leaf)
 //   expected        contributions that complete an entry (the ranks under this node)
@@ -23,12 +26,11 @@
 #include <string_view>
 
 #include "base/status.hh"
+#include "drivers/datagram.hh"
 #include "inc/node/ticket.hh"
 #include "inc/protocol/packet.hh"
 
 namespace loom::inc {
-
-class link;
 
 enum join_flags : uint32_t {
     join_deterministic = 1,
@@ -58,7 +60,42 @@ size_t join_packet(uint32_t job, uint32_t comm, uint32_t member, const join_requ
 /// The challenge a node sends a link it accepted; false when `h` is not one.
 bool read_challenge(const header& h, const uint8_t* body, join_nonce* nonce);
 /// Waits (timeout_s at most) for the node's challenge on a new link; other packets dropped.
-bool await_challenge(link& l, double timeout_s, join_nonce* nonce);
+bool await_challenge(drivers::datagram_endpoint& l, double timeout_s, join_nonce* nonce);
+
+/// One join conversation on a link, without blocking: the node's challenge, the join that
+/// signs its nonce, the node's answer. The one encoding of a member's side of the join, for
+/// the communicator's offload (over a lossy link: resend_s > 0 sends the join again until
+/// answered) and for join_node below (resend_s = 0: sent once).
+class joiner {
+  public:
+    enum class state { awaiting_challenge, awaiting_answer, joined, refused };
+
+    joiner(uint32_t job, uint32_t comm, uint32_t member, const join_request& r,
+           std::string_view ticket, double resend_s);
+    /// Sends the join when it is due: once the challenge came, and again every resend_s.
+    void tick(drivers::datagram_sink& out, double now_s);
+    /// Offers a parsed packet that arrived; true when it belonged to the conversation.
+    bool on_packet(const header& h, const uint8_t* payload);
+
+    state current() const { return state_; }
+    uint32_t slots() const { return slots_; }           // joined: the slots granted
+    loom_status_t refusal() const { return refusal_; }  // refused: the nack's code as sent
+    const std::string& reason() const { return reason_; }
+
+  private:
+    uint32_t job_, comm_, member_;
+    join_request request_;
+    std::string ticket_;
+    double resend_s_;
+    state state_                                      = state::awaiting_challenge;
+    uint8_t packet_[header_bytes + signed_join_bytes] = {};
+    size_t len_                                       = 0;
+    double next_send_                                 = 0;
+    bool sent_                                        = false;
+    uint32_t slots_                                   = 0;
+    loom_status_t refusal_                            = LOOM_SUCCESS;
+    std::string reason_;
+};
 
 /// Builds a control packet (join, leave, stats_query, …) with a byte payload into `out`
 /// (header_bytes + text.size() bytes); returns its length.
@@ -69,10 +106,11 @@ size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t me
 /// (signed with `ticket`, the raw 32 bytes, unless empty) and waits for the answer: the
 /// slots granted, or the nack's code and reason, or LOOM_ERR_TIMEOUT. Packets of other
 /// kinds are dropped.
-result<uint32_t> join_node(link& l, uint32_t job, uint32_t comm, uint32_t member,
-                           const join_request& r, double timeout_s, std::string_view ticket = {});
+result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm,
+                           uint32_t member, const join_request& r, double timeout_s,
+                           std::string_view ticket = {});
 /// Tells the node this member is done with (job, comm).
-void leave_node(link& l, uint32_t job, uint32_t comm, uint32_t member);
+void leave_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm, uint32_t member);
 /// Connects to a node, asks for its statistics and returns the text.
 result<std::string> query_stats(std::string_view address, double timeout_s);
 

@@ -264,8 +264,8 @@ void switch_node::drop_group(group_state& g) {
 }
 
 std::string switch_node::stats_text() const {
-    link_stats links = retired_;
-    auto add         = [&](const link_stats& s) {
+    drivers::datagram_stats links = retired_;
+    auto add                      = [&](const drivers::datagram_stats& s) {
         links.send_dropped += s.send_dropped;
         links.bad_frames += s.bad_frames;
     };

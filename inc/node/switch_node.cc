@@ -59,7 +59,7 @@ bool loopback_only(std::string_view listen) {
     return host.starts_with("127.") || host == "localhost" || host == "[::1]" || host == "::1";
 }
 
-void add(link_stats& to, const link_stats& s) {
+void add(drivers::datagram_stats& to, const drivers::datagram_stats& s) {
     to.sent += s.sent;
     to.received += s.received;
     to.send_dropped += s.send_dropped;
@@ -98,13 +98,13 @@ result<std::unique_ptr<switch_node>> switch_node::open(const switch_config& c) {
             "positive");
     }
     std::unique_ptr<switch_node> n(new switch_node(c));
-    auto l = listen_links(c.listen);
+    auto l = drivers::listen_datagram(c.listen);
     if (!l) {
         return l.error();
     }
     n->listener_ = std::move(*l);
     if (!c.parent.empty()) {
-        auto up = connect_link(c.parent, c.connect_timeout_s);
+        auto up = drivers::connect_datagram(c.parent, c.connect_timeout_s);
         if (!up) {
             return status(up.error()).prefix("loom-switch: parent: ");
         }

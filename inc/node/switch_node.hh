@@ -25,9 +25,9 @@
 #include "base/clock.hh"
 #include "base/hash.hh"
 #include "base/status.hh"
+#include "drivers/datagram.hh"
 #include "inc/aggregator/aggregator.hh"
 #include "inc/node/join.hh"
-#include "inc/transport/link.hh"
 
 namespace loom::inc {
 
@@ -87,7 +87,7 @@ class switch_node {
 
   private:
     struct peer {
-        std::unique_ptr<link> l;
+        std::unique_ptr<drivers::datagram_endpoint> l;
         bool is_parent = false;
         bool closing   = false;  // to be closed by the next reap()
         join_nonce nonce{};      // a member link: what its joins sign; the parent: its challenge
@@ -140,11 +140,11 @@ class switch_node {
 
     switch_config cfg_;
     switch_stats stats_;
-    link_stats retired_;          // of links closed
-    double started_s_ = now_s();  // for the rates in stats_text()
+    drivers::datagram_stats retired_;  // of links closed
+    double started_s_ = now_s();       // for the rates in stats_text()
     aggregator agg_;
     std::unique_ptr<sink> sink_;
-    std::unique_ptr<listener> listener_;
+    std::unique_ptr<drivers::datagram_listener> listener_;
     std::vector<std::unique_ptr<peer>> peers_;
     std::unique_ptr<peer> parent_;
     std::vector<std::unique_ptr<group_state>> groups_;

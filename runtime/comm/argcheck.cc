@@ -7,7 +7,7 @@
 #include <string>
 
 #include "comm/comm.hh"
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 #include "schedule/collective.hh"
 #include "schedule/step.hh"
 
@@ -186,7 +186,7 @@ status check_args(const call_args& a, int rank, int size, call_options* out) {
             return invalid_argument(who(a, rank) + "unknown op " + std::to_string(op) + " (0.." +
                                     std::to_string(LOOM_OP_COUNT - 1) + ")");
         }
-        if (!engine::reduce_kernel(dtype_of(a), op == LOOM_AVG ? LOOM_SUM : op_of(a))) {
+        if (!kernels::reduce_kernel(dtype_of(a), op == LOOM_AVG ? LOOM_SUM : op_of(a))) {
             return invalid_argument(who(a, rank) + "no reduction for dtype " +
                                     std::to_string(dtype) + " and op " + std::to_string(op));
         }

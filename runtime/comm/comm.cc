@@ -10,7 +10,7 @@
 #include "base/log.hh"
 #include "base/params.hh"
 #include "comm/request_registry.hh"
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 
 namespace loom::comm {
 namespace {}  // namespace

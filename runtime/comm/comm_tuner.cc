@@ -15,7 +15,7 @@
 #include "base/log.hh"
 #include "base/params.hh"
 #include "comm/comm.hh"
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 
 namespace loom::comm {
 namespace {
@@ -79,8 +79,8 @@ status communicator::measure(bool thorough, tuner::machine_params* p) {
         // The reduction kernel the engine runs, on buffers out of cache for the full pass.
         const size_t count = (thorough ? size_t{8} << 20 : size_t{256} << 10) / sizeof(float);
         std::vector<float> x(count, 1.0f), y(count, 2.0f), z(count);
-        engine::reduce_fn sum = engine::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
-        double best           = 1e30;
+        kernels::reduce_fn sum = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
+        double best            = 1e30;
         for (int rep = 0; rep < (thorough ? 20 : 5); ++rep) {
             double t0 = now_s();
             sum(z.data(), x.data(), y.data(), count);

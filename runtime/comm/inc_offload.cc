@@ -7,6 +7,7 @@
 
 #include "base/check.hh"
 #include "base/clock.hh"
+#include "base/hash.hh"
 #include "base/log.hh"
 #include "inc/node/join.hh"
 
@@ -29,7 +30,8 @@ int inc_halves(schedule::collective coll, int rank, int root) {
     return rank == root ? 2 : 1;  // reduce: push (+ pull at the root); broadcast: pull (+ push)
 }
 
-inc_offload::inc_offload(const inc_plan& plan, int rank, std::unique_ptr<inc::link> l)
+inc_offload::inc_offload(const inc_plan& plan, int rank,
+                         std::unique_ptr<drivers::datagram_endpoint> l)
     : plan_(plan), rank_(rank), link_(std::move(l)), client_([&] {
           inc::client_config c;
           c.job           = plan.job;
@@ -63,14 +65,14 @@ void inc_offload::retire() {
 }
 
 result<std::unique_ptr<inc_offload>> inc_offload::open(const inc_plan& plan, int rank) {
-    auto l = inc::connect_link(plan.address, plan.timeout_s);
+    auto l = drivers::connect_datagram(plan.address, plan.timeout_s);
     if (!l) {
         return status(l.error()).prefix("aggregation node " + plan.address + ": ");
     }
-    std::unique_ptr<inc::link> up = std::move(l).value();
+    std::unique_ptr<drivers::datagram_endpoint> up = std::move(l).value();
     if (plan.drop > 0 || plan.dup > 0 || plan.reorder > 0) {
-        up = inc::lossy_link(std::move(up), plan.drop, plan.dup, plan.reorder,
-                             plan.seed * 0x9e3779b97f4a7c15ull + uint64_t(rank));
+        up = drivers::lossy_datagram(std::move(up), plan.drop, plan.dup, plan.reorder,
+                                     plan.seed * golden_gamma + uint64_t(rank));
     }
     std::unique_ptr<inc_offload> o(new inc_offload(plan, rank, std::move(up)));
     LOOM_CHECK(o->join());
@@ -85,21 +87,16 @@ status inc_offload::join() {
     req.flags          = plan_.deterministic ? uint32_t(inc::join_deterministic) : 0u;
     req.parent_members = plan_.parent_members;
     req.parent_index   = plan_.parent_index;
-    uint8_t packet[inc::header_bytes + inc::signed_join_bytes];
-    size_t len = 0;  // 0 until the node's challenge (the nonce the join signs) arrived
     // The join and its answer ride the lossy path like everything else: ask again until
     // the node answers or the deadline passes.
+    inc::joiner j(plan_.job, plan_.comm, uint32_t(rank_), req, plan_.ticket, 0.05);
     const double give_up = now_s() + plan_.timeout_s;
-    double next_send     = 0;
     while (now_s() < give_up) {
         if (!link_->alive()) {
             return status(LOOM_ERR_PEER_FAILURE,
                           "aggregation node " + plan_.address + " closed the connection");
         }
-        if (len > 0 && now_s() >= next_send) {
-            link_->send(packet, len);
-            next_send = now_s() + 0.05;
-        }
+        j.tick(*link_, now_s());
         const uint8_t* in = nullptr;
         size_t n          = 0;
         if (!link_->recv(&in, &n)) {
@@ -108,31 +105,22 @@ status inc_offload::join() {
         }
         inc::header r;
         const uint8_t* payload = nullptr;
-        if (inc::parse(in, n, &r, &payload) != inc::parse_error::none) {
+        if (inc::parse(in, n, &r, &payload) != inc::parse_error::none || !j.on_packet(r, payload)) {
             continue;
         }
-        if (inc::join_nonce nonce; len == 0 && inc::read_challenge(r, payload, &nonce)) {
-            len = inc::join_packet(plan_.job, plan_.comm, uint32_t(rank_), req, nonce, plan_.ticket,
-                                   packet);
-            continue;
-        }
-        if (r.job != plan_.job || r.comm != plan_.comm) {
-            continue;
-        }
-        if (r.kind == inc::packet_kind::joined) {
+        if (j.current() == inc::joiner::state::joined) {
             return status::ok();
         }
-        if (r.kind == inc::packet_kind::nack) {
-            auto code = static_cast<loom_status_t>(r.seq);
-            return status(code == LOOM_SUCCESS ? LOOM_ERR_NO_RESOURCE : code,
-                          "aggregation node " + plan_.address + " refused: " +
-                              std::string(reinterpret_cast<const char*>(payload), r.count));
+        if (j.current() == inc::joiner::state::refused) {
+            return status(j.refusal() == LOOM_SUCCESS ? LOOM_ERR_NO_RESOURCE : j.refusal(),
+                          "aggregation node " + plan_.address + " refused: " + j.reason());
         }
     }
+    bool challenged = j.current() != inc::joiner::state::awaiting_challenge;
     return status(LOOM_ERR_TIMEOUT,
                   "aggregation node " + plan_.address +
-                      (len == 0 ? " sent no challenge" : " did not answer the join") + " within " +
-                      std::to_string(plan_.timeout_s) + " s");
+                      (challenged ? " did not answer the join" : " sent no challenge") +
+                      " within " + std::to_string(plan_.timeout_s) + " s");
 }
 
 inc_offload::segment* inc_offload::find_or_add(uint32_t seq, uint32_t slot) {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "base/status.hh"
+#include "drivers/datagram.hh"
 #include "engine/offload.hh"
 #include "inc/client/client.hh"
-#include "inc/transport/link.hh"
 
 namespace loom::comm {
 
@@ -67,7 +67,7 @@ class inc_offload final : public engine::offload {
         engine::offload_op push, pull;  // as posted
         const engine::offload_op& key() const { return has_push ? push : pull; }
     };
-    inc_offload(const inc_plan& plan, int rank, std::unique_ptr<inc::link> l);
+    inc_offload(const inc_plan& plan, int rank, std::unique_ptr<drivers::datagram_endpoint> l);
     status join();
     segment* find_or_add(uint32_t seq, uint32_t slot);
     segment* next_ready();
@@ -78,7 +78,7 @@ class inc_offload final : public engine::offload {
 
     inc_plan plan_;
     int rank_;
-    std::unique_ptr<inc::link> link_;
+    std::unique_ptr<drivers::datagram_endpoint> link_;
     inc::client client_;
     std::vector<segment> segments_;  // fixed table
     segment* running_ = nullptr;

@@ -15,10 +15,15 @@
 #include "base/status.hh"
 #include "drivers/driver.hh"
 #include "engine/offload.hh"
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 #include "schedule/schedule.hh"
 
 namespace loom::engine {
+
+// The reduction kernels (runtime/kernels) the engine runs, by their short names.
+using kernels::finish_average;
+using kernels::reduce_fn;
+using kernels::reduce_kernel;
 
 /// What a call needs besides its schedule.
 struct call_buffers {

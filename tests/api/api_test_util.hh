@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "comm/comm.hh"
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 #include "test_main.hh"
 
 namespace loom::test::api {
@@ -104,12 +104,12 @@ inline void put(loom_dtype_t dtype, void* buf, size_t i, int64_t v) {
             std::memcpy(b + 8 * i, &v, 8);
             break;
         case LOOM_FLOAT16: {
-            uint16_t h = engine::float_to_half(static_cast<float>(v));
+            uint16_t h = kernels::float_to_half(static_cast<float>(v));
             std::memcpy(b + 2 * i, &h, 2);
             break;
         }
         case LOOM_BFLOAT16: {
-            uint16_t h = engine::float_to_bfloat16(static_cast<float>(v));
+            uint16_t h = kernels::float_to_bfloat16(static_cast<float>(v));
             std::memcpy(b + 2 * i, &h, 2);
             break;
         }

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 
 namespace loom::test::api {
 namespace {
@@ -72,12 +72,12 @@ void store(loom_dtype_t d, void* buf, size_t i, double f, int64_t v) {
     size_t size = loom_dtype_size(d);
     switch (d) {
         case LOOM_FLOAT16: {
-            uint16_t h = engine::float_to_half(static_cast<float>(f));
+            uint16_t h = kernels::float_to_half(static_cast<float>(f));
             std::memcpy(b + size * i, &h, 2);
             return;
         }
         case LOOM_BFLOAT16: {
-            uint16_t h = engine::float_to_bfloat16(static_cast<float>(f));
+            uint16_t h = kernels::float_to_bfloat16(static_cast<float>(f));
             std::memcpy(b + size * i, &h, 2);
             return;
         }
@@ -103,10 +103,10 @@ double load_float(loom_dtype_t d, const void* buf, size_t i) {
     switch (d) {
         case LOOM_FLOAT16:
             std::memcpy(&h, b + 2 * i, 2);
-            return engine::half_to_float(h);
+            return kernels::half_to_float(h);
         case LOOM_BFLOAT16:
             std::memcpy(&h, b + 2 * i, 2);
-            return engine::bfloat16_to_float(h);
+            return kernels::bfloat16_to_float(h);
         case LOOM_FLOAT32:
             std::memcpy(&f, b + 4 * i, 4);
             return f;

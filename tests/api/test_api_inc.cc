@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "base/clock.hh"
+#include "drivers/datagram.hh"
 #include "inc/protocol/packet.hh"
-#include "inc/transport/link.hh"
 #include "reference.hh"
 
 namespace {
@@ -121,7 +121,7 @@ long node_counter(const char* name) {
     if (addr == nullptr || std::strchr(addr, '=') != nullptr) {
         return -1;  // a tree: not asked here
     }
-    auto l = loom::inc::connect_link(addr, 5);
+    auto l = loom::drivers::connect_datagram(addr, 5);
     if (!l) {
         return -2;
     }

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 
 namespace {
 
@@ -75,10 +75,10 @@ void run_size(size_t bytes, int reps) {
         {"float64 min", LOOM_FLOAT64, LOOM_MIN, 8, false},
     };
     for (const kernel_case& c : cases) {
-        const loom::engine::reduce_fn k = loom::engine::reduce_kernel(c.dtype, c.op);
-        const size_t count              = bytes / c.elem;
-        void* dst                       = buf.d.data();
-        const void* a                   = c.in_place ? dst : buf.a.data();
+        const loom::kernels::reduce_fn k = loom::kernels::reduce_kernel(c.dtype, c.op);
+        const size_t count               = bytes / c.elem;
+        void* dst                        = buf.d.data();
+        const void* a                    = c.in_place ? dst : buf.a.data();
         if (c.in_place) {
             std::memcpy(dst, buf.a.data(), bytes);
         }

@@ -1,5 +1,5 @@
 // Straightforward scalar references for the reduction kernels, written independently of
-// runtime/engine/reduce.cc: 16-bit floats are decoded with ldexp from their fields and
+// runtime/kernels/reduce.cc: 16-bit floats are decoded with ldexp from their fields and
 // rounded by searching a table of every finite value and comparing with the exact midpoint
 // (ties to the even code), rather than by bit tricks.
 #pragma once

@@ -1,4 +1,4 @@
-// float16 / bfloat16 <-> float32 conversions of runtime/engine/reduce.hh: every 16-bit
+// float16 / bfloat16 <-> float32 conversions of runtime/kernels/reduce.hh: every 16-bit
 // pattern widens exactly and survives a round trip; narrowing rounds to nearest even at every
 // midpoint between adjacent codes, overflows to infinity, keeps subnormals and NaNs; random
 // floats agree with two independent references, a table search and frexp/ldexp arithmetic
@@ -7,7 +7,7 @@
 #include <random>
 #include <string>
 
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 #include "reference.hh"
 #include "test_main.hh"
 
@@ -22,10 +22,10 @@ struct codec {
     float (*widen)(uint16_t);
 };
 
-const codec half_codec{"float16", loom::test::half_format, loom::engine::float_to_half,
-                       loom::engine::half_to_float};
-const codec bf16_codec{"bfloat16", loom::test::bfloat16_format, loom::engine::float_to_bfloat16,
-                       loom::engine::bfloat16_to_float};
+const codec half_codec{"float16", loom::test::half_format, loom::kernels::float_to_half,
+                       loom::kernels::half_to_float};
+const codec bf16_codec{"bfloat16", loom::test::bfloat16_format, loom::kernels::float_to_bfloat16,
+                       loom::kernels::bfloat16_to_float};
 
 uint32_t bits(float f) {
     return std::bit_cast<uint32_t>(f);

@@ -1,4 +1,4 @@
-// Reduction kernels of runtime/engine/reduce.hh against a straightforward scalar reference
+// Reduction kernels of runtime/kernels/reduce.hh against a straightforward scalar reference
 // (reference.hh): every dtype × op, lengths 0, 1, 7, 33, 4099 and 1000003 (odd, so every
 // block and chunk loop has a tail), out of place and in place (dst == a, dst == b, and
 // dst == a == b up to 4099).
@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 #include "reference.hh"
 #include "test_main.hh"
 
 namespace {
 
-using loom::engine::reduce_fn;
-using loom::engine::reduce_kernel;
+using loom::kernels::reduce_fn;
+using loom::kernels::reduce_kernel;
 
 constexpr size_t lengths[] = {0, 1, 7, 33, 4099, 1000003};
 // dst == a == b is checked up to this length (enough for many blocks and chunks); skipping

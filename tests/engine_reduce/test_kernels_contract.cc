@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 #include "reference.hh"
 #include "test_main.hh"
 
-using loom::engine::finish_average;
-using loom::engine::reduce_kernel;
+using loom::kernels::finish_average;
+using loom::kernels::reduce_kernel;
 
 namespace {
 
@@ -183,12 +183,12 @@ void test_min_max_ieee(void**) {
 }
 
 void test_copy_bytes(void**) {
-    loom::engine::copy_bytes(nullptr, nullptr, 0);  // allowed: nothing to copy
+    loom::kernels::copy_bytes(nullptr, nullptr, 0);  // allowed: nothing to copy
     std::vector<uint8_t> src(1000003), dst(src.size() + 1, 0xee);
     for (size_t i = 0; i < src.size(); ++i) {
         src[i] = uint8_t(i * 31 + 7);
     }
-    loom::engine::copy_bytes(dst.data(), src.data(), src.size());
+    loom::kernels::copy_bytes(dst.data(), src.data(), src.size());
     assert_memory_equal(dst.data(), src.data(), src.size());
     assert_int_equal(dst.back(), 0xee);
 }

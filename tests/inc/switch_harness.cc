@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "inc/transport/link.hh"
+#include "drivers/datagram.hh"
 
 namespace loom::inc::test {
 namespace {
@@ -179,7 +179,7 @@ std::string wait_for_stat(const std::string& address, const std::string& name, i
 
 namespace {
 
-status run_step(link& l, client& c, const step& s) {
+status run_step(drivers::datagram_endpoint& l, client& c, const step& s) {
     if (status st = c.start(s.seq, s.dtype, LOOM_SUM, s.in, s.out, s.count, now_s(), s.shape);
         !st) {
         return st;
@@ -213,7 +213,7 @@ status run_step(link& l, client& c, const step& s) {
 
 status run_rank(const std::string& address, uint32_t job, uint32_t comm, uint32_t member,
                 const join_request& req, const std::vector<step>& steps, std::string_view ticket) {
-    auto l = connect_link(address, 5);
+    auto l = drivers::connect_datagram(address, 5);
     if (!l) {
         return l.error();
     }

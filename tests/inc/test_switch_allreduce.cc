@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/reduce.hh"
-#include "inc/transport/link.hh"
+#include "drivers/datagram.hh"
+#include "kernels/reduce.hh"
 #include "switch_harness.hh"
 #include "test_main.hh"
 
@@ -67,7 +67,7 @@ std::string allreduce_through(const std::string& address, uint32_t job, uint32_t
         t.join();
     }
     std::vector<float> fwant = fin[0];
-    auto add                 = engine::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
+    auto add                 = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
     for (uint32_t r = 1; r < ranks; ++r) {
         add(fwant.data(), fwant.data(), fin[r].data(), count);
     }
@@ -142,8 +142,8 @@ void communicators_apart_and_job_quota(void**) {
     check(eb);
     check(ec);
     // Job 1 holds 4 + 4 slots: its quota. A third communicator is refused.
-    auto l1 = connect_link(s.address, 5), l2 = connect_link(s.address, 5),
-         l3 = connect_link(s.address, 5);
+    auto l1 = drivers::connect_datagram(s.address, 5), l2 = drivers::connect_datagram(s.address, 5),
+         l3 = drivers::connect_datagram(s.address, 5);
     assert_true(l1 && l2 && l3);
     assert_true(join_node(**l1, 1, 1, 0, flat(2, false), 5).is_ok());
     assert_true(join_node(**l2, 1, 2, 0, flat(2, false), 5).is_ok());
@@ -151,9 +151,10 @@ void communicators_apart_and_job_quota(void**) {
     assert_false(over.is_ok());
     assert_int_equal(over.error().code(), LOOM_ERR_NO_RESOURCE);
     // Another job is not held back by job 1's quota; a disagreeing join is refused.
-    auto l5 = connect_link(s.address, 5);  // one challenge per link: a new link per join
+    auto l5 =
+        drivers::connect_datagram(s.address, 5);  // one challenge per link: a new link per join
     assert_true(l5 && join_node(**l5, 2, 3, 0, flat(2, false), 5).is_ok());
-    auto l4   = connect_link(s.address, 5);
+    auto l4   = drivers::connect_datagram(s.address, 5);
     auto disa = join_node(**l4, 2, 3, 1, flat(3, false), 5);
     assert_int_equal(disa.error().code(), LOOM_ERR_INVALID_ARGUMENT);
     std::string text = wait_for_stat(s.address, "groups", 3);

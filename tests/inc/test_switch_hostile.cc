@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "base/spsc_ring.hh"
+#include "drivers/datagram.hh"
 #include "inc/node/ticket.hh"
-#include "inc/transport/link.hh"
 #include "switch_harness.hh"
 #include "test_main.hh"
 
@@ -130,7 +130,7 @@ void forger_beside_a_real_job(void**) {
     std::atomic<bool> done{false};
     std::atomic<uint64_t> sprayed{0};
     std::thread forger([&] {
-        auto l = connect_link(s.address, 5);
+        auto l = drivers::connect_datagram(s.address, 5);
         if (!l) {
             return;
         }
@@ -204,7 +204,7 @@ void joins_without_the_ticket_are_refused(void**) {
     switch_proc s = start_switch({"--listen", fresh_address(false), "--key-file", key.path});
     assert_true(s.pid > 0);
     auto refused = [&](std::string_view ticket, uint32_t job) {
-        auto l = connect_link(s.address, 5);
+        auto l = drivers::connect_datagram(s.address, 5);
         assert_true(l.is_ok());
         auto r = join_node(**l, job, 1, 0, flat(2), 5, ticket);
         assert_false(r.is_ok());
@@ -214,7 +214,7 @@ void joins_without_the_ticket_are_refused(void**) {
     refused(key.ticket(8), 7);        // another job's ticket
     refused(other_key.ticket(7), 7);  // another node's ticket for the job
     // Replay: a join signed for link A's nonce, sent on link B.
-    auto a = connect_link(s.address, 5), b = connect_link(s.address, 5);
+    auto a = drivers::connect_datagram(s.address, 5), b = drivers::connect_datagram(s.address, 5);
     assert_true(a.is_ok() && b.is_ok());
     join_nonce nonce_a{}, nonce_b{};
     assert_true(await_challenge(**a, 5, &nonce_a));
@@ -247,11 +247,11 @@ void a_child_node_authenticates_to_its_parent(void**) {
     join_request r   = flat(1);
     r.parent_members = 2;
     r.parent_index   = 0;
-    auto l           = connect_link(good.address, 5);
+    auto l           = drivers::connect_datagram(good.address, 5);
     assert_true(l.is_ok());
     assert_true(join_node(**l, 3, 1, 0, r, 5, key.ticket(3)).is_ok());
     r.parent_index = 1;
-    auto m         = connect_link(bad.address, 5);
+    auto m         = drivers::connect_datagram(bad.address, 5);
     assert_true(m.is_ok());
     auto refused = join_node(**m, 3, 1, 0, r, 5, other_key.ticket(3));
     assert_false(refused.is_ok());
@@ -321,7 +321,7 @@ void join_bomb_is_refused_and_memory_stays_small(void**) {
     parent_huge.parent_members                   = 0xffffffffu;
     for (const bomb& b : {bomb{det_big, "--job-memory"}, bomb{slots_huge, "--job-quota"},
                           bomb{members_huge, "1024"}, bomb{parent_huge, "--parent"}}) {
-        auto l = connect_link(s.address, 5);
+        auto l = drivers::connect_datagram(s.address, 5);
         assert_true(l.is_ok());
         auto r = join_node(**l, 9, 1, 0, b.r, 5, key.ticket(9));
         assert_false(r.is_ok());
@@ -332,9 +332,9 @@ void join_bomb_is_refused_and_memory_stays_small(void**) {
     }
     // Many joins, each within the node's limits, until the job's memory is spent.
     int admitted = 0;
-    std::vector<std::unique_ptr<inc::link>> held;
+    std::vector<std::unique_ptr<drivers::datagram_endpoint>> held;
     for (uint32_t comm = 100; comm < 164; ++comm) {
-        auto l = connect_link(s.address, 5);
+        auto l = drivers::connect_datagram(s.address, 5);
         assert_true(l.is_ok());
         join_request r = flat(64);
         r.slots        = 8;
@@ -488,7 +488,7 @@ void idle_connections_and_garbage_are_bounded(void**) {
         close(fd);
     }
     // Garbage faster than --max-bad-per-s closes the link; the node goes on.
-    auto l = connect_link(s.address, 5);
+    auto l = drivers::connect_datagram(s.address, 5);
     assert_true(l.is_ok());
     uint8_t junk[64];
     std::memset(junk, 0x5a, sizeof junk);

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "inc/transport/link.hh"
+#include "drivers/datagram.hh"
 #include "switch_harness.hh"
 #include "test_main.hh"
 
@@ -39,7 +39,7 @@ std::vector<uint8_t> contribution(uint32_t job, uint32_t comm, uint32_t slot,
 
 // Joins a small group of its own (job 1, comm 9) so packets addressed to it reach the
 // aggregator's checks, then sends one packet of each kind of garbage.
-void send_garbage(inc::link& l) {
+void send_garbage(drivers::datagram_endpoint& l) {
     auto good = contribution(1, 9, 0, 0);
     auto p    = good;
     p[0] ^= 0xff;  // magic
@@ -79,7 +79,7 @@ void malformed_counted_legit_exact(void**) {
             res[r] = run_rank(s.address, 1, 1, r, j, {a, b});
         });
     }
-    auto l = connect_link(s.address, 5);
+    auto l = drivers::connect_datagram(s.address, 5);
     assert_true(l.is_ok());
     join_request j;
     j.members = j.expected = 2;

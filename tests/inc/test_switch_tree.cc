@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 #include "switch_harness.hh"
 #include "test_main.hh"
 
@@ -81,7 +81,7 @@ void run_tree(bool shm, bool lossy) {
     for (auto& t : threads) {
         t.join();
     }
-    auto add                = engine::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
+    auto add                = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
     std::vector<float> left = d[0].fin, right = d[2].fin;
     add(left.data(), left.data(), d[1].fin.data(), count);
     add(right.data(), right.data(), d[3].fin.data(), count);

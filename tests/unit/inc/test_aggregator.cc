@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/reduce.hh"
 #include "inc/aggregator/aggregator.hh"
+#include "kernels/reduce.hh"
 #include "test_main.hh"
 
 using namespace loom;
@@ -160,7 +160,7 @@ void deterministic_float_sums_are_bitwise_reproducible(void**) {
     assert_memory_equal(a.data(), c.data(), a.size());
     // And it is the rank-order sum, computed here with the same kernel.
     std::vector<float> want = chunk_of(0, 1000);
-    auto add                = engine::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
+    auto add                = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
     for (uint32_t r = 1; r < 8; ++r) {
         auto v = chunk_of(r, 1000);
         add(want.data(), want.data(), v.data(), 1000);

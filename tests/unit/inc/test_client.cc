@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "engine/reduce.hh"
 #include "inc/aggregator/aggregator.hh"
 #include "inc/client/client.hh"
+#include "kernels/reduce.hh"
 #include "test_main.hh"
 
 using namespace loom;
@@ -202,7 +202,7 @@ void deterministic_float_sums_survive_any_loss_bitwise(void**) {
         }
     }
     std::vector<float> want = in[0];
-    auto add                = engine::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
+    auto add                = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
     for (uint32_t r = 1; r < n; ++r) {
         add(want.data(), want.data(), in[r].data(), count);
     }
@@ -240,7 +240,7 @@ void min_max_and_narrow_types(void**) {
     std::vector<std::vector<uint16_t>> b(n, std::vector<uint16_t>(count));
     for (uint32_t r = 0; r < n; ++r) {
         for (size_t i = 0; i < count; ++i) {
-            b[r][i] = engine::float_to_bfloat16(float((i + r) % 9));
+            b[r][i] = kernels::float_to_bfloat16(float((i + r) % 9));
         }
     }
     auto res = all_reduce(b, LOOM_BFLOAT16, LOOM_SUM, false, faults{0.05, 0, true}, 9);
@@ -249,7 +249,7 @@ void min_max_and_narrow_types(void**) {
         for (uint32_t r = 0; r < n; ++r) {
             want += float((i + r) % 9);
         }
-        assert_true(engine::bfloat16_to_float(res.out[0][i]) == want);
+        assert_true(kernels::bfloat16_to_float(res.out[0][i]) == want);
     }
 }
 

@@ -1,22 +1,17 @@
-// The shm provider of inc/transport/link.hh: per connection, one memfd segment holding two
-// single-producer/single-consumer rings of packet slots (client → node, node → client).
+// The hand-shake of shm's datagram endpoint (shm_datagram.hh): "client" is the side that
+// connects, "node" the side that listens.
 //
 // Hand-shake (control path): the node listens on a Unix stream socket in the abstract
 // namespace ("\0loom-inc-NAME": nothing on disk to clean up after a crash). A client
 // connects, creates and initialises the segment, and passes its fd with SCM_RIGHTS; the node
 // maps it, checks its geometry and answers one byte. The socket then stays open only so that
 // either side learns when the other is gone: the kernel closes it when a process dies.
-//
-// Data path: send() copies into the next free slot or drops (counted) when the ring is full;
-// recv() hands out the next slot in place and frees it on the following recv() call. Neither
-// makes a syscall; an idle recv() probes the socket at most once a millisecond.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,39 +22,16 @@
 #include <vector>
 
 #include "base/clock.hh"
-#include "base/spsc_ring.hh"  // memory orders documented there
-#include "inc/transport/link.hh"
+#include "drivers/shm/shm_datagram.hh"
 
-namespace loom::inc::detail {
+namespace loom::drivers::shm {
 namespace {
 
-using loom::cache_line;
-using loom::ring_spsc_consumer;
-using loom::ring_spsc_producer;
-using loom::ring_spsc_view;
+using namespace dgram;
 
-constexpr size_t max_packet         = header_bytes + max_payload_bytes;
-constexpr uint32_t ring_slots       = 256;  // power of two (the ring masks its counters)
-constexpr uint32_t slot_bytes       = uint32_t((4 + max_packet + cache_line - 1) / cache_line *
-                                               cache_line);  // length word + packet, line-aligned
-constexpr uint32_t segment_magic    = 0x4c4d5348u;           // "LMSH"
-constexpr uint32_t segment_version  = 1;
-constexpr int64_t probe_interval_ns = 1'000'000;  // an idle link checks its peer every 1 ms
-constexpr double first_backoff_s    = 0.002;
-constexpr double max_backoff_s      = 0.05;
-constexpr size_t max_pending        = 64;  // connections whose segment has not arrived yet
-
-/// The segment's first cache line: what the node checks before trusting the rings.
-struct segment_header {
-    uint32_t magic, version, slots, slot_bytes;
-};
-
-size_t ring_bytes() {
-    return loom::ring_spsc_bytes(ring_slots, slot_bytes);
-}
-size_t segment_bytes() {
-    return cache_line + 2 * ring_bytes();
-}
+constexpr double first_backoff_s = 0.002;
+constexpr double max_backoff_s   = 0.05;
+constexpr size_t max_pending     = 64;  // connections whose segment has not arrived yet
 
 std::string errno_text(int err) {
     return std::string(std::strerror(err));
@@ -83,107 +55,6 @@ bool socket_address(std::string_view name, sockaddr_un* out, socklen_t* len) {
     *len = socklen_t(offsetof(sockaddr_un, sun_path) + path.size());
     return true;
 }
-
-int64_t coarse_now_ns() {
-    // CLOCK_MONOTONIC_COARSE is read from the vDSO without a syscall; ms resolution suffices.
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-class shm_link final : public link {
-  public:
-    /// `to_peer` / `from_peer`: ring indices 0 (client → node) or 1 (node → client).
-    shm_link(int sock, void* segment, int to_peer, std::string address)
-        : sock_(sock), segment_(segment), address_(std::move(address)) {
-        char* rings = static_cast<char*>(segment) + cache_line;
-        out_        = ring_spsc_producer(
-                   ring_spsc_view::at(rings + size_t(to_peer) * ring_bytes(), ring_slots, slot_bytes));
-        in_ = ring_spsc_consumer(
-            ring_spsc_view::at(rings + size_t(1 - to_peer) * ring_bytes(), ring_slots, slot_bytes));
-    }
-    ~shm_link() override {
-        ::munmap(segment_, segment_bytes());
-        if (sock_ >= 0) {
-            ::close(sock_);
-        }
-    }
-
-    void send(const uint8_t* packet, size_t len) override {
-        char* slot = alive_ && len <= max_packet ? out_.try_reserve() : nullptr;
-        if (slot == nullptr) {
-            ++stats_.send_dropped;  // full ring, dead peer or oversized packet
-            return;
-        }
-        auto n = uint32_t(len);
-        std::memcpy(slot, &n, sizeof n);
-        std::memcpy(slot + sizeof n, packet, len);
-        out_.publish();  // release: the slot's bytes before the new head (ring R1)
-        ++stats_.sent;
-        stats_.bytes_sent += len;
-    }
-
-    bool recv(const uint8_t** packet, size_t* len) override {
-        if (holding_) {
-            in_.release();  // the caller is done with the last packet (ring R2)
-            holding_ = false;
-        }
-        for (;;) {
-            const char* slot = in_.peek();  // acquire: the head, then the slot (ring A1)
-            if (slot == nullptr) {
-                idle();
-                return false;
-            }
-            uint32_t n = 0;
-            std::memcpy(&n, slot, sizeof n);
-            if (n > max_packet) {
-                ++stats_.bad_frames;  // a corrupt slot: skip it, the rest may be fine
-                in_.release();
-                continue;
-            }
-            *packet  = reinterpret_cast<const uint8_t*>(slot + sizeof n);
-            *len     = n;
-            holding_ = true;
-            ++stats_.received;
-            stats_.bytes_received += n;
-            return true;
-        }
-    }
-
-    bool alive() const override { return alive_; }
-    std::string describe() const override {
-        return address_ + (alive_ ? " (fd " + std::to_string(sock_) + ")" : " (closed)");
-    }
-    const link_stats& stats() const override { return stats_; }
-
-  private:
-    /// Liveness off the hot path: at most one non-blocking recv on the socket per interval.
-    void idle() {
-        if (!alive_) {
-            return;
-        }
-        int64_t now = coarse_now_ns();
-        if (now - last_probe_ns_ < probe_interval_ns) {
-            return;
-        }
-        last_probe_ns_ = now;
-        char byte      = 0;
-        ssize_t r      = ::recv(sock_, &byte, 1, MSG_DONTWAIT);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            alive_ = false;  // the peer closed its socket or died (the kernel closed it)
-        }
-    }
-
-    int sock_;
-    void* segment_;
-    std::string address_;
-    ring_spsc_producer out_;
-    ring_spsc_consumer in_;
-    bool holding_          = false;  // the last recv()'s slot is still the caller's
-    bool alive_            = true;
-    int64_t last_probe_ns_ = 0;
-    link_stats stats_;
-};
 
 constexpr int required_seals = F_SEAL_SHRINK | F_SEAL_SEAL;
 
@@ -230,17 +101,17 @@ int receive_fd(int sock) {
     return fd;
 }
 
-class shm_listener final : public listener {
+class shm_datagram_listener final : public datagram_listener {
   public:
-    shm_listener(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
-    ~shm_listener() override {
+    shm_datagram_listener(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+    ~shm_datagram_listener() override {
         for (int s : pending_) {
             ::close(s);
         }
         ::close(fd_);
     }
 
-    std::unique_ptr<link> accept() override {
+    std::unique_ptr<datagram_endpoint> accept() override {
         for (;;) {
             int s = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (s < 0) {
@@ -262,7 +133,7 @@ class shm_listener final : public listener {
             }
             pending_.erase(pending_.begin() + ptrdiff_t(i));
             --i;
-            std::unique_ptr<link> l = adopt(s, fd);
+            std::unique_ptr<datagram_endpoint> l = adopt(s, fd);
             if (l) {
                 return l;
             }
@@ -277,7 +148,7 @@ class shm_listener final : public listener {
     // process can shrink it any more, F_SEAL_SEAL: nor lift that), and the node maps only a
     // sealed memfd of the full size. That costs nothing per packet, unlike checking the
     // size before each touch, and needs no signal handler in the node.
-    std::unique_ptr<link> adopt(int sock, int fd) {
+    std::unique_ptr<datagram_endpoint> adopt(int sock, int fd) {
         struct stat st {};
         void* seg = nullptr;
         if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -297,7 +168,7 @@ class shm_listener final : public listener {
             ::close(sock);  // the client's connect fails on the closed socket
             return nullptr;
         }
-        return std::make_unique<shm_link>(sock, seg, 1, "shm:" + name_ + " (node)");
+        return ring_endpoint(sock, seg, 1, "shm:" + name_ + " (node)");
     }
 
     int fd_;
@@ -329,7 +200,8 @@ int dial(const sockaddr_un& addr, socklen_t addr_len, const deadline& until, std
 
 }  // namespace
 
-result<std::unique_ptr<link>> connect_shm(std::string_view name, double timeout_s) {
+result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view name,
+                                                            double timeout_s) {
     std::string address = "shm:" + std::string(name);
     sockaddr_un addr{};
     socklen_t addr_len = 0;
@@ -401,10 +273,10 @@ result<std::unique_ptr<link>> connect_shm(std::string_view name, double timeout_
         return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
                                             seconds(timeout_s) + ": " + fail);
     }
-    return std::unique_ptr<link>(std::make_unique<shm_link>(sock, seg, 0, address));
+    return ring_endpoint(sock, seg, 0, address);
 }
 
-result<std::unique_ptr<listener>> listen_shm(std::string_view name) {
+result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view name) {
     std::string address = "shm:" + std::string(name);
     sockaddr_un addr{};
     socklen_t addr_len = 0;
@@ -423,7 +295,8 @@ result<std::unique_ptr<listener>> listen_shm(std::string_view name) {
         return system_error("listening at " + address + ": " + errno_text(err) +
                             (err == EADDRINUSE ? " (another node listens there)" : ""));
     }
-    return std::unique_ptr<listener>(std::make_unique<shm_listener>(fd, std::string(name)));
+    return std::unique_ptr<datagram_listener>(
+        std::make_unique<shm_datagram_listener>(fd, std::string(name)));
 }
 
-}  // namespace loom::inc::detail
+}  // namespace loom::drivers::shm

@@ -11,10 +11,10 @@
 // tests/engine_reduce measures both.
 #include <cstring>
 
-#include "engine/reduce.hh"
-#include "engine/reduce_ops.hh"
+#include "kernels/reduce.hh"
+#include "kernels/reduce_ops.hh"
 
-namespace loom::engine {
+namespace loom::kernels {
 namespace {
 
 using namespace detail;
@@ -183,4 +183,4 @@ void copy_bytes(void* dst, const void* src, size_t n) {
     }
 }
 
-}  // namespace loom::engine
+}  // namespace loom::kernels

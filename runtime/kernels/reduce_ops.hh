@@ -1,6 +1,6 @@
 // Shared by the reduction kernels (reduce.cc: native types; reduce_half.cc: float16 and
 // bfloat16): the element operators, the block size, the x86 multiversioning switch, and the
-// entry points of the 16-bit kernels. Internal to runtime/engine.
+// entry points of the 16-bit kernels. Internal to runtime/kernels.
 #pragma once
 
 #include <bit>
@@ -9,7 +9,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "engine/reduce.hh"
+#include "kernels/reduce.hh"
 
 // On x86-64 Linux each kernel is built twice, for the baseline ISA and for AVX2
 // (target_clones; the ifunc resolver picks one at load time), and float16 has an F16C kernel
@@ -25,7 +25,7 @@
 #define LOOM_REDUCE_CLONES
 #endif
 
-namespace loom::engine::detail {
+namespace loom::kernels::detail {
 
 // Bytes per block of the native kernels: 16 SSE or 8 AVX2 vectors, enough to amortise the
 // loop overhead, small enough that the scalar tail (< one block) stays short.
@@ -124,4 +124,4 @@ reduce_fn pick(loom_op_t op) {
 reduce_fn sixteen_kernel(loom_dtype_t dtype, loom_op_t op);
 void sixteen_average(void* buf, loom_dtype_t dtype, size_t count, int n);
 
-}  // namespace loom::engine::detail
+}  // namespace loom::kernels::detail

@@ -22,7 +22,7 @@
 
 #include <loom/loom.h>
 
-namespace loom::engine {
+namespace loom::kernels {
 
 using reduce_fn = void (*)(void* dst, const void* a, const void* b, size_t count);
 
@@ -47,4 +47,4 @@ float half_to_float(uint16_t h);
 uint16_t float_to_bfloat16(float f);
 float bfloat16_to_float(uint16_t b);
 
-}  // namespace loom::engine
+}  // namespace loom::kernels

@@ -10,14 +10,14 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/reduce.hh"
-#include "engine/reduce_ops.hh"
+#include "kernels/reduce.hh"
+#include "kernels/reduce_ops.hh"
 
 #if LOOM_REDUCE_X86
 #include <immintrin.h>
 #endif
 
-namespace loom::engine {
+namespace loom::kernels {
 namespace {
 
 using namespace detail;
@@ -269,4 +269,4 @@ float bfloat16_to_float(uint16_t b) {
     return widen_bfloat16(b);
 }
 
-}  // namespace loom::engine
+}  // namespace loom::kernels

@@ -1,9 +1,12 @@
-// inc/transport links over real sockets and shared memory, between real processes (fork):
-// over tcp and shm both sides exchange thousands of encoded packets of every size, each
-// parsed and checked on arrival, in order; a burst the peer does not read is dropped and
-// counted, never blocks; a peer that exits is seen as gone within a second; a tcp frame
-// longer than any packet closes the link; lossy_link drops and duplicates as asked; a
-// connect nobody answers times out naming the address; an unknown address form is refused.
+// The drivers' datagram endpoints (drivers/datagram.hh) over real sockets and shared memory,
+// between real processes (fork): over tcp and shm both sides exchange thousands of frames of
+// every size up to datagram_max_frame, each checked on arrival, in order; a frame over the
+// maximum is refused and counted; a burst the peer does not read is dropped and counted,
+// never blocks; a peer that exits is seen by alive() within a second; a tcp frame longer
+// than the maximum closes the endpoint; the fault wrapper drops, duplicates and reorders as
+// asked, the same way every time for one seed (also as a "fault:" address reading
+// LOOM_FAULT_*); a connect nobody answers times out naming the address; an unknown address
+// form is refused.
 //
 // Every wait has a deadline, and idle poll loops yield (the test machines may have 2 cores).
 #include <netinet/in.h>
@@ -13,53 +16,54 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/byte_order.hh"
 #include "base/clock.hh"
-#include "inc/protocol/packet.hh"
-#include "inc/transport/link.hh"
+#include "base/params.hh"
+#include "drivers/datagram.hh"
 #include "test_main.hh"
 
 using namespace loom;
-using namespace loom::inc;
+using drivers::datagram_endpoint;
+using drivers::datagram_listener;
+using drivers::datagram_max_frame;
 
 namespace {
 
-using inc_link = loom::inc::link;  // unqualified `link` would also name POSIX link(2)
-
-constexpr size_t max_packet = header_bytes + max_payload_bytes;
+constexpr size_t max_packet = datagram_max_frame;
 constexpr int exchanged     = 2000;
+constexpr uint32_t bye_seq  = 0xffffffffu;
 
-// Packet i: a contribution of (i × 37) mod 2049 int32 elements (0 … 8192 bytes), element k
-// holding i × 31 + k, so any mix-up of packets or bytes shows.
+// Frame i: its seq, then 8 + (i × 37) mod (max - 7) bytes in all (8 … max), byte k past the
+// seq holding i × 31 + k, so any mix-up of frames or bytes shows.
 size_t make_packet(uint32_t i, uint8_t* out) {
-    header h;
-    h.kind  = packet_kind::contribute;
-    h.dtype = LOOM_INT32;
-    h.job   = 7;
-    h.seq   = i;
-    h.count = (i * 37) % 2049;
-    std::vector<int32_t> payload(h.count);
-    for (uint32_t k = 0; k < h.count; ++k) {
-        payload[k] = int32_t(i * 31 + k);
+    size_t len = 8 + (size_t(i) * 37) % (max_packet - 7);
+    be::put32(out, i);
+    be::put32(out + 4, uint32_t(len));
+    for (size_t k = 8; k < len; ++k) {
+        out[k] = uint8_t(i * 31 + k);
     }
-    return encode(h, payload.data(), out);
+    return len;
 }
 
-/// True when `p` is make_packet(i)'s packet, intact.
+/// The seq of a frame, or bye_seq for anything too short to carry one.
+uint32_t seq_of(const uint8_t* p, size_t len) {
+    return len >= 8 ? be::get32(p) : bye_seq;
+}
+
+/// True when `p` is make_packet(i)'s frame, intact.
 bool is_packet(const uint8_t* p, size_t len, uint32_t i) {
-    header h;
-    const uint8_t* payload = nullptr;
-    if (parse(p, len, &h, &payload) != parse_error::none || h.seq != i || h.job != 7 ||
-        h.count != (i * 37) % 2049) {
+    if (len < 8 || be::get32(p) != i || be::get32(p + 4) != len ||
+        len != 8 + (size_t(i) * 37) % (max_packet - 7)) {
         return false;
     }
-    for (uint32_t k = 0; k < h.count; ++k) {
-        int32_t v;
-        std::memcpy(&v, payload + 4 * size_t(k), 4);
-        if (v != int32_t(i * 31 + k)) {
+    for (size_t k = 8; k < len; ++k) {
+        if (p[k] != uint8_t(i * 31 + k)) {
             return false;
         }
     }
@@ -67,14 +71,13 @@ bool is_packet(const uint8_t* p, size_t len, uint32_t i) {
 }
 
 size_t make_bye(uint8_t* out) {
-    header h;
-    h.kind = packet_kind::leave;
-    h.seq  = 0xffffffffu;
-    return encode(h, nullptr, out);
+    be::put32(out, bye_seq);
+    be::put32(out + 4, 8);
+    return 8;
 }
 
 /// Sends until the link takes it (a full queue drops: send again after polling).
-bool send_reliably(inc_link& l, const uint8_t* p, size_t len, const deadline& until) {
+bool send_reliably(datagram_endpoint& l, const uint8_t* p, size_t len, const deadline& until) {
     for (;;) {
         uint64_t dropped = l.stats().send_dropped;
         l.send(p, len);
@@ -90,7 +93,7 @@ bool send_reliably(inc_link& l, const uint8_t* p, size_t len, const deadline& un
 
 // Both sides run this: send packets 0 … n-1 while receiving the peer's 0 … n-1 in order.
 // Returns 0, or a code saying what went wrong (the child's exit status).
-int exchange(inc_link& l, uint32_t n, double timeout_s) {
+int exchange(datagram_endpoint& l, uint32_t n, double timeout_s) {
     deadline until(timeout_s);
     std::vector<uint8_t> buf(max_packet);
     uint32_t next_out = 0, next_in = 0;
@@ -143,7 +146,7 @@ int reap(pid_t pid, double timeout_s) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-std::unique_ptr<inc_link> accept_within(listener& ls, double timeout_s) {
+std::unique_ptr<datagram_endpoint> accept_within(datagram_listener& ls, double timeout_s) {
     deadline until(timeout_s);
     while (!until.expired()) {
         if (auto l = ls.accept()) {
@@ -155,13 +158,13 @@ std::unique_ptr<inc_link> accept_within(listener& ls, double timeout_s) {
 }
 
 std::string unique_shm_name(const char* what) {
-    return "shm:test-link-" + std::string(what) + "-" + std::to_string(::getpid());
+    return "shm:test-datagram-" + std::string(what) + "-" + std::to_string(::getpid());
 }
 
 // The child: connect, exchange, then keep polling (which flushes tcp's send buffer) until
 // the parent says bye, so nothing it sent is lost by exiting early.
 [[noreturn]] void child_exchange(const std::string& address) {
-    auto l = connect_link(address, 5);
+    auto l = drivers::connect_datagram(address, 5);
     if (!l) {
         ::_exit(10);
     }
@@ -174,11 +177,7 @@ std::string unique_shm_name(const char* what) {
     size_t len       = 0;
     while (!until.expired()) {
         if ((*l)->recv(&p, &len)) {
-            header h;
-            const uint8_t* payload = nullptr;
-            bool bye =
-                parse(p, len, &h, &payload) == parse_error::none && h.kind == packet_kind::leave;
-            ::_exit(bye ? 0 : 5);
+            ::_exit(seq_of(p, len) == bye_seq ? 0 : 5);
         }
         sched_yield();
     }
@@ -186,7 +185,7 @@ std::string unique_shm_name(const char* what) {
 }
 
 void exchange_with_a_child(const std::string& listen_at) {
-    auto ls = listen_links(listen_at);
+    auto ls = drivers::listen_datagram(listen_at);
     if (!ls) {
         LOOM_FAIL(ls.error().to_string());
     }
@@ -247,7 +246,7 @@ void shm_exchange_between_processes(void**) {
 // A burst into a peer that does not read: the queue fills, the rest is dropped and counted,
 // and send() returns at once all along.
 void full_queue_drops(const std::string& listen_at) {
-    auto ls = listen_links(listen_at);
+    auto ls = drivers::listen_datagram(listen_at);
     assert_true(ls.is_ok());
     int gate[2];
     assert_int_equal(::pipe(gate), 0);
@@ -255,7 +254,7 @@ void full_queue_drops(const std::string& listen_at) {
     assert_true(pid >= 0);
     if (pid == 0) {
         ::close(gate[1]);
-        auto l = connect_link((*ls)->address(), 5);
+        auto l = drivers::connect_datagram((*ls)->address(), 5);
         char c;
         (void)!::read(gate[0], &c, 1);  // until the parent closes the gate: never reads
         ::_exit(l ? 0 : 10);
@@ -290,9 +289,9 @@ void shm_full_queue_drops(void**) {
     full_queue_drops(unique_shm_name("burst"));
 }
 
-// A raw socket writes one good frame and then a length no packet has.
+// A raw socket writes one good frame and then a length over the maximum.
 void tcp_bad_frame_closes_the_link(void**) {
-    auto ls = listen_links("tcp:127.0.0.1:0");
+    auto ls = drivers::listen_datagram("tcp:127.0.0.1:0");
     assert_true(ls.is_ok());
     std::string address = (*ls)->address();
     int port            = std::stoi(address.substr(address.rfind(':') + 1));
@@ -332,38 +331,43 @@ void tcp_bad_frame_closes_the_link(void**) {
     ::close(raw);
 }
 
-// lossy_link over a tcp pair in this process (a tcp connect completes in the backlog).
-struct tcp_pair {
-    std::unique_ptr<listener> ls;
-    std::unique_ptr<inc_link> a, b;
+// A connected pair in this process: the connect runs on a thread, since an shm connect waits
+// for the listener's accept.
+struct endpoint_pair {
+    std::unique_ptr<datagram_listener> ls;
+    std::unique_ptr<datagram_endpoint> a, b;
 };
 
-tcp_pair make_tcp_pair() {
-    tcp_pair t;
-    auto ls = listen_links("tcp:127.0.0.1:0");
+endpoint_pair make_pair_at(const std::string& listen_at, const std::string& prefix = "") {
+    endpoint_pair t;
+    auto ls = drivers::listen_datagram(listen_at);
     assert_true(ls.is_ok());
-    t.ls   = std::move(*ls);
-    auto a = connect_link(t.ls->address(), 5);
-    assert_true(a.is_ok());
-    t.a = std::move(*a);
+    t.ls                                         = std::move(*ls);
+    result<std::unique_ptr<datagram_endpoint>> a = status(LOOM_ERR_INTERNAL, "not run");
+    std::thread connecting([&] { a = drivers::connect_datagram(prefix + t.ls->address(), 5); });
     t.b = accept_within(*t.ls, 5);
+    connecting.join();
+    if (!a) {
+        LOOM_FAIL(a.error().to_string());
+    }
+    t.a = std::move(*a);
     assert_non_null(t.b.get());
     return t;
 }
 
+endpoint_pair make_tcp_pair() {
+    return make_pair_at("tcp:127.0.0.1:0");
+}
+
 /// Drains `l` for `quiet_s` after the last arrival; the seqs that arrived.
-std::vector<uint32_t> drain(inc_link& l, double quiet_s) {
+std::vector<uint32_t> drain(datagram_endpoint& l, double quiet_s) {
     std::vector<uint32_t> seqs;
     double last = now_s();
     const uint8_t* p;
     size_t len;
     while (now_s() - last < quiet_s) {
         if (l.recv(&p, &len)) {
-            header h;
-            const uint8_t* payload;
-            if (parse(p, len, &h, &payload) == parse_error::none) {
-                seqs.push_back(h.seq);
-            }
+            seqs.push_back(seq_of(p, len));
             last = now_s();
         } else {
             sched_yield();
@@ -372,11 +376,11 @@ std::vector<uint32_t> drain(inc_link& l, double quiet_s) {
     return seqs;
 }
 
-void lossy_link_drops_duplicates_and_reorders(void**) {
+void fault_wrapper_drops_duplicates_and_reorders(void**) {
     std::vector<uint8_t> buf(max_packet);
     {
         auto t     = make_tcp_pair();
-        auto lossy = lossy_link(std::move(t.a), 1.0, 0, 0, 1);
+        auto lossy = drivers::lossy_datagram(std::move(t.a), 1.0, 0, 0, 1);
         for (uint32_t i = 0; i < 100; ++i) {
             lossy->send(buf.data(), make_packet(i, buf.data()));
         }
@@ -385,7 +389,7 @@ void lossy_link_drops_duplicates_and_reorders(void**) {
     }
     {
         auto t     = make_tcp_pair();
-        auto lossy = lossy_link(std::move(t.a), 0, 1.0, 0, 2);
+        auto lossy = drivers::lossy_datagram(std::move(t.a), 0, 1.0, 0, 2);
         for (uint32_t i = 0; i < 100; ++i) {
             lossy->send(buf.data(), make_packet(i, buf.data()));
         }
@@ -399,7 +403,7 @@ void lossy_link_drops_duplicates_and_reorders(void**) {
     {
         // reorder = 1: every packet that finds the buffer empty waits for the next one.
         auto t     = make_tcp_pair();
-        auto lossy = lossy_link(std::move(t.a), 0, 0, 1.0, 3);
+        auto lossy = drivers::lossy_datagram(std::move(t.a), 0, 0, 1.0, 3);
         for (uint32_t i = 0; i < 5; ++i) {
             lossy->send(buf.data(), make_packet(i, buf.data()));
         }
@@ -411,17 +415,100 @@ void lossy_link_drops_duplicates_and_reorders(void**) {
     }
 }
 
+// A frame over the maximum is refused (counted, nothing sent); the next one goes as usual.
+void oversize_frames_are_refused(const std::string& listen_at) {
+    auto t = make_pair_at(listen_at);
+    std::vector<uint8_t> buf(max_packet + 1);
+    t.a->send(buf.data(), max_packet + 1);
+    assert_int_equal(t.a->stats().send_dropped, 1);
+    assert_int_equal(t.a->stats().sent, 0);
+    size_t len = make_packet(3, buf.data());
+    t.a->send(buf.data(), len);
+    deadline until(5);
+    const uint8_t* p = nullptr;
+    size_t got       = 0;
+    while (!t.b->recv(&p, &got) && !until.expired()) {
+        sched_yield();
+    }
+    assert_true(is_packet(p, got, 3));
+    assert_true(drain(*t.b, 0.1).empty());
+    assert_int_equal(t.b->stats().bad_frames, 0);
+}
+
+void tcp_oversize_frames_are_refused(void**) {
+    oversize_frames_are_refused("tcp:127.0.0.1:0");
+}
+
+void shm_oversize_frames_are_refused(void**) {
+    oversize_frames_are_refused(unique_shm_name("oversize"));
+}
+
+/// The seqs that arrive when 100 frames go through a fault wrapper with every fault at
+/// probability 0.3 and stream `seed`.
+std::vector<uint32_t> faulty_run(const std::string& listen_at, uint64_t seed) {
+    auto t     = make_pair_at(listen_at);
+    auto lossy = drivers::lossy_datagram(std::move(t.a), 0.3, 0.3, 0.3, seed);
+    std::vector<uint8_t> buf(max_packet);
+    for (uint32_t i = 0; i < 100; ++i) {
+        lossy->send(buf.data(), make_packet(i, buf.data()));
+    }
+    const uint8_t* p;
+    size_t len;
+    (void)lossy->recv(&p, &len);  // flushes a held frame
+    return drain(*t.b, 0.2);
+}
+
+// One seed, one pattern: over tcp and shm alike, and another seed gives another one.
+void fault_wrapper_is_deterministic(void**) {
+    auto first = faulty_run("tcp:127.0.0.1:0", 42);
+    assert_true((faulty_run("tcp:127.0.0.1:0", 42) == first));
+    assert_true((faulty_run(unique_shm_name("faults"), 42) == first));
+    assert_false((faulty_run("tcp:127.0.0.1:0", 43) == first));
+    // Each kind of fault happened: a seq missing, one twice, one before its predecessor.
+    std::vector<int> seen(100, 0);
+    bool reordered = false;
+    for (size_t k = 0; k < first.size(); ++k) {
+        assert_true(first[k] < 100);
+        ++seen[first[k]];
+        reordered = reordered || (k > 0 && first[k] < first[k - 1]);
+    }
+    assert_true(std::count(seen.begin(), seen.end(), 0) > 0);
+    assert_true(std::count(seen.begin(), seen.end(), 2) > 0);
+    assert_true(reordered);
+}
+
+// "fault:ADDRESS" connects to ADDRESS through the wrapper, with LOOM_FAULT_* as it stands.
+void fault_address_reads_the_fault_parameters(void**) {
+    auto& reg = params::registry::global();
+    assert_true(reg.set("LOOM_FAULT_DROP", "1").is_ok());
+    auto t = make_pair_at("tcp:127.0.0.1:0", "fault:");
+    assert_true(reg.set("LOOM_FAULT_DROP", "0").is_ok());
+    assert_non_null(std::strstr(t.a->describe().c_str(), "(lossy)"));
+    std::vector<uint8_t> buf(max_packet);
+    for (uint32_t i = 0; i < 10; ++i) {
+        t.a->send(buf.data(), make_packet(i, buf.data()));
+    }
+    assert_true(drain(*t.b, 0.2).empty());
+    assert_int_equal(t.a->stats().sent, 0);
+
+    assert_true(reg.set("LOOM_FAULT_DUP", "1.5").is_ok());  // not a probability
+    auto bad = drivers::connect_datagram("fault:" + t.ls->address(), 1);
+    assert_true(reg.set("LOOM_FAULT_DUP", "0").is_ok());
+    assert_false(bad.is_ok());
+    assert_non_null(std::strstr(bad.error().message().c_str(), "LOOM_FAULT_DUP"));
+}
+
 void connect_to_nobody_times_out_naming_the_address(void**) {
     // A port that was free a moment ago (listen on port 0, then close).
     std::string tcp_address;
     {
-        auto ls = listen_links("tcp:127.0.0.1:0");
+        auto ls = drivers::listen_datagram("tcp:127.0.0.1:0");
         assert_true(ls.is_ok());
         tcp_address = (*ls)->address();
     }
     for (const std::string& address : {tcp_address, unique_shm_name("nobody")}) {
         double started = now_s();
-        auto l         = connect_link(address, 0.3);
+        auto l         = drivers::connect_datagram(address, 0.3);
         double took    = now_s() - started;
         assert_false(l.is_ok());
         assert_int_equal(l.error().code(), LOOM_ERR_TIMEOUT);
@@ -432,17 +519,17 @@ void connect_to_nobody_times_out_naming_the_address(void**) {
 
 void bad_addresses_are_refused_clearly(void**) {
     for (const char* address : {"udp:127.0.0.1:7000", "127.0.0.1:7000", ""}) {
-        auto l = connect_link(address, 1);
+        auto l = drivers::connect_datagram(address, 1);
         assert_false(l.is_ok());
         assert_int_equal(l.error().code(), LOOM_ERR_INVALID_ARGUMENT);
         assert_non_null(std::strstr(l.error().message().c_str(), "tcp:HOST:PORT"));
         assert_non_null(std::strstr(l.error().message().c_str(), "shm:NAME"));
-        auto ls = listen_links(address);
+        auto ls = drivers::listen_datagram(address);
         assert_false(ls.is_ok());
         assert_int_equal(ls.error().code(), LOOM_ERR_INVALID_ARGUMENT);
     }
     for (const char* address : {"tcp:127.0.0.1", "tcp:127.0.0.1:99999", "shm:"}) {
-        auto l = connect_link(address, 1);
+        auto l = drivers::connect_datagram(address, 1);
         assert_false(l.is_ok());
         assert_int_equal(l.error().code(), LOOM_ERR_INVALID_ARGUMENT);
         assert_non_null(std::strstr(l.error().message().c_str(), address));
@@ -458,9 +545,13 @@ int main() {
         cmocka_unit_test(tcp_full_queue_drops),
         cmocka_unit_test(shm_full_queue_drops),
         cmocka_unit_test(tcp_bad_frame_closes_the_link),
-        cmocka_unit_test(lossy_link_drops_duplicates_and_reorders),
+        cmocka_unit_test(fault_wrapper_drops_duplicates_and_reorders),
+        cmocka_unit_test(tcp_oversize_frames_are_refused),
+        cmocka_unit_test(shm_oversize_frames_are_refused),
+        cmocka_unit_test(fault_wrapper_is_deterministic),
+        cmocka_unit_test(fault_address_reads_the_fault_parameters),
         cmocka_unit_test(connect_to_nobody_times_out_naming_the_address),
         cmocka_unit_test(bad_addresses_are_refused_clearly),
     };
-    return LOOM_RUN_TESTS("inc_link", tests);
+    return LOOM_RUN_TESTS("drivers_datagram", tests);
 }

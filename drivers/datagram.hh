@@ -1,0 +1,89 @@
+// The datagram endpoint: the second kind of endpoint a driver may offer, beside the reliable
+// tagged one of driver.hh. For protocols that do their own recovery (in-network aggregation's
+// retransmission and duplicate handling): a frame of at most datagram_max_frame bytes arrives
+// whole or not at all, frames may be lost, duplicated (fault: only) or reordered, and a full
+// way drops (and counts) rather than blocks.
+//
+// Addresses name the transport; drivers/datagram_registry.cc is the only place that knows
+// the names:
+//   tcp:HOST:PORT        a TCP connection; each frame travels as a 4-byte big-endian length,
+//                        then the frame, so boundaries survive the stream (drivers/tcp)
+//   shm:NAME             same host: a sealed memfd segment per connection holding two
+//                        single-producer/single-consumer rings of frame slots, and a Unix
+//                        stream socket NAME (abstract namespace) for the hand-shake and to
+//                        see the other side go (drivers/shm)
+//   fault:ADDRESS        the endpoint at ADDRESS with its sends dropped, duplicated and
+//                        reordered by LOOM_FAULT_* (drivers/fault; connect only)
+//
+// Fast path: send() and recv() never allocate or block; tcp makes non-blocking socket calls,
+// shm none. Not thread-safe: one poll loop owns an endpoint.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.hh"
+
+namespace loom::drivers {
+
+/// The largest frame any datagram endpoint carries (the in-network aggregation packet: a
+/// 48-byte header and 8 KiB of payload). Part of the wire contract of tcp and shm: the shm
+/// slot size derives from it, and a tcp frame length above it closes the connection.
+constexpr size_t datagram_max_frame = 48 + 8192;
+
+struct datagram_stats {
+    uint64_t sent = 0, received = 0;
+    uint64_t send_dropped = 0;  // the peer's queue (or the socket buffer) was full
+    uint64_t bytes_sent = 0, bytes_received = 0;
+    uint64_t bad_frames = 0;  // a frame length over datagram_max_frame (tcp: the link closes)
+};
+
+/// Where frames go: the sending half, all a protocol's sender needs.
+class datagram_sink {
+  public:
+    virtual ~datagram_sink() = default;
+    /// Queues one frame (at most datagram_max_frame bytes). Drops it (counted) when the way
+    /// is full, the frame too large or the endpoint down.
+    virtual void send(const uint8_t* frame, size_t len) = 0;
+};
+
+class datagram_endpoint : public datagram_sink {
+  public:
+    /// The next frame that arrived: true and *frame/*len set (valid until the next recv), or
+    /// false when none is waiting. The bytes are as they came: the protocol checks them.
+    virtual bool recv(const uint8_t** frame, size_t* len) = 0;
+    /// False once the other side closed or died (detected by recv/send or the socket).
+    virtual bool alive() const = 0;
+    /// "tcp:10.0.0.1:7000 (fd 5)" and the like, for diagnostics.
+    virtual std::string describe() const        = 0;
+    virtual const datagram_stats& stats() const = 0;
+};
+
+/// The accepting side: hands out endpoints as peers connect.
+class datagram_listener {
+  public:
+    virtual ~datagram_listener() = default;
+    /// A newly connected endpoint, or null when none is waiting (never blocks).
+    virtual std::unique_ptr<datagram_endpoint> accept() = 0;
+    /// The address peers connect to (tcp port 0 is replaced by the port chosen).
+    virtual std::string address() const = 0;
+};
+
+/// Connects to a listener at `address` (above), giving up after timeout_s with
+/// LOOM_ERR_TIMEOUT and an error naming the address.
+result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view address,
+                                                            double timeout_s);
+
+/// Listens at `address` ("tcp:HOST:PORT", port 0 = any free port; "shm:NAME").
+result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view address);
+
+/// The fault injector (drivers/fault) around `inner`: its sends dropped, duplicated and
+/// reordered with these probabilities, decided by the splitmix64 stream `seed` (fault.hh).
+std::unique_ptr<datagram_endpoint> lossy_datagram(std::unique_ptr<datagram_endpoint> inner,
+                                                  double drop, double dup, double reorder,
+                                                  uint64_t seed);
+
+}  // namespace loom::drivers

@@ -1,0 +1,21 @@
+// Internal to drivers/: each datagram provider's factories, called only by
+// datagram_registry.cc. `rest` is the address without its "tcp:" / "shm:" prefix.
+#pragma once
+
+#include "drivers/datagram.hh"
+
+namespace loom::drivers {
+
+namespace tcp {
+result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view rest,
+                                                            double timeout_s);
+result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view rest);
+}  // namespace tcp
+
+namespace shm {
+result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view name,
+                                                            double timeout_s);
+result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view name);
+}  // namespace shm
+
+}  // namespace loom::drivers

@@ -1,0 +1,42 @@
+// Datagram addresses -> providers: the only place that knows their prefixes (datagram.hh).
+#include "base/check.hh"
+#include "drivers/datagram_internal.hh"
+#include "drivers/fault/fault.hh"
+
+namespace loom::drivers {
+namespace {
+
+status unknown(std::string_view address) {
+    return invalid_argument("unknown datagram address '" + std::string(address) +
+                            "': expected tcp:HOST:PORT, shm:NAME or fault:ADDRESS");
+}
+
+}  // namespace
+
+result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view address,
+                                                            double timeout_s) {
+    if (address.starts_with("tcp:")) {
+        return tcp::connect_datagram(address.substr(4), timeout_s);
+    }
+    if (address.starts_with("shm:")) {
+        return shm::connect_datagram(address.substr(4), timeout_s);
+    }
+    if (address.starts_with("fault:")) {
+        LOOM_ASSIGN(auto config, fault::config_from_params());
+        LOOM_ASSIGN(auto inner, connect_datagram(address.substr(6), timeout_s));
+        return fault::wrap_datagram(std::move(inner), config, config.seed);
+    }
+    return unknown(address);
+}
+
+result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view address) {
+    if (address.starts_with("tcp:")) {
+        return tcp::listen_datagram(address.substr(4));
+    }
+    if (address.starts_with("shm:")) {
+        return shm::listen_datagram(address.substr(4));
+    }
+    return unknown(address);
+}
+
+}  // namespace loom::drivers
