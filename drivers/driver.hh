@@ -37,6 +37,7 @@
 
 #include "base/kv_store.hh"
 #include "base/status.hh"
+#include "base/wire_tag.hh"
 
 namespace loom::drivers {
 
@@ -48,19 +49,15 @@ struct caps {
     bool detects_peer_death = false;  // a dead peer completes operations with PEER_FAILURE
 };
 
-constexpr uint64_t control_tag_bit = uint64_t{1} << 63;
-/// The bits of a tag that name the call (communicator, sequence number, p2p): a message and
-/// a receive of the same peer and the same call but with different immediates belong to
-/// mismatched calls, even when their full tags differ (the ranks run different schedules).
-/// Whichever arrives second completes the receive with LOOM_ERR_MISMATCH. Tags whose call
-/// bits are all zero (raw use of a driver, without the engine) are exempt.
-constexpr uint64_t call_tag_mask = 0x7fffffff00000000ull;
-/// True when two (tag, imm) pairs prove mismatched calls under the rule above.
-inline bool same_call_other_imm(uint64_t tag_a, uint64_t imm_a, uint64_t tag_b, uint64_t imm_b) {
-    return (tag_a & call_tag_mask) != 0 && (tag_a & call_tag_mask) == (tag_b & call_tag_mask) &&
-           imm_a != imm_b;
-}
-constexpr uint64_t control_cookie = ~uint64_t{0};
+/// The tag layout's control bit, call bits and mismatch rule (base/wire_tag.hh): a message
+/// and a receive of the same peer and the same call but with different immediates belong
+/// to mismatched calls, even when their full tags differ (the ranks run different
+/// schedules). Whichever arrives second completes the receive with LOOM_ERR_MISMATCH. Tags
+/// whose call bits are all zero (raw use of a driver, without the engine) are exempt.
+using wire::call_tag_mask;
+using wire::control_cookie;
+using wire::control_tag_bit;
+using wire::same_call_other_imm;
 
 struct completion {
     uint64_t cookie;       // as posted; control_cookie for an unsolicited control message
