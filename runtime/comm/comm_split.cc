@@ -105,10 +105,10 @@ status communicator::split(int color, int key, std::unique_ptr<communicator>* ou
     s.comm_id = wire::wrap_comm_id(uint64_t{settings_.comm_id} + 1 + number);
     if (s.size == 1) {
         s.transport = "self";  // a child of one rank talks to nobody
-    } else if (s.transport.starts_with("fwd:")) {
+    } else if (drivers::caps c = endpoint_->capabilities(); c.forwards) {
         // The child's ranks are no lattice of LOOM_FABRIC: it connects them directly over
         // the inner driver (forwarding within a child is not done yet).
-        s.transport = s.transport.substr(4);
+        s.transport = c.direct;
     }
     auto store = std::make_shared<prefixed_store>(store_, s.job + "/");
     auto child = create(std::move(s), std::move(store));
