@@ -37,6 +37,7 @@
 
 #include "base/kv_store.hh"
 #include "base/status.hh"
+#include "base/wire_tag.hh"
 
 namespace loom::drivers {
 
@@ -46,21 +47,23 @@ struct caps {
     size_t eager_limit      = 0;      // bytes sent eagerly (copied through slots/buffers)
     size_t max_message      = 0;      // largest message in bytes
     bool detects_peer_death = false;  // a dead peer completes operations with PEER_FAILURE
+    // What a communicator asks before it relies on routing: an endpoint that forwards over
+    // a lattice reaches every rank through its neighbours, and reports per-link counters
+    // (endpoint::link_statistics). A child communicator of ranks that are no lattice opens
+    // `direct` instead (a forwarder's inner driver); "" where `forwards` is false.
+    bool forwards      = false;
+    const char* direct = "";
 };
 
-constexpr uint64_t control_tag_bit = uint64_t{1} << 63;
-/// The bits of a tag that name the call (communicator, sequence number, p2p): a message and
-/// a receive of the same peer and the same call but with different immediates belong to
-/// mismatched calls, even when their full tags differ (the ranks run different schedules).
-/// Whichever arrives second completes the receive with LOOM_ERR_MISMATCH. Tags whose call
-/// bits are all zero (raw use of a driver, without the engine) are exempt.
-constexpr uint64_t call_tag_mask = 0x7fffffff00000000ull;
-/// True when two (tag, imm) pairs prove mismatched calls under the rule above.
-inline bool same_call_other_imm(uint64_t tag_a, uint64_t imm_a, uint64_t tag_b, uint64_t imm_b) {
-    return (tag_a & call_tag_mask) != 0 && (tag_a & call_tag_mask) == (tag_b & call_tag_mask) &&
-           imm_a != imm_b;
-}
-constexpr uint64_t control_cookie = ~uint64_t{0};
+/// The tag layout's control bit, call bits and mismatch rule (base/wire_tag.hh): a message
+/// and a receive of the same peer and the same call but with different immediates belong
+/// to mismatched calls, even when their full tags differ (the ranks run different
+/// schedules). Whichever arrives second completes the receive with LOOM_ERR_MISMATCH. Tags
+/// whose call bits are all zero (raw use of a driver, without the engine) are exempt.
+using wire::call_tag_mask;
+using wire::control_cookie;
+using wire::control_tag_bit;
+using wire::same_call_other_imm;
 
 struct completion {
     uint64_t cookie;       // as posted; control_cookie for an unsolicited control message
@@ -128,6 +131,18 @@ struct endpoint_config {
     std::string fabric;          // fwd:<driver>: the lattice shape; empty: LOOM_FABRIC
 };
 
+/// Traffic of one directed link pair (this rank <-> neighbour `peer`) of a forwarding
+/// endpoint, counting chunks (messages) and payload bytes, both the rank's own and
+/// forwarded ones.
+struct link_stat {
+    int peer            = -1;
+    uint64_t sent_msgs  = 0;
+    uint64_t sent_bytes = 0;
+    uint64_t recv_msgs  = 0;
+    uint64_t recv_bytes = 0;
+    uint64_t forwarded  = 0;  // chunks received on this link and sent on toward others
+};
+
 /// One rank's endpoint of a driver: the control part. Not thread-safe; the engine owns it.
 class endpoint {
   public:
@@ -139,6 +154,12 @@ class endpoint {
     virtual const fast_path& fast() const = 0;
     /// Releases every resource; pending operations complete with LOOM_ERR_PEER_FAILURE.
     virtual void close() = 0;
+    /// The per-neighbour link counters of an endpoint that forwards (caps::forwards), in
+    /// shape::neighbours() order; false, and *out untouched, for the others.
+    virtual bool link_statistics(std::vector<link_stat>* out) const {
+        (void)out;
+        return false;
+    }
 };
 
 /// Opens a driver by name ("self", "shm", "tcp"; "fault:<inner>" wraps another). The only

@@ -71,17 +71,6 @@
 
 namespace loom::drivers {
 
-/// Traffic of one directed link pair (this rank <-> neighbour `peer`), counting chunks
-/// (messages) and payload bytes, both the rank's own and forwarded ones.
-struct link_stat {
-    int peer            = -1;
-    uint64_t sent_msgs  = 0;
-    uint64_t sent_bytes = 0;
-    uint64_t recv_msgs  = 0;
-    uint64_t recv_bytes = 0;
-    uint64_t forwarded  = 0;  // chunks received on this link and sent on toward others
-};
-
 /// Per neighbour, in shape::neighbours() order; empty when `ep` is not a fwd wrapper.
 std::vector<link_stat> link_stats(const endpoint& ep);
 

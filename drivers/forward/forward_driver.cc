@@ -127,6 +127,10 @@ class forward_endpoint final : public endpoint {
     void close() override { inner_->close(); }
 
     std::vector<link_stat> stats() const;
+    bool link_statistics(std::vector<link_stat>* out) const override {
+        *out = stats();
+        return true;
+    }
 
     loom_status_t post_send(int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len,
                             uint64_t cookie);
@@ -268,6 +272,8 @@ caps forward_endpoint::capabilities() const {
     caps c        = inner_->capabilities();
     c.name        = name_.c_str();
     c.single_copy = false;  // a routed payload is copied at every router
+    c.forwards    = true;
+    c.direct      = inner_->capabilities().name;
     return c;
 }
 

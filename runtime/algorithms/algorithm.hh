@@ -92,6 +92,10 @@ struct algorithm {
     /// dor-relay) so its own cost is the lattice cost; false for the topology-oblivious
     /// algorithms, whose lattice cost algorithms::predict() counts from the schedule.
     bool topology_aware = false;
+    /// True where the steps run on an aggregation node (inc_push/inc_pull): the algorithm
+    /// applies only where the communicator's node admitted it and reduces the call's dtype
+    /// and op, a constraint the runtime checks (tuner::admits) beside `applicable`.
+    bool in_network = false;
 };
 
 /// Every algorithm, in catalogue order.

@@ -29,8 +29,9 @@
 // Constraints
 //   Any N ≥ 1, any count, any root, P ≥ 1. The runtime also needs an aggregation node
 //   that admitted the communicator (loom-switch; dtypes int32, int64, float32, float64,
-//   bfloat16, float16; ops sum, min, max, avg as a sum); otherwise every rank falls back
-//   together to a software algorithm (runtime/comm).
+//   bfloat16, float16; ops sum, min, max, avg as a sum): `in_network` marks that, and
+//   without it the algorithm is not applicable (the tuner ranks the others; an explicit
+//   choice fails the call, on every rank alike).
 #include "families.hh"
 #include "util.hh"
 
@@ -70,10 +71,11 @@ const algorithm allreduce_inc{"inc",
                               "every rank pushes into the aggregation node, which sums all "
                               "contributions and multicasts the result",
                               "2α_switch + (1+1/P)·M/BW",
-                              "any N, any count; needs an aggregation node (else fallback)",
+                              "any N, any count; needs an aggregation node",
                               any_call,
                               build_inc,
                               cost_inc,
+                              true,
                               true};
 const algorithm reduce_inc{"inc",
                            collective::reduce,
@@ -83,6 +85,7 @@ const algorithm reduce_inc{"inc",
                            any_call,
                            build_inc,
                            cost_inc,
+                           true,
                            true};
 const algorithm broadcast_inc{"inc",
                               collective::broadcast,
@@ -92,6 +95,7 @@ const algorithm broadcast_inc{"inc",
                               any_call,
                               build_inc,
                               cost_inc,
+                              true,
                               true};
 
 }  // namespace

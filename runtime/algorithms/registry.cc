@@ -2,6 +2,7 @@
 // parts every generator shares: call validation, channel splitting, whole-schedule assembly.
 #include <algorithm>
 
+#include "base/wire_tag.hh"
 #include "families.hh"
 #include "routing/dor.hh"
 #include "schedule/verifier.hh"
@@ -27,7 +28,7 @@ std::vector<const algorithm*> build_catalogue() {
 
 // Channels split an element-wise collective's vector into independent slices, each run by
 // the algorithm on its own tags, so slices progress concurrently (NCCL's channels).
-constexpr uint32_t channel_tag_stride = 1u << 20;
+constexpr uint32_t channel_tag_stride = wire::channel_stride;
 
 bool elementwise(collective c) {
     return c == collective::broadcast || c == collective::reduce || c == collective::allreduce ||

@@ -197,20 +197,17 @@ result<cached_plan> communicator::plan_for(const call_args& a, const call_option
     if (auto it = plans_.find(key); it != plans_.end() && it->second.requested == o.algorithm) {
         return it->second;
     }
-    algorithms::call c   = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
-    bool explicit_choice = !o.algorithm.empty() || !settings_.algos.for_primitive(c.coll).empty();
-    const algorithms::algorithm* tuned = explicit_choice ? nullptr : tuned_choice(c, dtype, op);
-    auto chosen                        = choose_algorithm(c, o.algorithm, settings_.algos, tuned);
+    algorithms::call c = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
+    auto chosen        = choose(a.kind, c, o.algorithm, dtype, op);
     if (!chosen) {
-        return status(chosen.error()).prefix("rank " + std::to_string(rank()) + ": ");
+        return chosen.error();
     }
-    const algorithms::algorithm* algo =
-        in_network_or_fallback(c, *chosen, explicit_choice, dtype, op);
-    auto built = build_plan(c, *algo, a.kind, dtype, op);
+    auto built = build_plan(c, *chosen->algo, a.kind, dtype, op);
     if (!built) {
         return built.error();
     }
     built->requested = std::string(o.algorithm);
+    built->algo      = chosen->algo;
     // Calls in flight keep their plans alive (shared_ptr), so starting afresh is safe.
     if (plans_.size() >= static_cast<size_t>(settings_.plan_cache)) {
         plans_.clear();
@@ -258,7 +255,8 @@ result<engine::request*> communicator::start(const call_args& a, uint8_t* barrie
     if (!r) {
         return r.error();
     }
-    *seq = (*counter)++;
+    *seq            = (*counter)++;
+    last_algorithm_ = cp->algo;
     return r;
 }
 
@@ -351,13 +349,14 @@ void communicator::abort(const std::string& reason) {
 namespace loom::comm {
 
 result<std::vector<drivers::link_stat>> communicator::link_stats() const {
-    if (settings_.transport.rfind("fwd:", 0) != 0 || !endpoint_) {
+    std::vector<drivers::link_stat> stats;
+    if (!endpoint_ || !endpoint_->link_statistics(&stats)) {
         return not_supported(
             "link statistics need a fwd:<driver> transport (this "
             "communicator's is '" +
             settings_.transport + "'; set LOOM_FABRIC and LOOM_TRANSPORT=fwd:shm)");
     }
-    return drivers::link_stats(*endpoint_);
+    return stats;
 }
 
 void communicator::write_link_stats() const {

@@ -5,7 +5,8 @@
 // the parsed LOOM_ALGO table, the plan cache and the sequence counters.
 //
 // The path of a call (communicator::start): argcheck (nothing sent on bad input) → choose
-// the algorithm (attribute, LOOM_ALGO, default rule; never a silent fallback) → the plan
+// the algorithm (communicator::choose: attribute, LOOM_ALGO, else the tuner; an explicit
+// algorithm that cannot run the call fails it, never a silent fallback) → the plan
 // from the cache, or generate_rank + engine::compile → engine::start with the next
 // sequence number → (blocking calls) wait.
 //
@@ -37,7 +38,6 @@
 #include "bootstrap/bootstrap.hh"
 #include "comm/inc_offload.hh"
 #include "drivers/driver.hh"
-#include "drivers/forward/forward.hh"
 #include "engine/engine.hh"
 #include "routing/dor.hh"
 #include "topology/topology.hh"
@@ -145,18 +145,17 @@ class algo_table {
     std::string names_[schedule::collective_count];
 };
 
-/// Chooses the algorithm for `c`: `requested` (the call's attribute), else the table's
-/// entry (LOOM_ALGO), else `tuned` (the tuner's choice). An unknown or inapplicable name is
-/// an error whose message lists the names applicable to this call. *origin (may be null)
-/// receives "attribute", "LOOM_ALGO" or "tuner".
-result<const algorithms::algorithm*> choose_algorithm(const algorithms::call& c,
-                                                      std::string_view requested,
-                                                      const algo_table& table,
-                                                      const algorithms::algorithm* tuned,
-                                                      std::string* origin = nullptr);
+/// Checks an algorithm named for `c` by `origin` ("the call's attribute", "LOOM_ALGO"):
+/// an unknown name is LOOM_ERR_INVALID_ARGUMENT, one that cannot run this call (its
+/// constraints, or an in-network algorithm without a node that carries the call)
+/// LOOM_ERR_NOT_APPLICABLE; both messages name the algorithm, the reason and the names that
+/// would apply. Never another algorithm in its place.
+result<const algorithms::algorithm*> check_named(const algorithms::call& c, std::string_view name,
+                                                 std::string_view origin,
+                                                 const tuner::in_network_state& inc);
 
-/// The names of the primitive's algorithms whose constraints admit `c`, "a, b, c".
-std::string applicable_names(const algorithms::call& c);
+/// The names of the primitive's algorithms that can run `c` here, "a, b, c".
+std::string applicable_names(const algorithms::call& c, const tuner::in_network_state& inc);
 
 // last_error.cc -------------------------------------------------------------------------
 
@@ -221,6 +220,7 @@ struct cached_plan {
     std::shared_ptr<const engine::plan> plan;
     uint64_t signature = 0;
     std::string requested;  // the algorithm name asked for ("": LOOM_ALGO or default)
+    const algorithms::algorithm* algo = nullptr;  // what the plan runs
 };
 
 class communicator {
@@ -267,7 +267,7 @@ class communicator {
     struct explanation {
         tuner::ranking ranking;
         const algorithms::algorithm* chosen = nullptr;
-        std::string origin;  // "attribute", "LOOM_ALGO", "tuner", "in-network fallback"
+        std::string origin;  // "attribute", "LOOM_ALGO", "tuner"
         double predicted_s = 0;
         std::string text;
     };
@@ -275,8 +275,12 @@ class communicator {
     /// This rank's traffic counters (engine::traffic_counters).
     engine::traffic_counters traffic() const { return engine_->traffic(); }
 
-    /// The endpoint's per-neighbour link counters (drivers::link_stats); not_supported when
-    /// the transport is not fwd:<driver>.
+    /// The algorithm of the last call this rank started (nullptr before the first): what
+    /// the call ran, for checks that explain says the same.
+    const algorithms::algorithm* last_algorithm() const { return last_algorithm_; }
+
+    /// The endpoint's per-neighbour link counters (drivers::endpoint::link_statistics);
+    /// not_supported when the endpoint does not forward over a lattice.
     result<std::vector<drivers::link_stat>> link_stats() const;
 
   private:
@@ -299,16 +303,19 @@ class communicator {
                                            loom_op_t op) const;
     const algorithms::algorithm* tuned_choice(const algorithms::call& c, loom_dtype_t dtype,
                                               loom_op_t op);
+    // algo_choice.cc: the one choice a call and loom_comm_explain both make.
+    struct choice {
+        const algorithms::algorithm* algo = nullptr;
+        std::string origin;  // "attribute", "LOOM_ALGO", "tuner"
+    };
+    result<choice> choose(call_kind kind, const algorithms::call& c, std::string_view requested,
+                          loom_dtype_t dtype, loom_op_t op);
     // comm_inc.cc: admission at creation (agreed by all ranks) and the per-call fallback.
     void open_in_network();
     /// A call's failure, naming the aggregation node when it is the node that failed (its
     /// link closed), whichever rank noticed first (comm_inc.cc).
     engine::failure naming_failed_node(const engine::failure& f);
     status agree_in_network();
-    const algorithms::algorithm* in_network_or_fallback(const algorithms::call& c,
-                                                        const algorithms::algorithm* chosen,
-                                                        bool explicit_choice, loom_dtype_t dtype,
-                                                        loom_op_t op);
     /// At destruction, with LOOM_LINK_STATS_DIR set: the world communicator (comm id 0) of a
     /// fwd transport writes DIR/rank-<r>.txt, one line "peer sent_bytes recv_bytes
     /// sent_msgs recv_msgs forwarded" per link.
@@ -339,7 +346,8 @@ class communicator {
     int handle_pool_   = -1;  // request_registry slot of handles_
     uint32_t coll_seq_ = 0;
     std::vector<uint32_t> send_seq_, recv_seq_;  // per peer
-    uint32_t splits_ = 0;
+    uint32_t splits_                             = 0;
+    const algorithms::algorithm* last_algorithm_ = nullptr;
     std::atomic<bool> aborted_{false};
     std::string abort_reason_;
 };

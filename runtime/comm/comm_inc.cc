@@ -1,11 +1,12 @@
 // In-network collectives on a communicator: where its aggregation node is, admission agreed
-// by all ranks, and the per-call choice between `inc` and the software fallback.
+// by all ranks, and whether a call can run in the network (in_network_for: the constraint
+// the in-network algorithms state, tuner::admits).
 //
 // Agreement: every rank asks its node for slots (inc_offload::open), then one all-reduce
 // (minimum of 1 = admitted, 0 = not) over the software path tells everyone whether all
-// were admitted. Only then do the `inc` algorithms run, so either every rank of the
-// communicator uses them or every rank falls back, to the same software algorithm (the
-// default rule is a function of the call alone), and the reason is logged on each rank.
+// were admitted. Only then do the in-network algorithms apply, so either every rank of the
+// communicator can run them or none can: the tuner ranks the same candidates everywhere,
+// an explicit `inc` fails alike on every rank, and the reason is logged on each rank.
 #include <sched.h>
 
 #include <algorithm>
@@ -154,7 +155,12 @@ status communicator::agree_in_network() {
         return status::ok();
     }
     int32_t mine = inc_ ? 1 : 0, all = 0;
+    // Named, because an explicit `inc` (LOOM_ALGO) cannot run before admission is agreed.
+    loom_coll_attr_t attr;
+    loom_coll_attr_init(&attr);
+    attr.algorithm = "recursive-doubling";
     call_args a;
+    a.attr    = &attr;
     a.kind    = call_kind::allreduce;
     a.sendbuf = &mine;
     a.recvbuf = &all;
@@ -220,23 +226,6 @@ tuner::in_network_state communicator::in_network_for(const algorithms::call& c, 
         st.why_not = "the aggregation node does not reduce this dtype/op";
     }
     return st;
-}
-
-const algorithms::algorithm* communicator::in_network_or_fallback(
-    const algorithms::call& c, const algorithms::algorithm* chosen, bool explicit_choice,
-    loom_dtype_t dtype, loom_op_t op) {
-    tuner::in_network_state inc = in_network_for(c, dtype, op);
-    if (!explicit_choice || chosen->name != "inc" || inc.usable) {
-        return chosen;  // the tuner only picks inc where it is usable
-    }
-    const algorithms::algorithm* fallback = tuned_choice(c, dtype, op);
-    if (!fallback) {
-        return chosen;  // nothing else applies: the inc step fails with its own message
-    }
-    LOOM_LOG_INFO(log::subsystem::inc, "rank %d: %s inc falls back to %s: %s", rank(),
-                  std::string(schedule::collective_name(c.coll)).c_str(),
-                  std::string(fallback->name).c_str(), inc.why_not.c_str());
-    return fallback;
 }
 
 }  // namespace loom::comm

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "base/check.hh"
+#include "base/wire_tag.hh"
 #include "comm/comm.hh"
 
 namespace loom::comm {
@@ -101,13 +102,13 @@ status communicator::split(int color, int key, std::unique_ptr<communicator>* ou
     s.size = static_cast<int>(members.size());
     s.job  = settings_.job + ".s" + std::to_string(number) + "c" + std::to_string(color);
     s.topo = topology::shape::star(s.size);
-    s.comm_id = static_cast<uint16_t>((settings_.comm_id + 1 + number) % 1024);
+    s.comm_id = wire::wrap_comm_id(uint64_t{settings_.comm_id} + 1 + number);
     if (s.size == 1) {
         s.transport = "self";  // a child of one rank talks to nobody
-    } else if (s.transport.starts_with("fwd:")) {
+    } else if (drivers::caps c = endpoint_->capabilities(); c.forwards) {
         // The child's ranks are no lattice of LOOM_FABRIC: it connects them directly over
         // the inner driver (forwarding within a child is not done yet).
-        s.transport = s.transport.substr(4);
+        s.transport = c.direct;
     }
     auto store = std::make_shared<prefixed_store>(store_, s.job + "/");
     auto child = create(std::move(s), std::move(store));

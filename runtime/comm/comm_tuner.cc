@@ -250,20 +250,16 @@ const algorithms::algorithm* communicator::tuned_choice(const algorithms::call& 
 result<communicator::explanation> communicator::explain(const call_args& a) {
     call_options o;
     LOOM_CHECK(check_args(a, rank(), size(), &o));
-    loom_dtype_t dtype   = dtype_of(a);
-    loom_op_t op         = kind_reduces(a.kind) ? op_of(a) : LOOM_SUM;
-    algorithms::call c   = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
-    bool explicit_choice = !o.algorithm.empty() || !settings_.algos.for_primitive(c.coll).empty();
-    explanation e;
-    const algorithms::algorithm* tuned = explicit_choice ? nullptr : tuned_choice(c, dtype, op);
-    auto chosen = choose_algorithm(c, o.algorithm, settings_.algos, tuned, &e.origin);
+    loom_dtype_t dtype = dtype_of(a);
+    loom_op_t op       = kind_reduces(a.kind) ? op_of(a) : LOOM_SUM;
+    algorithms::call c = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
+    auto chosen        = choose(a.kind, c, o.algorithm, dtype, op);
     if (!chosen) {
-        return status(chosen.error()).prefix("rank " + std::to_string(rank()) + ": ");
+        return chosen.error();
     }
-    e.chosen = in_network_or_fallback(c, *chosen, explicit_choice, dtype, op);
-    if (e.chosen != *chosen) {
-        e.origin = "in-network fallback";
-    }
+    explanation e;
+    e.chosen  = chosen->algo;
+    e.origin  = chosen->origin;
     e.ranking = tuner::rank_algorithms(c, machine_, settings_.ports, in_network_for(c, dtype, op));
     e.predicted_s = tuner::predict_s(*e.chosen, c, e.ranking.bytes, machine_, settings_.ports);
     e.text = tuner::explain_text(c, e.ranking, e.chosen, e.origin, machine_, settings_.ports);

@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/wire_tag.hh"
 #include "engine/engine.hh"
 #include "engine/idle_policy.hh"
 #include "engine/request.hh"
-#include "engine/wire_tag.hh"
 
 namespace loom::engine {
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <map>
 
+#include "base/wire_tag.hh"
 #include "engine/plan.hh"
-#include "engine/wire_tag.hh"
 
 namespace loom::engine {
 namespace {

@@ -52,6 +52,17 @@ double payload_bytes(const algorithms::call& c) {
     return schedule::payload_bytes(info);
 }
 
+status admits(const algorithms::algorithm& a, const algorithms::call& c,
+              const in_network_state& inc) {
+    if (status st = algorithms::check_call(a, c); !st) {
+        return st;
+    }
+    if (a.in_network && !inc.usable) {
+        return status(LOOM_ERR_NOT_APPLICABLE, inc.why_not);
+    }
+    return status::ok();
+}
+
 ranking rank_algorithms(const algorithms::call& c, const machine_params& p,
                         algorithms::port_model ports, const in_network_state& inc) {
     ranking out;
@@ -63,10 +74,8 @@ ranking rank_algorithms(const algorithms::call& c, const machine_params& p,
         }
         candidate k;
         k.algo = a;
-        if (status st = algorithms::check_call(*a, c); !st) {
+        if (status st = admits(*a, c, inc); !st) {
             k.reason = st.message();
-        } else if (a->name == "inc" && !inc.usable) {
-            k.reason = inc.why_not;
         } else {
             k.applicable = true;
             k.time_s     = predict_s(*a, c, out.bytes, p, ports);

@@ -19,11 +19,18 @@
 
 namespace loom::tuner {
 
-/// Whether the `inc` algorithms can run this call, and why not.
+/// Whether the in-network algorithms (algorithm::in_network) can run this call, and why not.
 struct in_network_state {
     bool usable         = false;  // admitted by the aggregation node and a dtype/op it reduces
     std::string why_not = "no aggregation node (LOOM_SWITCH unset)";
 };
+
+/// Whether `a` can run `c` here: its own constraints (algorithms::check_call) and, for an
+/// algorithm that runs in the network, an aggregation node that carries the call (else
+/// LOOM_ERR_NOT_APPLICABLE with inc.why_not). The one test behind both the ranking and an
+/// explicitly named algorithm.
+status admits(const algorithms::algorithm& a, const algorithms::call& c,
+              const in_network_state& inc);
 
 struct candidate {
     const algorithms::algorithm* algo = nullptr;

@@ -81,7 +81,8 @@ for p in 0.01 0.1; do
     stop_switch
 done
 
-# A node without slots for the job: every rank falls back, results exact, nothing sent.
+# A node without slots for the job: an explicit inc fails on every rank, the tuner runs
+# software algorithms with exact results, nothing sent.
 start_switch tcp:127.0.0.1:0 --job-quota 2
 with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket LOOM_INC_SLOTS=8"
 case_run "refused N=3 (fallback)" 3 --transport tcp -- "$program" --expect fallback

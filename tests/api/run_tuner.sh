@@ -34,6 +34,17 @@ case_run "agreement, choices, traffic, calibrate over shm" 4 --transport shm -- 
 case_run "agreement, choices, traffic, calibrate over tcp" 3 --transport tcp -- \
     "$program" "$work/tcp"
 
+# loom_comm_explain chooses what the call runs, with and without LOOM_ALGO, on both
+# transports (the grid runs the tuner's defaults: no calibration is measured).
+LOOM_CALIBRATE=off case_run "explain = what runs, shm" 4 --transport shm -- \
+    "$program" --explain-matches-run
+LOOM_CALIBRATE=off LOOM_ALGO="allreduce=ring;alltoall=bruck;broadcast=binomial" \
+    case_run "explain = what runs, tcp, LOOM_ALGO" 3 --transport tcp -- \
+    "$program" --explain-matches-run
+LOOM_CALIBRATE=off LOOM_ALGO="allreduce=inc;reduce=ring" \
+    case_run "explain = what runs, shm, LOOM_ALGO inc without a node" 3 --transport shm -- \
+    "$program" --explain-matches-run
+
 export LOOM_CALIBRATE=auto LOOM_CALIBRATION_FILE="$work/auto/calibration.txt"
 case_run "no calibration file: measured at creation" 3 --transport shm -- \
     "$program" --expect-source measured

@@ -6,8 +6,9 @@
 // for bit (deterministic order). Then:
 //   --expect inc       rank 0 asks the node for its statistics: contributions > 0, i.e. the
 //                      calls really went through the network (not a silent fallback);
-//   --expect fallback  the node refused the communicator: every result still exact, the
-//                      node saw no contribution;
+//   --expect fallback  the node refused the communicator: an explicit `inc` fails on every
+//                      rank (LOOM_ERR_NOT_APPLICABLE, naming the reason), the tuner's
+//                      choices give exact results, the node saw no contribution;
 //   --until-failure    all-reduce in a loop until a call fails (the switch is killed by the
 //                      script): the failure must come within the call's timeout on every
 //                      rank, name the aggregation node (on every rank), and no result
@@ -43,11 +44,31 @@ void expect(bool ok, const std::string& what) {
     }
 }
 
+bool refused = false;  // --expect fallback: the node refused the communicator
+
+// Names `inc`, except on a refused communicator: there an explicit `inc` cannot run (it
+// fails the call, checked by explicit_inc_case), so the cases run the tuner's choice.
 loom_coll_attr_t inc_attr() {
     loom_coll_attr_t a;
     loom_coll_attr_init(&a);
-    a.algorithm = "inc";
+    a.algorithm = refused ? nullptr : "inc";
     return a;
+}
+
+// An explicit `inc` that cannot run fails on every rank with LOOM_ERR_NOT_APPLICABLE,
+// naming the algorithm and the reason, and runs nothing else in its place.
+void explicit_inc_fails(loom_comm_t comm, loom_dtype_t d, loom_op_t o, const char* reason) {
+    std::vector<uint8_t> in(100 * loom_dtype_size(d), 1), out(in.size(), 0x5a);
+    loom_coll_attr_t a;
+    loom_coll_attr_init(&a);
+    a.algorithm      = "inc";
+    loom_status_t st = loom_allreduce(comm, in.data(), out.data(), 100, d, o, &a, nullptr);
+    std::string msg  = loom_last_error_message();
+    expect(
+        st == LOOM_ERR_NOT_APPLICABLE && msg.find("allreduce inc: ") != std::string::npos &&
+            msg.find(reason) != std::string::npos,
+        "explicit inc, dtype " + std::to_string(d) + ": status " + std::to_string(st) + ": " + msg);
+    expect(out[0] == 0x5a, "a failed explicit inc wrote the output");
 }
 
 constexpr loom_dtype_t dtypes[] = {LOOM_INT32,   LOOM_INT64,    LOOM_FLOAT32,
@@ -245,8 +266,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "loom_comm_create: %s\n", loom_last_error_message());
         return 1;
     }
-    rank_ = loom_comm_rank(comm);
-    size_ = loom_comm_size(comm);
+    rank_   = loom_comm_rank(comm);
+    size_   = loom_comm_size(comm);
+    refused = expect_mode == "fallback";
     if (kill_mode) {
         until_failure(comm, 1 << 16);
     } else {
@@ -279,13 +301,18 @@ int main(int argc, char** argv) {
         if (expect_mode == "inc" && std::getenv("LOOM_SWITCH_FABRIC") == nullptr) {
             split_case(comm);  // (trees serve the world communicator only)
         }
-        // A dtype/op the node does not reduce falls back, on every rank alike.
+        // A dtype/op the node does not reduce: an explicit inc fails on every rank alike;
+        // the tuner's choice runs it in software.
+        explicit_inc_fails(comm, LOOM_INT8, LOOM_SUM,
+                           refused ? "" : "the aggregation node does not reduce this dtype/op");
+        if (refused) {
+            explicit_inc_fails(comm, LOOM_FLOAT32, LOOM_SUM, "");
+        }
         std::vector<int8_t> in(100, int8_t(rank_)), out(100);
-        loom_coll_attr_t a = inc_attr();
-        expect(loom_allreduce(comm, in.data(), out.data(), 100, LOOM_INT8, LOOM_SUM, &a, nullptr) ==
-                   LOOM_SUCCESS,
-               "int8 sum (fallback)");
-        expect(out[5] == int8_t(size_ * (size_ - 1) / 2), "int8 fallback result");
+        expect(loom_allreduce(comm, in.data(), out.data(), 100, LOOM_INT8, LOOM_SUM, nullptr,
+                              nullptr) == LOOM_SUCCESS,
+               "int8 sum (software)");
+        expect(out[5] == int8_t(size_ * (size_ - 1) / 2), "int8 software result");
         loom_barrier(comm, nullptr, nullptr);
         if (rank_ == 0) {
             long contributions = node_counter("contributions");

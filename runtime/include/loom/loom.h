@@ -312,7 +312,7 @@ typedef struct loom_explain_candidate {
 typedef struct loom_explain {
     size_t struct_size; /**< sizeof(loom_explain_t), set by the caller */
     char algorithm[32]; /**< the algorithm the call runs */
-    char origin[32];    /**< "attribute", "LOOM_ALGO", "tuner", "in-network fallback" */
+    char origin[32];    /**< "attribute", "LOOM_ALGO", "tuner" */
     double predicted_s; /**< its predicted time */
     int n_candidates;   /**< entries filled in candidates[], fastest applicable first */
     loom_explain_candidate_t candidates[LOOM_EXPLAIN_MAX_CANDIDATES];
@@ -321,7 +321,8 @@ typedef struct loom_explain {
 /// Explains the choice for a call of `count` elements (as the primitive's count argument)
 /// without running it: every algorithm of the primitive, applicable ones ranked by
 /// predicted time, excluded ones with the reason, and the choice (attr->algorithm, else
-/// LOOM_ALGO, else the tuner; identical on every rank). `text` (may be NULL) receives the
+/// LOOM_ALGO, else the tuner; identical on every rank; the one choice the call itself makes,
+/// so the call runs exactly what this reports). `text` (may be NULL) receives the
 /// same as a table, truncated to text_size. With LOOM_EXPLAIN=1 every new choice is also
 /// logged by rank 0. Local; never blocks; starts no call.
 /// @return LOOM_SUCCESS; LOOM_ERR_INVALID_ARGUMENT for NULL comm/out or a bad dtype, op,
@@ -336,11 +337,15 @@ loom_status_t loom_comm_explain(loom_comm_t comm, loom_collective_t coll, size_t
  * primitives: broadcast, reduce, allreduce, reduce_scatter, allgather, alltoall, sendrecv);
  * else the tuner: the applicable algorithm of least predicted time (closed-form cost at the
  * calibrated α, BW and reduction throughput, on the communicator's topology, with `inc`
- * where an aggregation node admitted the communicator), cached per size bucket and the
- * same on every rank (loom_comm_explain says why); barrier is a 1-byte allreduce. An unknown
- * name, or one whose constraints exclude the call, is an error (LOOM_ERR_INVALID_ARGUMENT
- * or LOOM_ERR_NOT_APPLICABLE) whose message lists the allowed names; there is no silent
- * fallback. */
+ * where an aggregation node admitted the communicator and reduces the dtype and op), cached
+ * per size bucket and the same on every rank (loom_comm_explain says why). A barrier is a
+ * 1-byte allreduce that takes attr->algorithm, else the tuner's (not LOOM_ALGO).
+ * An algorithm named explicitly (attribute or LOOM_ALGO) that cannot run the call fails
+ * it on every rank, and nothing is sent: an unknown name with LOOM_ERR_INVALID_ARGUMENT, a
+ * name whose constraints exclude the call with LOOM_ERR_NOT_APPLICABLE (among them `inc`
+ * without an aggregation node that admitted the communicator, or for a dtype/op the node
+ * does not reduce). The message names the algorithm, the reason and the names that would
+ * apply. There is no fallback to another algorithm. */
 
 /// Broadcast: `count` elements of sendbuf on `root` land in recvbuf on every rank.
 /// sendbuf is read on root only (may be NULL elsewhere); recvbuf is written everywhere

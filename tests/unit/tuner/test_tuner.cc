@@ -294,6 +294,38 @@ static void size_buckets_and_representatives(void**) {
     assert_null(cache.find(b, false, 2000));
 }
 
+// admits: the one applicability test behind the ranking and an explicit name. An
+// in-network algorithm states its need of a node (algorithm::in_network), not its name.
+static void admits_states_the_in_network_constraint(void**) {
+    auto c = test::make_call(collective::allreduce, 4, 1000);
+    tuner::in_network_state none;
+    none.why_not = "no node here";
+    tuner::in_network_state usable;
+    usable.usable  = true;
+    int in_network = 0;
+    for (const algorithms::algorithm* a : algorithms::catalogue()) {
+        if (a->primitive != collective::allreduce) {
+            continue;
+        }
+        const bool fits = algorithms::check_call(*a, c).is_ok();
+        status without  = tuner::admits(*a, c, none);
+        status with     = tuner::admits(*a, c, usable);
+        assert_int_equal(with.is_ok(), fits);  // a usable node adds no constraint
+        if (a->in_network) {
+            ++in_network;
+            assert_false(without.is_ok());
+            assert_int_equal(without.code(), LOOM_ERR_NOT_APPLICABLE);
+            assert_string_equal(without.message().c_str(), "no node here");
+        } else {
+            assert_int_equal(without.is_ok(), fits);
+        }
+    }
+    assert_int_equal(in_network, 1);  // inc
+    for (collective k : {collective::allreduce, collective::reduce, collective::broadcast}) {
+        assert_true(algorithms::find(k, "inc")->in_network);
+    }
+}
+
 static void explanation_text_names_everything(void**) {
     auto c = test::make_call(collective::allreduce, 6, 1000);
     tuner::ranking r =
@@ -316,6 +348,7 @@ int main() {
         cmocka_unit_test(calibration_lines_per_rank_count),
         cmocka_unit_test(calibration_malformed_line_is_named),
         cmocka_unit_test(ranking_sorts_and_excludes_with_reasons),
+        cmocka_unit_test(admits_states_the_in_network_constraint),
         cmocka_unit_test(ranking_equals_closed_forms),
         cmocka_unit_test(ranking_crossovers),
         cmocka_unit_test(ranking_counts_the_reduction),
