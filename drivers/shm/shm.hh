@@ -47,8 +47,8 @@
 #include "base/clock.hh"
 #include "base/intrusive_list.hh"
 #include "base/spsc_ring.hh"
+#include "drivers/common/loopback.hh"
 #include "drivers/driver.hh"
-#include "drivers/self/self.hh"
 
 namespace loom::drivers::shm {
 
@@ -342,7 +342,7 @@ class shm_endpoint final : public endpoint {
     op* free_ops_  = nullptr;
     size_t in_use_ = 0;
     intrusive_list<op> done_;
-    self::loopback loop_;  // peer == own rank
+    common::loopback loop_;  // peer == own rank
     double next_liveness_s_ = 0;
     bool connected_         = false;
     bool closed_            = false;

@@ -1,15 +1,16 @@
-// The tcp driver's matching state: one open-addressing table keyed by (peer, direction, tag)
-// for posted receives, early arrivals and sends waiting for clear-to-send, and a pool of
-// buffers for early (unexpected) small messages. Both are sized at connect time; nothing
-// here allocates per message.
+// The (peer, direction, tag) table every endpoint with early arrivals matches through:
+// posted receives, early arrivals and sends waiting for the receiver, found in O(1) by
+// open addressing. Sized when the endpoint opens; nothing here allocates per message. The
+// states name what a reliable endpoint holds for a message whichever side came first; the
+// transport decides what an early arrival's payload is (a buffer of its own, a rendezvous
+// still at the sender).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
-namespace loom::drivers::tcp {
+namespace loom::drivers::common {
 
 enum class dir : uint8_t { recv = 0, send = 1 };
 
@@ -18,8 +19,9 @@ enum class entry_state : uint8_t {
     posted,         // a receive is posted, nothing arrived yet: buf, cap, cookie
     early_eager,    // an eager message arrived first: slot, msg_len, complete, claimed
     early_rts,      // a rendezvous request arrived first: msg_len
-    awaiting_data,  // CTS sent, the data frame will land in buf: buf, cap, cookie, msg_len
-    awaiting_cts,   // (send side) RTS sent: desc
+    awaiting_data,  // the receiver asked for the data (CTS), it lands in buf: buf, cap, cookie,
+                    // msg_len
+    awaiting_cts,   // (send side) the receiver was told (RTS): desc
 };
 
 struct entry {
@@ -74,30 +76,4 @@ class match_table {
     uint32_t max_entries_ = 0;
 };
 
-/// Buffers for early eager messages, in size classes 256 B x 4^k up to the eager limit.
-/// A class grows by one chunk when its free list is empty (the backlog passed its
-/// high-water mark), up to a byte cap; after that get() answers null and the caller stops
-/// reading the connection until a buffer comes back.
-class slot_pool {
-  public:
-    void init(uint64_t eager_limit, uint64_t cap_bytes);
-    uint8_t* get(uint64_t len);
-    void put(uint8_t* slot, uint64_t len);
-    uint64_t bytes_held() const { return bytes_; }
-
-  private:
-    static constexpr int max_classes = 8;
-    int class_of(uint64_t len) const;
-    bool grow(int cls);
-
-    struct free_node {
-        free_node* next;
-    };
-    free_node* free_[max_classes]      = {};
-    uint64_t class_bytes_[max_classes] = {};
-    int classes_                       = 0;
-    uint64_t bytes_ = 0, cap_ = 0;
-    std::vector<std::unique_ptr<uint8_t[]>> chunks_;
-};
-
-}  // namespace loom::drivers::tcp
+}  // namespace loom::drivers::common
