@@ -23,22 +23,6 @@ uint64_t match_table::home(int peer, dir d, uint64_t tag) const {
     return mix64(tag ^ (uint64_t(uint32_t(peer)) << 1 | uint64_t(d)) * golden_gamma) & mask_;
 }
 
-template <class Pred>
-entry* match_table::probe(int peer, dir d, uint64_t tag, Pred pred) {
-    if (slots_.empty()) {
-        return nullptr;
-    }
-    for (uint64_t i = home(peer, d, tag);; i = (i + 1) & mask_) {
-        entry& e = slots_[i];
-        if (e.state == entry_state::empty) {
-            return nullptr;
-        }
-        if (e.tag == tag && e.peer == peer && e.direction == d && pred(e)) {
-            return &e;
-        }
-    }
-}
-
 entry* match_table::find(int peer, dir d, uint64_t tag, entry_state want) {
     return probe(peer, d, tag,
                  [want](const entry& e) { return want == entry_state::empty || e.state == want; });

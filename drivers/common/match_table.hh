@@ -59,6 +59,11 @@ class match_table {
     entry* find_unclaimed(int peer, uint64_t tag);
     /// The early_eager entry filling `slot`.
     entry* find_slot(int peer, uint64_t tag, const uint8_t* slot);
+    /// The first entry for the key for which `pred(entry)` holds, or null.
+    template <class Pred>
+    entry* find_if(int peer, dir d, uint64_t tag, Pred pred) {
+        return probe(peer, d, tag, pred);
+    }
     /// A new entry for the key, or null when the table is full.
     entry* insert(int peer, dir d, uint64_t tag, entry_state state);
     void erase(entry* e);
@@ -68,7 +73,20 @@ class match_table {
   private:
     uint64_t home(int peer, dir d, uint64_t tag) const;
     template <class Pred>
-    entry* probe(int peer, dir d, uint64_t tag, Pred pred);
+    entry* probe(int peer, dir d, uint64_t tag, Pred pred) {
+        if (slots_.empty()) {
+            return nullptr;
+        }
+        for (uint64_t i = home(peer, d, tag);; i = (i + 1) & mask_) {
+            entry& e = slots_[i];
+            if (e.state == entry_state::empty) {
+                return nullptr;
+            }
+            if (e.tag == tag && e.peer == peer && e.direction == d && pred(e)) {
+                return &e;
+            }
+        }
+    }
 
     std::vector<entry> slots_;
     uint64_t mask_        = 0;

@@ -15,14 +15,30 @@ void forward_endpoint::unlist_recv(int i) {
     if (!ops_[size_t(i)].listed) {
         return;
     }
-    ops_[size_t(i)].listed = false;
+    user_op& o = ops_[size_t(i)];
+    o.listed   = false;
     open_recvs_.erase(std::find(open_recvs_.begin(), open_recvs_.end(), i));
+    recv_index_.erase(
+        recv_index_.find_if(o.peer, common::dir::recv, o.tag,
+                            [i](const common::entry& e) { return e.cookie == uint64_t(i); }));
 }
 
 void forward_endpoint::unlist_msg(int mi) {
     auto at = std::find(live_msgs_.begin(), live_msgs_.end(), mi);
     *at     = live_msgs_.back();
     live_msgs_.pop_back();
+    msg_index_.erase(msg_entry(mi));
+}
+
+common::entry* forward_endpoint::msg_entry(int mi) {
+    const in_msg& m = msgs_[size_t(mi)];
+    return msg_index_.find_if(m.src, common::dir::recv, m.tag,
+                              [mi](const common::entry& e) { return e.cookie == uint64_t(mi); });
+}
+
+// Message m has its receive, or drains: no later receive may match it.
+void forward_endpoint::msg_taken(int mi) {
+    msg_entry(mi)->state = common::entry_state::awaiting_data;
 }
 
 int forward_endpoint::take_early() {
@@ -77,13 +93,9 @@ void forward_endpoint::arrived(uint32_t c, loom_status_t st, bool withdrawn) {
     msg_progress(mi);
 }
 
-int forward_endpoint::find_msg(int src, uint64_t tag) const {
-    for (int m : live_msgs_) {
-        if (msgs_[size_t(m)].src == src && msgs_[size_t(m)].tag == tag) {
-            return m;
-        }
-    }
-    return -1;
+int forward_endpoint::find_msg(int src, uint64_t tag) {
+    common::entry* e = msg_index_.find(src, common::dir::recv, tag);
+    return e != nullptr ? int(e->cookie) : -1;
 }
 
 // Completes the matched receive or frees a drained message once every byte arrived.
@@ -139,6 +151,7 @@ void forward_endpoint::match(int mi, int r) {
         o.msg = mi;
         unlist_recv(r);
     }
+    msg_taken(mi);
     drain_parked(mi);
     msg_progress(mi);
 }
@@ -167,25 +180,21 @@ void forward_endpoint::deliver(uint32_t c) {
         m.done_bytes  = 0;
         m.parked_head = m.parked_tail = -1;
         live_msgs_.push_back(mi);
-        k.msg = mi;
+        msg_index_.insert(m.src, common::dir::recv, m.tag, common::entry_state::early_eager)
+            ->cookie = uint64_t(mi);
+        k.msg        = mi;
         park(mi, c);
-        k.state   = ch_state::parked;
-        int other = -1;
-        for (int r : open_recvs_) {
-            const user_op& o = ops_[size_t(r)];
-            if (o.peer != m.src) {
-                continue;
-            }
-            if (o.tag == m.tag) {
-                match(mi, r);
-                return;
-            }
-            if (other < 0 && same_call_other_imm(o.tag, o.imm, m.tag, m.imm)) {
-                other = r;
-            }
+        k.state = ch_state::parked;
+        if (common::entry* r = recv_index_.find(m.src, common::dir::recv, m.tag)) {
+            match(mi, int(r->cookie));
+            return;
         }
-        if (other >= 0) {
-            finish(other, completion{0, LOOM_ERR_MISMATCH, m.src, size_t(m.total), m.tag, m.imm});
+        for (int r : open_recvs_) {  // the first receive of the same call, posting order
+            const user_op& o = ops_[size_t(r)];
+            if (o.peer == m.src && same_call_other_imm(o.tag, o.imm, m.tag, m.imm)) {
+                finish(r, completion{0, LOOM_ERR_MISMATCH, m.src, size_t(m.total), m.tag, m.imm});
+                break;
+            }
         }
         read_early(mi);
         return;
@@ -209,12 +218,10 @@ void forward_endpoint::match_posted(int i) {
     int peer     = o.peer;
     uint64_t tag = o.tag;
     uint64_t imm = o.imm;
-    for (int m : live_msgs_) {
-        const in_msg& x = msgs_[size_t(m)];
-        if (x.src == peer && x.rop < 0 && !x.drain && x.tag == tag) {
-            match(m, i);
-            return;
-        }
+    if (common::entry* e =
+            msg_index_.find(peer, common::dir::recv, tag, common::entry_state::early_eager)) {
+        match(int(e->cookie), i);
+        return;
     }
     for (int m : live_msgs_) {
         const in_msg& x = msgs_[size_t(m)];
@@ -225,6 +232,8 @@ void forward_endpoint::match_posted(int i) {
     }
     o.listed = true;
     open_recvs_.push_back(i);
+    recv_index_.insert(peer, common::dir::recv, tag, common::entry_state::posted)->cookie =
+        uint64_t(i);
 }
 
 // Message m has no receive yet: read the payloads of its parked chunks into private
@@ -285,7 +294,7 @@ void forward_endpoint::withdraw_recv(int i) {
         }
     }
     m.rop   = -1;
-    m.drain = true;
+    m.drain = true;  // (taken already: it was matched)
     release_op(i);
     drain_parked(int(&m - msgs_.data()));
     msg_progress(int(&m - msgs_.data()));

@@ -66,6 +66,8 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
     sends_.reserve(c.max_ops);
     live_msgs_.reserve(c.max_ops);
     open_recvs_.reserve(c.max_ops);
+    msg_index_.init(c.max_ops);
+    recv_index_.init(c.max_ops);
     early_store_.reserve(c.max_ops);
     free_early_.reserve(c.max_ops);
 }

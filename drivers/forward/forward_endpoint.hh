@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "drivers/common/match_table.hh"
 #include "drivers/driver.hh"
 #include "drivers/forward/fifo.hh"
 #include "drivers/forward/forward.hh"
@@ -136,7 +137,7 @@ class forward_endpoint final : public endpoint {
     void withdraw_send(int i);
     void withdraw_recv(int i);
     void msg_progress(int m);
-    int find_msg(int src, uint64_t tag) const;
+    int find_msg(int src, uint64_t tag);
     void match(int m, int r);
     void pump();
     void drain_parked(int m);
@@ -148,6 +149,8 @@ class forward_endpoint final : public endpoint {
     uint8_t* early_data(const chunk& k) { return early_store_[size_t(k.early)].get(); }
     void unlist_recv(int i);
     void unlist_msg(int m);
+    common::entry* msg_entry(int m);
+    void msg_taken(int m);
 
     std::vector<std::unique_ptr<uint8_t[]>> bufs_;
     std::unique_ptr<uint8_t[]> sink_;
@@ -178,6 +181,11 @@ class forward_endpoint final : public endpoint {
     std::vector<int> free_msgs_;
     std::vector<int> live_msgs_;   // messages in progress at this destination
     std::vector<int> open_recvs_;  // posted receives not yet matched, in posting order
+    /// The same two, found by (source, tag) in O(1) through the shared match table (the
+    /// entry's cookie is the index): a message is early_eager while it waits for its
+    /// receive and awaiting_data once matched or draining; a receive is posted.
+    common::match_table msg_index_;
+    common::match_table recv_index_;
     /// Early-arrival buffers (chunk-sized), recycled: made on first need, never freed.
     std::vector<std::unique_ptr<uint8_t[]>> early_store_;
     std::vector<int> free_early_;

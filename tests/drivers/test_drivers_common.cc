@@ -223,6 +223,11 @@ static void table_equal_keys_come_out_oldest_first(void**) {
     assert_int_equal(first->cookie, 1);
     first->claimed = true;
     assert_int_equal(t.find_unclaimed(0, 5)->cookie, 2);
+    // find_if picks among equal keys by what the entry holds (an index kept in the cookie).
+    entry* second = t.find_if(0, dir::recv, 5, [](const entry& e) { return e.cookie == 2; });
+    assert_non_null(second);
+    assert_int_equal(second->cookie, 2);
+    assert_null(t.find_if(0, dir::recv, 5, [](const entry& e) { return e.cookie == 3; }));
     t.erase(first);
     assert_int_equal(t.find(0, dir::recv, 5)->cookie, 2);
 }
