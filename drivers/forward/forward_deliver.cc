@@ -20,7 +20,7 @@ void forward_endpoint::unlist_recv(int i) {
     open_recvs_.erase(std::find(open_recvs_.begin(), open_recvs_.end(), i));
     recv_index_.erase(
         recv_index_.find_if(o.peer, common::dir::recv, o.tag,
-                            [i](const common::entry& e) { return e.cookie == uint64_t(i); }));
+                            [i](const common::ref_entry& e) { return e.cookie == uint64_t(i); }));
 }
 
 void forward_endpoint::unlist_msg(int mi) {
@@ -30,10 +30,11 @@ void forward_endpoint::unlist_msg(int mi) {
     msg_index_.erase(msg_entry(mi));
 }
 
-common::entry* forward_endpoint::msg_entry(int mi) {
+common::ref_entry* forward_endpoint::msg_entry(int mi) {
     const in_msg& m = msgs_[size_t(mi)];
-    return msg_index_.find_if(m.src, common::dir::recv, m.tag,
-                              [mi](const common::entry& e) { return e.cookie == uint64_t(mi); });
+    return msg_index_.find_if(m.src, common::dir::recv, m.tag, [mi](const common::ref_entry& e) {
+        return e.cookie == uint64_t(mi);
+    });
 }
 
 // Message m has its receive, or drains: no later receive may match it.
@@ -94,7 +95,7 @@ void forward_endpoint::arrived(uint32_t c, loom_status_t st, bool withdrawn) {
 }
 
 int forward_endpoint::find_msg(int src, uint64_t tag) {
-    common::entry* e = msg_index_.find(src, common::dir::recv, tag);
+    common::ref_entry* e = msg_index_.find(src, common::dir::recv, tag);
     return e != nullptr ? int(e->cookie) : -1;
 }
 
@@ -185,7 +186,7 @@ void forward_endpoint::deliver(uint32_t c) {
         k.msg        = mi;
         park(mi, c);
         k.state = ch_state::parked;
-        if (common::entry* r = recv_index_.find(m.src, common::dir::recv, m.tag)) {
+        if (common::ref_entry* r = recv_index_.find(m.src, common::dir::recv, m.tag)) {
             match(mi, int(r->cookie));
             return;
         }
@@ -218,7 +219,7 @@ void forward_endpoint::match_posted(int i) {
     int peer     = o.peer;
     uint64_t tag = o.tag;
     uint64_t imm = o.imm;
-    if (common::entry* e =
+    if (common::ref_entry* e =
             msg_index_.find(peer, common::dir::recv, tag, common::entry_state::early_eager)) {
         match(int(e->cookie), i);
         return;

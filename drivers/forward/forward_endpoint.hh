@@ -149,7 +149,7 @@ class forward_endpoint final : public endpoint {
     uint8_t* early_data(const chunk& k) { return early_store_[size_t(k.early)].get(); }
     void unlist_recv(int i);
     void unlist_msg(int m);
-    common::entry* msg_entry(int m);
+    common::ref_entry* msg_entry(int m);
     void msg_taken(int m);
 
     std::vector<std::unique_ptr<uint8_t[]>> bufs_;
@@ -184,8 +184,8 @@ class forward_endpoint final : public endpoint {
     /// The same two, found by (source, tag) in O(1) through the shared match table (the
     /// entry's cookie is the index): a message is early_eager while it waits for its
     /// receive and awaiting_data once matched or draining; a receive is posted.
-    common::match_table msg_index_;
-    common::match_table recv_index_;
+    common::ref_table msg_index_;
+    common::ref_table recv_index_;
     /// Early-arrival buffers (chunk-sized), recycled: made on first need, never freed.
     std::vector<std::unique_ptr<uint8_t[]>> early_store_;
     std::vector<int> free_early_;

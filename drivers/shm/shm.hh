@@ -351,7 +351,7 @@ class shm_endpoint final : public endpoint {
     /// Posted receives (cookie: op index) and early arrivals (cookie: index in the peer's
     /// early pool) by (peer, tag), through the shared match table; the per-peer lists keep
     /// their order for the same-call check and the failure sweep.
-    common::match_table index_;
+    common::ref_table index_;
     common::loopback loop_;  // peer == own rank
     double next_liveness_s_ = 0;
     bool connected_         = false;

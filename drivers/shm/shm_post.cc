@@ -183,30 +183,32 @@ void shm_endpoint::post(peer_state& ps, op* o) {
 
 void shm_endpoint::unpost(peer_state& ps, op* o) {
     ps.posted.remove(o);
-    index_.erase(index_.find_if(ps.rank, common::dir::recv, o->tag, [o](const common::entry& e) {
-        return e.state == common::entry_state::posted && e.cookie == o->index;
-    }));
+    index_.erase(
+        index_.find_if(ps.rank, common::dir::recv, o->tag, [o](const common::ref_entry& e) {
+            return e.state == common::entry_state::posted && e.cookie == o->index;
+        }));
 }
 
 // A failure completes every posted receive of the peer: none stays in the index.
 void shm_endpoint::unpost_all(peer_state& ps) {
     for (op* o = ps.posted.front(); o != nullptr; o = o->next) {
         index_.erase(
-            index_.find_if(ps.rank, common::dir::recv, o->tag, [o](const common::entry& e) {
+            index_.find_if(ps.rank, common::dir::recv, o->tag, [o](const common::ref_entry& e) {
                 return e.state == common::entry_state::posted && e.cookie == o->index;
             }));
     }
 }
 
 op* shm_endpoint::find_posted(const peer_state& ps, uint64_t tag) {
-    common::entry* e = index_.find(ps.rank, common::dir::recv, tag, common::entry_state::posted);
+    common::ref_entry* e =
+        index_.find(ps.rank, common::dir::recv, tag, common::entry_state::posted);
     return e != nullptr ? &ops_[e->cookie] : nullptr;
 }
 
 // The oldest early arrival for (peer, tag), out of the index and the peer's list; null if
 // none came.
 early_msg* shm_endpoint::take_early(peer_state& ps, uint64_t tag) {
-    common::entry* e =
+    common::ref_entry* e =
         index_.find(ps.rank, common::dir::recv, tag, common::entry_state::early_eager);
     if (e == nullptr) {
         return nullptr;

@@ -23,6 +23,8 @@ using drivers::common::entry_state;
 using drivers::common::last_call;
 using drivers::common::loopback;
 using drivers::common::match_table;
+using drivers::common::ref_entry;
+using drivers::common::ref_table;
 
 namespace {
 
@@ -246,9 +248,10 @@ static void table_full_refuses_inserts(void**) {
 }
 
 // Random inserts and erases against a plain list: backward-shift deletion must keep every
-// remaining entry reachable from its home slot.
-static void table_erase_keeps_the_rest_reachable(void**) {
-    match_table t;
+// remaining entry reachable from its home slot. Both entry types share the table.
+template <class Table>
+static void erase_keeps_the_rest_reachable() {
+    Table t;
     t.init(256);
     std::mt19937_64 rng(13);
     std::vector<std::pair<int, uint64_t>> live;
@@ -260,7 +263,7 @@ static void table_erase_keeps_the_rest_reachable(void**) {
             if (t.find(peer, dir::recv, tag) != nullptr) {
                 continue;
             }
-            entry* e  = t.insert(peer, dir::recv, tag, entry_state::posted);
+            auto* e   = t.insert(peer, dir::recv, tag, entry_state::posted);
             e->cookie = uint64_t(round);
             live.push_back({peer, tag});
         } else {
@@ -276,6 +279,25 @@ static void table_erase_keeps_the_rest_reachable(void**) {
         }
     }
     assert_int_equal(t.size(), live.size());
+}
+
+static void table_erase_keeps_the_rest_reachable(void**) {
+    erase_keeps_the_rest_reachable<match_table>();
+    erase_keeps_the_rest_reachable<ref_table>();
+}
+
+// The compact table: an index into the endpoint's own pools, a state per entry.
+static void ref_table_names_pool_entries(void**) {
+    ref_table t;
+    t.init(4);
+    t.insert(1, dir::recv, 9, entry_state::posted)->cookie      = 40;
+    t.insert(1, dir::recv, 9, entry_state::early_eager)->cookie = 41;
+    assert_int_equal(t.find(1, dir::recv, 9, entry_state::early_eager)->cookie, 41);
+    ref_entry* posted = t.find(1, dir::recv, 9, entry_state::posted);
+    assert_int_equal(posted->cookie, 40);
+    t.erase(posted);
+    assert_null(t.find(1, dir::recv, 9, entry_state::posted));
+    assert_int_equal(t.find(1, dir::recv, 9)->cookie, 41);
 }
 
 // ---- the same-call rule and the completion ring ----
@@ -326,6 +348,7 @@ int main() {
         cmocka_unit_test(table_equal_keys_come_out_oldest_first),
         cmocka_unit_test(table_full_refuses_inserts),
         cmocka_unit_test(table_erase_keeps_the_rest_reachable),
+        cmocka_unit_test(ref_table_names_pool_entries),
         cmocka_unit_test(call_rule_needs_same_call_other_imm),
         cmocka_unit_test(completion_ring_is_fifo_across_wraps),
     };
