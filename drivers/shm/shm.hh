@@ -320,6 +320,7 @@ class shm_endpoint final : public endpoint {
     void post(peer_state& ps, op* o);
     void unpost(peer_state& ps, op* o);
     void unpost_all(peer_state& ps);
+    void unindex(const peer_state& ps, const op* o);
     op* find_posted(const peer_state& ps, uint64_t tag);
     early_msg* take_early(peer_state& ps, uint64_t tag);
     // shm_rndv.cc

@@ -183,20 +183,21 @@ void shm_endpoint::post(peer_state& ps, op* o) {
 
 void shm_endpoint::unpost(peer_state& ps, op* o) {
     ps.posted.remove(o);
-    index_.erase(
-        index_.find_if(ps.rank, common::dir::recv, o->tag, [o](const common::ref_entry& e) {
-            return e.state == common::entry_state::posted && e.cookie == o->index;
-        }));
+    unindex(ps, o);
 }
 
 // A failure completes every posted receive of the peer: none stays in the index.
 void shm_endpoint::unpost_all(peer_state& ps) {
     for (op* o = ps.posted.front(); o != nullptr; o = o->next) {
-        index_.erase(
-            index_.find_if(ps.rank, common::dir::recv, o->tag, [o](const common::ref_entry& e) {
-                return e.state == common::entry_state::posted && e.cookie == o->index;
-            }));
+        unindex(ps, o);
     }
+}
+
+void shm_endpoint::unindex(const peer_state& ps, const op* o) {
+    index_.erase(
+        index_.find_if(ps.rank, common::dir::recv, o->tag, [o](const common::ref_entry& e) {
+            return e.state == common::entry_state::posted && e.cookie == o->index;
+        }));
 }
 
 op* shm_endpoint::find_posted(const peer_state& ps, uint64_t tag) {
