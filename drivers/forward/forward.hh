@@ -39,8 +39,13 @@
 // a receive's remaining chunks are drained into a sink. Counters: link_stats() below.
 //
 // Hot path: operations, chunks, messages and buffers come from pools sized at open; the
-// queues are fixed arrays that only grow past an earlier peak (fifo.hh); matching scans
-// only the messages and receives in flight. cancel() is not on it (it scans and copies).
+// queues are fixed arrays that only grow past an earlier peak (fifo.hh); a message and its
+// receive find each other by (source, tag) in the shared match table (drivers/common), and
+// only the same-call check of a message nothing matched scans the receives in flight.
+// cancel() is not on it (it scans and copies).
+//
+// Files: forward_endpoint.cc (the endpoint glue), forward_route.cc (routing and flow
+// control), forward_deliver.cc (delivery at the destination), forward_wire.hh.
 //
 // Limits (not yet done):
 //  - the deadlock argument above covers the forwarder's own buffers; the inner driver's

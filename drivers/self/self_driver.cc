@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
+#include "drivers/common/loopback.hh"
 #include "drivers/registry_internal.hh"
-#include "drivers/self/self.hh"
 
 namespace loom::drivers {
 namespace {
@@ -50,7 +50,7 @@ class self_endpoint final : public endpoint {
     static bool cancel(void* ctx, uint64_t cookie) { return self(ctx)->loop_.cancel(cookie); }
 
     int rank_;
-    self::loopback loop_;
+    common::loopback loop_;
     fast_path fast_{};
 };
 
@@ -64,7 +64,7 @@ result<std::unique_ptr<endpoint>> open_self(const endpoint_config& config) {
                                 ": self connects a rank only to itself (size 1, or peers = "
                                 "{rank}); use shm or tcp for other ranks");
     }
-    return std::unique_ptr<endpoint>(new self_endpoint(config.rank, self::max_ops_param()));
+    return std::unique_ptr<endpoint>(new self_endpoint(config.rank, common::loopback_max_ops()));
 }
 
 }  // namespace loom::drivers

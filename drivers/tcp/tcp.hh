@@ -3,9 +3,9 @@
 //
 // Files (STYLE.md G6): tcp_device.cc (settings, bind address, listen socket, socket options
 // and per-peer rings), tcp_conn.cc (address publish, connect/accept handshake naming ranks),
-// tcp_progress.cc (the non-blocking send and receive state machines), tcp_match.cc (the
-// (peer, tag) table and the pool of early-arrival buffers), tcp_endpoint.cc (open, the
-// fast-path entry points, failure, close).
+// tcp_progress.cc (the non-blocking send and receive state machines), tcp_slot_pool.cc (the
+// pool of early-arrival buffers; the (peer, tag) table is drivers/common/match_table.hh),
+// tcp_endpoint.cc (open, the fast-path entry points, failure, close).
 //
 // Connections. Rank i connects to every peer j > i; j accepts. The listen address is the
 // one LOOM_TCP_ADDR names, else the IPv4 address of LOOM_TCP_IFACE, else the host's first
@@ -26,12 +26,12 @@
 // CTS, and the sender writes a data frame from the user's buffer (writev/sendmsg), which the
 // receiver reads into the user's buffer: no intermediate copy on either side, no memory held for
 // large early arrivals, and a large message never blocks the messages behind it on the connection
-// (the engine may post receives in any order). Matching follows drivers/self/self.hh: a message
-// whose length or immediate differs from what its receive expects completes the receive with
-// LOOM_ERR_MISMATCH and delivers nothing (an eager payload is read and dropped; a rendezvous
+// (the engine may post receives in any order). Matching follows drivers/common/loopback.hh: a
+// message whose length or immediate differs from what its receive expects completes the receive
+// with LOOM_ERR_MISMATCH and delivers nothing (an eager payload is read and dropped; a rendezvous
 // answers NACK) while the send completes with LOOM_SUCCESS. A control tag (bit 63) goes as
 // one header and arrives as an unsolicited completion. Sends to the own rank go through the
-// self driver's loopback.
+// loopback matcher (drivers/common).
 //
 // Progress. poll() writes every peer's queued frames (sendmsg over up to 64 iovecs, so
 // thousands of small messages cost few system calls), then takes the readable sockets from one
@@ -59,9 +59,11 @@
 #include <string>
 #include <vector>
 
+#include "drivers/common/call_rule.hh"
+#include "drivers/common/completion_ring.hh"
+#include "drivers/common/loopback.hh"
 #include "drivers/driver.hh"
-#include "drivers/self/self.hh"
-#include "drivers/tcp/tcp_match.hh"
+#include "drivers/tcp/tcp_slot_pool.hh"
 
 namespace loom::drivers::tcp {
 
@@ -202,9 +204,7 @@ struct peer {
     // The last receive posted for this peer and the last early message from it: a message
     // of the same call (driver.hh call_tag_mask) with another immediate is a mismatch even
     // when the full tags differ (the two ranks run different schedules).
-    uint64_t last_posted_tag = 0, last_posted_imm = 0;
-    uint64_t last_early_tag = 0, last_early_imm = 0;
-    bool has_last_posted = false, has_last_early = false;
+    common::call_records calls;
     bool stalled   = false;  // a header waits for table or pool space
     bool watch_out = false;  // EPOLLOUT is armed: frames wait for socket space
     status error;            // why it failed, naming the peer
@@ -258,7 +258,7 @@ class tcp_endpoint final : public endpoint {
     loom_status_t post_recv(int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
                             uint64_t cookie);
     int poll(completion* out, int max);
-    bool pending() const { return active_ > 0 || cq_head_ != cq_tail_ || loop_->pending(); }
+    bool pending() const { return active_ > 0 || !cq_.empty() || loop_->pending(); }
     /// Withdraws the operation with `cookie` (driver.hh): an unstarted send or an unmatched
     /// receive is removed; a send on the wire (or whose RTS is out) finishes from a copy of
     /// its unsent bytes; a receive being filled (or whose CTS is out) drains into a discard
@@ -327,12 +327,11 @@ class tcp_endpoint final : public endpoint {
     match_table table_;            // receive side: posted receives and early arrivals
     match_table cts_table_;        // send side: rendezvous sends waiting for clear-to-send
     slot_pool pool_;
-    std::vector<cq_entry> cq_;
-    uint64_t cq_head_ = 0, cq_tail_ = 0, cq_mask_ = 0;
-    uint64_t active_            = 0;        // operations posted and not yet completed
-    uint32_t recvs_outstanding_ = 0;        // posted and not yet handed back by poll()
-    uint32_t controls_held_     = 0;        // unsolicited completions not yet handed out
-    std::unique_ptr<self::loopback> loop_;  // peer == own rank (the self driver's matcher)
+    common::completion_ring<cq_entry> cq_;
+    uint64_t active_            = 0;          // operations posted and not yet completed
+    uint32_t recvs_outstanding_ = 0;          // posted and not yet handed back by poll()
+    uint32_t controls_held_     = 0;          // unsolicited completions not yet handed out
+    std::unique_ptr<common::loopback> loop_;  // peer == own rank
     int epoll_fd_      = -1;
     int stalled_count_ = 0;
     std::string published_;

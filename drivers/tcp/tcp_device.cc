@@ -237,10 +237,7 @@ status tcp_endpoint::setup_connections() {
     table_.init(settings_.max_messages);
     cts_table_.init(uint32_t(std::max<size_t>(1, n_peers * q)));
     pool_.init(settings_.eager_limit, settings_.unexpected_bytes);
-    uint64_t cq = std::bit_ceil(uint64_t(n_peers) * q + settings_.max_messages +
-                                control_completions_held + 1);
-    cq_.assign(cq, cq_entry{});
-    cq_mask_ = cq - 1;
+    cq_.init(size_t(n_peers) * q + settings_.max_messages + control_completions_held + 1);
     return status::ok();
 }
 

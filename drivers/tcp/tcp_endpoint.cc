@@ -24,7 +24,7 @@ tcp_endpoint::tcp_endpoint(const endpoint_config& config, settings s)
     : config_(config),
       settings_(std::move(s)),
       peers_(size_t(config.size)),
-      loop_(std::make_unique<self::loopback>(config.rank, self::max_ops_param())) {
+      loop_(std::make_unique<common::loopback>(config.rank, common::loopback_max_ops())) {
     fast_ = fast_path_of(this);
 }
 
@@ -67,8 +67,7 @@ const status& tcp_endpoint::peer_status(int peer) const {
 void tcp_endpoint::complete(const completion& c, cq_kind kind) {
     // Never overflows: the ring holds every send and receive that may be outstanding, plus
     // control_completions_held unsolicited ones.
-    cq_[cq_tail_ & cq_mask_] = cq_entry{c, kind};
-    ++cq_tail_;
+    cq_.push(cq_entry{c, kind});
     if (kind == cq_kind::control) {
         ++controls_held_;
     } else {
@@ -189,16 +188,16 @@ loom_status_t tcp_endpoint::post_recv(int peer_rank, uint64_t tag, uint64_t imm,
     peer& p  = peers_[size_t(peer_rank)];
     auto* ub = static_cast<uint8_t*>(buf);
     entry* e = table_.find_unclaimed(peer_rank, tag);
-    if (e == nullptr && !p.failed && p.has_last_early &&
-        same_call_other_imm(tag, imm, p.last_early_tag, p.last_early_imm)) {
+    if (e == nullptr && !p.failed && p.calls.early.contradicts(tag, imm)) {
         // A message of this call with another immediate came first: mismatched calls.
         ++recvs_outstanding_;
         ++active_;
-        complete_recv(peer_rank, cookie, LOOM_ERR_MISMATCH, 0, p.last_early_tag, p.last_early_imm);
+        complete_recv(peer_rank, cookie, LOOM_ERR_MISMATCH, 0, p.calls.early.tag,
+                      p.calls.early.imm);
         return LOOM_SUCCESS;
     }
     if (e == nullptr && !p.failed) {
-        p.last_posted_tag = tag, p.last_posted_imm = imm, p.has_last_posted = true;
+        p.calls.posted.remember(tag, imm);
         e = table_.insert(peer_rank, dir::recv, tag, entry_state::posted);
         if (e == nullptr) {
             return LOOM_ERR_NO_RESOURCE;
@@ -240,7 +239,7 @@ loom_status_t tcp_endpoint::post_recv(int peer_rank, uint64_t tag, uint64_t imm,
 }
 
 int tcp_endpoint::poll(completion* out, int max) {
-    if (epoll_fd_ >= 0 && cq_tail_ - cq_head_ < uint64_t(max)) {
+    if (epoll_fd_ >= 0 && cq_.size() < size_t(max)) {
         for (int r : peer_ranks_) {
             peer& p = peers_[size_t(r)];
             if (p.stalled) {  // table or pool space may have come back
@@ -262,8 +261,8 @@ int tcp_endpoint::poll(completion* out, int max) {
         }
     }
     int got = 0;
-    for (; got < max && cq_head_ != cq_tail_; ++got, ++cq_head_) {
-        const cq_entry& c = cq_[cq_head_ & cq_mask_];
+    for (; got < max && !cq_.empty(); ++got, cq_.pop()) {
+        const cq_entry& c = cq_.front();
         out[got]          = c.c;
         if (c.kind == cq_kind::send) {
             --peers_[size_t(c.c.peer)].sends_outstanding;

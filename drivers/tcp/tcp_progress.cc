@@ -220,12 +220,11 @@ bool tcp_endpoint::answer_rts(peer& p, entry& e, uint64_t msg_len, uint64_t msg_
 }
 
 void tcp_endpoint::fail_call_mismatch(peer& p, uint64_t tag, uint64_t imm) {
-    p.last_early_tag = tag, p.last_early_imm = imm, p.has_last_early = true;
-    if (!p.has_last_posted ||
-        !same_call_other_imm(tag, imm, p.last_posted_tag, p.last_posted_imm)) {
+    p.calls.early.remember(tag, imm);
+    if (!p.calls.posted.contradicts(tag, imm)) {
         return;
     }
-    if (entry* e = table_.find(p.rank, dir::recv, p.last_posted_tag, entry_state::posted)) {
+    if (entry* e = table_.find(p.rank, dir::recv, p.calls.posted.tag, entry_state::posted)) {
         entry r = *e;
         table_.erase(e);
         complete_recv(p.rank, r.cookie, LOOM_ERR_MISMATCH, 0, tag, imm);

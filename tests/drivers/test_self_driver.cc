@@ -1,4 +1,5 @@
-// drivers/self: the loopback driver, and the reference for matching semantics (self.hh):
+// drivers/self: the loopback driver, and the reference for matching semantics
+// (drivers/common/loopback.hh):
 // receives before and after their send, tags matched not FIFO, length/immediate mismatch
 // delivers nothing, control notices, completion order, pool exhaustion, wrong peers.
 #include <cstring>

@@ -1,10 +1,10 @@
-// The loopback matcher (self.hh): one copy from send to receive buffer when both are posted.
+// The loopback matcher (loopback.hh): one copy from send to receive buffer when both are posted.
 #include <cstring>
 
 #include "base/params.hh"
-#include "drivers/self/self.hh"
+#include "drivers/common/loopback.hh"
 
-namespace loom::drivers::self {
+namespace loom::drivers::common {
 
 loopback::loopback(int rank, size_t max_ops) : rank_(rank), pool_(max_ops) {
     // Thread the free list through the pool once; take() and poll() move ops in and out.
@@ -143,9 +143,9 @@ void loopback::fail_all(loom_status_t code) {
     }
 }
 
-size_t max_ops_param() {
+size_t loopback_max_ops() {
     int64_t v = params::registry::global().get_int("LOOM_SELF_MAX_OPS");
     return v > 0 ? static_cast<size_t>(v) : 1;
 }
 
-}  // namespace loom::drivers::self
+}  // namespace loom::drivers::common

@@ -1,5 +1,5 @@
-// The self driver: loopback for a rank talking to itself (the single-rank communicator, and
-// the shm driver's route for peer == own rank). It is also the reference for the matching
+// The loopback matcher: a rank talking to itself. It is the whole of the self driver and
+// the peer == own rank route of shm, tcp and fwd. It is also the reference for the matching
 // semantics every driver shares (driver.hh):
 //  - a receive matches the oldest unmatched send with the same tag, whichever was posted
 //    first; tags are matched, not queued FIFO across tags;
@@ -26,7 +26,7 @@
 #include "base/intrusive_list.hh"
 #include "drivers/driver.hh"
 
-namespace loom::drivers::self {
+namespace loom::drivers::common {
 
 class loopback {
   public:
@@ -73,7 +73,7 @@ class loopback {
     intrusive_list<op> done_;   // completed, not yet handed out by poll()
 };
 
-/// LOOM_SELF_MAX_OPS from the parameter registry.
-size_t max_ops_param();
+/// LOOM_SELF_MAX_OPS from the parameter registry: the loopback's pool wherever it serves.
+size_t loopback_max_ops();
 
-}  // namespace loom::drivers::self
+}  // namespace loom::drivers::common
