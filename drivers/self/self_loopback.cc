@@ -1,8 +1,8 @@
 // The loopback matcher (self.hh): one copy from send to receive buffer when both are posted.
 #include <cstring>
 
-#include "base/params.hh"
 #include "drivers/self/self.hh"
+#include "drivers/self/self_params.hh"
 
 namespace loom::drivers::self {
 
@@ -144,7 +144,7 @@ void loopback::fail_all(loom_status_t code) {
 }
 
 size_t max_ops_param() {
-    int64_t v = params::registry::global().get_int("LOOM_SELF_MAX_OPS");
+    int64_t v = params::max_ops.get();
     return v > 0 ? static_cast<size_t>(v) : 1;
 }
 
