@@ -166,20 +166,32 @@ void registry::add_locked(const param& p, std::string_view component, size_t ord
         }
         return;
     }
-    // The only getenv in loom (G8).
-    const char* env   = std::getenv(std::string(p.name).c_str());
-    std::string value = env ? env : std::string(p.default_value);
-    bool set          = env != nullptr;
-    if (env && !p.is_foreign()) {
-        if (status st = validate(p, value); !st.is_ok()) {
-            if (load_status_.is_ok()) {
-                load_status_ = st;
-            }
-            value = p.default_value;
-            set   = false;
+    entries_.push_back(entry{&p, component, order, std::string(p.default_value), false, false});
+}
+
+void registry::load_locked() const {
+    for (entry& e : entries_) {
+        if (e.loaded) {
+            continue;
         }
+        e.loaded       = true;
+        const param& p = *e.declaration;
+        // The only getenv in loom (G8).
+        const char* env = std::getenv(std::string(p.name).c_str());
+        if (env == nullptr) {
+            continue;
+        }
+        if (!p.is_foreign()) {
+            if (status st = validate(p, env); !st.is_ok()) {
+                if (load_status_.is_ok()) {
+                    load_status_ = st;
+                }
+                continue;
+            }
+        }
+        e.value = env;
+        e.set   = true;
     }
-    entries_.push_back(entry{&p, component, order, std::move(value), set});
 }
 
 void registry::add(const component& c) {
@@ -206,6 +218,7 @@ std::pair<std::string, bool> registry::read(const handle& h) {
         add_locked(h.declaration(), "", 0);
         i = static_cast<long>(entries_.size()) - 1;
     }
+    load_locked();
     const entry& e = entries_[static_cast<size_t>(i)];
     return {e.value, e.set};
 }
@@ -225,6 +238,7 @@ std::vector<const registry::entry*> registry::sorted(bool foreign) const {
 
 std::vector<const param*> registry::all() const {
     std::lock_guard lock(mutex_);
+    load_locked();
     std::vector<const param*> out;
     for (const entry* e : sorted(false)) {
         out.push_back(e->declaration);
@@ -234,6 +248,7 @@ std::vector<const param*> registry::all() const {
 
 std::vector<const param*> registry::foreign() const {
     std::lock_guard lock(mutex_);
+    load_locked();
     std::vector<const param*> out;
     for (const entry* e : sorted(true)) {
         out.push_back(e->declaration);
@@ -243,12 +258,14 @@ std::vector<const param*> registry::foreign() const {
 
 const param* registry::find(std::string_view name) const {
     std::lock_guard lock(mutex_);
+    load_locked();
     long i = index_of(name);
     return i < 0 ? nullptr : entries_[static_cast<size_t>(i)].declaration;
 }
 
 status registry::set(std::string_view name, std::string_view value) {
     std::lock_guard lock(mutex_);
+    load_locked();
     long i = index_of(name);
     if (i < 0) {
         return invalid_argument("unknown parameter " + std::string(name));
@@ -264,6 +281,7 @@ status registry::set(std::string_view name, std::string_view value) {
 
 status registry::load_status() const {
     std::lock_guard lock(mutex_);
+    load_locked();
     return load_status_;
 }
 
@@ -274,6 +292,7 @@ bool is_secret(std::string_view name) {
 
 std::string registry::describe() const {
     std::lock_guard lock(mutex_);
+    load_locked();
     std::ostringstream out;
     for (const entry* e : sorted(false)) {
         const param& p = *e->declaration;
@@ -302,6 +321,7 @@ std::string registry::describe() const {
 
 std::string registry::markdown() const {
     std::lock_guard lock(mutex_);
+    load_locked();
     std::ostringstream out;
     out << "| variable | default | unit | meaning |\n| --- | --- | --- | --- |\n";
     for (const entry* e : sorted(false)) {
@@ -319,6 +339,7 @@ std::string registry::markdown() const {
 
 std::vector<std::string> registry::unknown_variables() const {
     std::lock_guard lock(mutex_);
+    load_locked();
     std::vector<std::string> out;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
         std::string_view var(*e);

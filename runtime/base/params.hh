@@ -138,7 +138,8 @@ bool is_secret(std::string_view name);
 
 class registry {
   public:
-    /// The process-wide registry; components register into it as they start.
+    /// The process-wide registry; components register into it as they start, and the
+    /// environment is read on first use.
     static registry& global();
 
     /// Every registered LOOM_* parameter, by component name, then in declaration order.
@@ -171,22 +172,26 @@ class registry {
         size_t order;  // declaration order within the component
         std::string value;
         bool set;
+        bool loaded;  // value read from the environment (on first use, not at registration)
     };
 
     registry() = default;
     void add(const component& c);
     // Index of `name` in entries_, -1 if unknown. Call with mutex_ held.
     long index_of(std::string_view name) const;
-    // Appends a declaration with its value from the environment. Call with mutex_ held.
+    // Appends a declaration, its value still to be read. Call with mutex_ held.
     void add_locked(const param& p, std::string_view component, size_t order);
+    // Reads the environment's value of every declaration not read yet: on first use, as a
+    // program may setenv() before it creates its first communicator. Call with mutex_ held.
+    void load_locked() const;
     // The value of `h` and whether it was set; a handle no component listed is registered
     // alone on first use.
     std::pair<std::string, bool> read(const handle& h);
     std::vector<const entry*> sorted(bool foreign) const;
 
     mutable std::mutex mutex_;
-    std::vector<entry> entries_;
-    status load_status_;
+    mutable std::vector<entry> entries_;
+    mutable status load_status_;
 };
 
 /// Checks `value` against the declaration of `p`; the message says what is allowed.

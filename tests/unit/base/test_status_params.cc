@@ -185,6 +185,19 @@ static void a_misspelt_variable_names_the_closest_parameter(void**) {
     assert_true(other);
 }
 
+// A component whose code starts after the registry's first use (a library loaded later)
+// still gets the environment's value.
+static void a_component_registered_late_reads_the_environment(void**) {
+    assert_true(params::registry::global().load_status().is_ok());
+    assert_int_equal(setenv("LOOM_TEST_LATE", "5", 1), 0);
+    static constinit const params::int_param late{"LOOM_TEST_LATE", "1", "", "registered late"};
+    static const params::component component{"late", {&late}};
+    assert_int_equal(late.get(), 5);
+    unsetenv("LOOM_TEST_LATE");
+    assert_true(late.is_set());
+    assert_non_null(params::registry::global().find("LOOM_TEST_LATE"));
+}
+
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_status_has_a_distinct_string),
@@ -197,6 +210,7 @@ int main() {
         cmocka_unit_test(the_catalog_declares_every_component_once),
         cmocka_unit_test(the_markdown_table_has_a_row_per_parameter),
         cmocka_unit_test(a_misspelt_variable_names_the_closest_parameter),
+        cmocka_unit_test(a_component_registered_late_reads_the_environment),
     };
     return LOOM_RUN_TESTS("base_status_params", tests);
 }
