@@ -1,11 +1,11 @@
 // The one parameter registry (STYLE.md G8). A component declares its settings next to its
 // code, as typed handles (name, type, default, unit, choices, description) grouped in a
 // params::component, and reads them through the handles: a misspelt handle does not
-// compile. The environment is read here and nowhere else; an invalid value is an error,
-// never silently ignored.
+// compile. The environment is read here and nowhere else, on the registry's first use; an
+// invalid value is an error, never silently ignored.
 //
 //   // shm_params.hh
-//   namespace loom::shm::params {
+//   namespace loom::drivers::shm::params {
 //   extern const loom::params::int_param slot_bytes;
 //   extern const loom::params::component component;
 //   }
@@ -117,7 +117,8 @@ class choice_param : public handle {
 };
 
 /// A component's declarations. Constructing one (a namespace-scope object beside the
-/// handles it lists) registers them; the registry reads and validates their values then.
+/// handles it lists) registers them; the registry reads and validates their values from the
+/// environment on its first use after that.
 class component {
   public:
     component(std::string_view name, std::initializer_list<const handle*> handles);
