@@ -30,7 +30,7 @@ TOPOLOGY = BASE | {"fabric/topology"}
 ROUTING = TOPOLOGY | {"fabric/routing"}
 SCHEDULE = BASE | {"runtime/schedule"}
 ALGORITHMS = SCHEDULE | ROUTING | {"runtime/algorithms"}
-INC = DRIVER_LAYER | {"inc/protocol", "inc/aggregator", "inc/client", "inc/tree", "inc/node"}
+INC = DRIVER_LAYER | {"inc", "inc/protocol", "inc/aggregator", "inc/client", "inc/tree", "inc/node"}
 RUNTIME = (
     INC
     | ALGORITHMS
@@ -62,7 +62,7 @@ ALLOWED = {
     "runtime/tuner": ALGORITHMS,
     "runtime/bootstrap": BASE,
     "runtime/engine": SCHEDULE | DRIVER_LAYER,
-    **{c: INC for c in ("inc/protocol", "inc/aggregator", "inc/client", "inc/tree", "inc/node")},
+    **{c: INC for c in ("inc", "inc/protocol", "inc/aggregator", "inc/client", "inc/tree", "inc/node")},
     "runtime/comm": RUNTIME,
 }
 ALLOWED_TOOL = RUNTIME | {"runtime/include"}
@@ -85,10 +85,11 @@ def private_home(path):
     if name.endswith(("_impl.hh", "_internal.hh")):
         return folder, ()
     parts = path.split("/")
-    # A driver's folder is its own. drivers/registry.cc opens each driver through the one
-    # factory header the driver has (drivers/<d>/<d>.hh).
+    # A driver's folder is its own. The registries in drivers/ open each driver through the
+    # factory header it has (drivers/<d>/<d>.hh) and list its parameters (<d>_params.hh).
     if parts[0] == "drivers" and len(parts) > 2 and parts[1] != "common":
-        return folder, ("drivers",) if name == parts[1] + ".hh" else ()
+        interface = name in (parts[1] + ".hh", parts[1] + "_params.hh")
+        return folder, ("drivers",) if interface else ()
     return None
 
 

@@ -1,8 +1,8 @@
 // The loopback matcher (loopback.hh): one copy from send to receive buffer when both are posted.
 #include <cstring>
 
-#include "base/params.hh"
 #include "drivers/common/loopback.hh"
+#include "drivers/common/loopback_params.hh"
 
 namespace loom::drivers::common {
 
@@ -144,7 +144,7 @@ void loopback::fail_all(loom_status_t code) {
 }
 
 size_t loopback_max_ops() {
-    int64_t v = params::registry::global().get_int("LOOM_SELF_MAX_OPS");
+    int64_t v = params::max_ops.get();
     return v > 0 ? static_cast<size_t>(v) : 1;
 }
 

@@ -9,9 +9,9 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
-#include "base/params.hh"
 #include "drivers/fault/fault.hh"
 #include "drivers/fault/fault_dice.hh"
+#include "drivers/fault/fault_params.hh"
 #include "drivers/registry_internal.hh"
 
 namespace loom::drivers {
@@ -364,10 +364,10 @@ bool fault_endpoint::pending() const {
            f.pending(f.ctx);
 }
 
-result<double> probability(const char* name) {
-    double p = params::registry::global().get_real(name);
+result<double> probability(const loom::params::real_param& param) {
+    double p = param.get();
     if (!(p >= 0 && p <= 1)) {
-        return invalid_argument(std::string(name) + "=" + std::to_string(p) +
+        return invalid_argument(std::string(param.name()) + "=" + std::to_string(p) +
                                 " is not a probability in [0, 1]");
     }
     return p;
@@ -376,13 +376,12 @@ result<double> probability(const char* name) {
 }  // namespace
 
 result<fault_config> config_from_params() {
-    auto& reg = params::registry::global();
     fault_config c;
-    LOOM_ASSIGN(c.drop, probability("LOOM_FAULT_DROP"));
-    LOOM_ASSIGN(c.dup, probability("LOOM_FAULT_DUP"));
-    LOOM_ASSIGN(c.reorder, probability("LOOM_FAULT_REORDER"));
-    int64_t delay = reg.get_int("LOOM_FAULT_DELAY_US");
-    int64_t ops   = reg.get_int("LOOM_FAULT_MAX_OPS");
+    LOOM_ASSIGN(c.drop, probability(params::drop));
+    LOOM_ASSIGN(c.dup, probability(params::dup));
+    LOOM_ASSIGN(c.reorder, probability(params::reorder));
+    int64_t delay = params::delay_us.get();
+    int64_t ops   = params::max_ops.get();
     if (delay < 0 || delay > int64_t{60} * 1000 * 1000) {
         return invalid_argument("LOOM_FAULT_DELAY_US=" + std::to_string(delay) +
                                 " is out of range 0..60000000");
@@ -392,7 +391,7 @@ result<fault_config> config_from_params() {
                                 " is out of range 1..16777216");
     }
     c.delay_us = uint64_t(delay);
-    c.seed     = uint64_t(reg.get_int("LOOM_FAULT_SEED"));
+    c.seed     = uint64_t(params::seed.get());
     c.max_ops  = uint32_t(ops);
     return c;
 }

@@ -6,10 +6,11 @@
 #include <vector>
 
 #include "base/check.hh"
-#include "base/params.hh"
 #include "drivers/forward/forward_endpoint.hh"
+#include "drivers/forward/forward_params.hh"
 #include "drivers/registry_internal.hh"
 #include "routing/dor.hh"
+#include "routing/routing_params.hh"
 
 namespace loom::drivers {
 namespace forward {
@@ -319,13 +320,12 @@ std::vector<link_stat> forward_endpoint::stats() const {
 }
 
 result<forward_config> config_from_params(const std::string& fabric) {
-    auto& reg = params::registry::global();
     forward_config c;
-    c.fabric      = fabric.empty() ? reg.get_string("LOOM_FABRIC") : fabric;
-    c.ties        = reg.get_string("LOOM_ROUTE_TIES");
-    int64_t chunk = reg.get_int("LOOM_FWD_CHUNK");
-    int64_t bufs  = reg.get_int("LOOM_FWD_BUFFERS");
-    int64_t ops   = reg.get_int("LOOM_FWD_MAX_OPS");
+    c.fabric      = fabric.empty() ? routing::params::fabric.get() : fabric;
+    c.ties        = routing::params::route_ties.get();
+    int64_t chunk = params::chunk.get();
+    int64_t bufs  = params::buffers.get();
+    int64_t ops   = params::max_ops.get();
     if (chunk < 1 || chunk > (int64_t{1} << 30) || bufs < 1 || bufs > (int64_t{1} << 20) ||
         ops < 16 || ops > (int64_t{1} << 24)) {
         return invalid_argument(

@@ -14,8 +14,8 @@
 
 #include "base/check.hh"
 #include "base/log.hh"
-#include "base/params.hh"
 #include "drivers/shm/shm.hh"
+#include "drivers/shm/shm_params.hh"
 
 namespace loom::drivers::shm {
 namespace {
@@ -69,31 +69,30 @@ uint64_t pid_namespace() {
 }  // namespace
 
 result<shm_params> read_params() {
-    auto& reg = params::registry::global();
     shm_params p;
-    int64_t slot = reg.get_int("LOOM_SHM_SLOT_BYTES");
+    int64_t slot = params::slot_bytes.get();
     if (!power_of_two(slot) || slot < 256 || slot > (1 << 20)) {
         return bad_param("LOOM_SHM_SLOT_BYTES", slot, "a power of two in 256..1048576");
     }
-    int64_t slots = reg.get_int("LOOM_SHM_RING_SLOTS");
+    int64_t slots = params::ring_slots.get();
     if (!power_of_two(slots) || slots < 2 || slots > 65536) {
         return bad_param("LOOM_SHM_RING_SLOTS", slots, "a power of two in 2..65536");
     }
-    int64_t early = reg.get_int("LOOM_SHM_UNEXPECTED");
+    int64_t early = params::unexpected.get();
     if (early < 1 || early > 65536) {
         return bad_param("LOOM_SHM_UNEXPECTED", early, "1..65536");
     }
-    int64_t ops = reg.get_int("LOOM_SHM_MAX_OPS");
+    int64_t ops = params::max_ops.get();
     if (ops < 1 || ops > (1 << 24)) {
         return bad_param("LOOM_SHM_MAX_OPS", ops, "1..16777216");
     }
-    int64_t bounce = reg.get_int("LOOM_SHM_BOUNCE_BYTES");
+    int64_t bounce = params::bounce_bytes.get();
     if (!power_of_two(bounce) || bounce < 4096 || bounce > (int64_t{1} << 30)) {
         return bad_param("LOOM_SHM_BOUNCE_BYTES", bounce, "a power of two in 4096..2^30");
     }
-    double liveness_ms = reg.get_real("LOOM_SHM_LIVENESS_MS");
+    double liveness_ms = params::liveness_ms.get();
     if (!(liveness_ms > 0 && liveness_ms <= 60000)) {
-        return invalid_argument("LOOM_SHM_LIVENESS_MS=" + reg.get_string("LOOM_SHM_LIVENESS_MS") +
+        return invalid_argument("LOOM_SHM_LIVENESS_MS=" + params::liveness_ms.text() +
                                 ": a number of milliseconds in (0, 60000]");
     }
     p.slot_bytes          = static_cast<uint32_t>(slot);
@@ -101,7 +100,7 @@ result<shm_params> read_params() {
     p.unexpected_per_peer = static_cast<uint32_t>(early);
     p.max_ops             = static_cast<uint32_t>(ops);
     p.bounce_bytes        = static_cast<uint64_t>(bounce);
-    p.cma_allowed         = reg.get_string("LOOM_SHM_CMA") != "off";
+    p.cma_allowed         = params::cma.get() != "off";
     p.liveness_s          = liveness_ms / 1000.0;
     return p;
 }

@@ -14,8 +14,8 @@
 #include <cstring>
 
 #include "base/check.hh"
-#include "base/params.hh"
 #include "drivers/tcp/tcp.hh"
+#include "drivers/tcp/tcp_params.hh"
 
 namespace loom::drivers::tcp {
 namespace {
@@ -55,9 +55,8 @@ std::string interface_address(const std::string& iface, std::string* names) {
 }
 
 result<std::string> bind_address(int rank) {
-    auto& reg        = params::registry::global();
-    std::string addr = reg.get_string("LOOM_TCP_ADDR");
-    std::string ifc  = reg.get_string("LOOM_TCP_IFACE");
+    std::string addr = params::addr.get();
+    std::string ifc  = params::iface.get();
     if (!addr.empty()) {
         in_addr a;
         if (inet_pton(AF_INET, addr.c_str(), &a) != 1) {
@@ -79,11 +78,12 @@ result<std::string> bind_address(int rank) {
 
 constexpr size_t staging_bytes = 64 * 1024;  // a batch of small frames per recv()
 
-result<uint64_t> positive_param(const char* name, int64_t max, int rank) {
-    int64_t v = params::registry::global().get_int(name);
+result<uint64_t> positive_param(const loom::params::int_param& param, int64_t max, int rank) {
+    int64_t v = param.get();
     if (v <= 0 || v > max) {
-        return invalid_argument("tcp: rank " + std::to_string(rank) + ": " + name + "=" +
-                                std::to_string(v) + " is out of range 1.." + std::to_string(max));
+        return invalid_argument("tcp: rank " + std::to_string(rank) + ": " +
+                                std::string(param.name()) + "=" + std::to_string(v) +
+                                " is out of range 1.." + std::to_string(max));
     }
     return uint64_t(v);
 }
@@ -140,14 +140,14 @@ result<settings> settings_from_params(int rank) {
     LOOM_ASSIGN(s.bind_address, bind_address(rank));
     // The eager limit travels in the handshake as 32 bits; 1 GiB is far beyond where a
     // rendezvous stops costing anything.
-    LOOM_ASSIGN(s.eager_limit, positive_param("LOOM_TCP_EAGER_LIMIT", int64_t{1} << 30, rank));
-    LOOM_ASSIGN(uint64_t q, positive_param("LOOM_TCP_SEND_QUEUE", int64_t{1} << 20, rank));
-    LOOM_ASSIGN(uint64_t m, positive_param("LOOM_TCP_MAX_MESSAGES", int64_t{1} << 24, rank));
+    LOOM_ASSIGN(s.eager_limit, positive_param(params::eager_limit, int64_t{1} << 30, rank));
+    LOOM_ASSIGN(uint64_t q, positive_param(params::send_queue, int64_t{1} << 20, rank));
+    LOOM_ASSIGN(uint64_t m, positive_param(params::max_messages, int64_t{1} << 24, rank));
     LOOM_ASSIGN(s.unexpected_bytes,
-                positive_param("LOOM_TCP_UNEXPECTED_BYTES", int64_t{1} << 40, rank));
+                positive_param(params::unexpected_bytes, int64_t{1} << 40, rank));
     s.send_queue   = uint32_t(q);
     s.max_messages = uint32_t(m);
-    int64_t sb     = params::registry::global().get_int("LOOM_TCP_SOCKBUF");
+    int64_t sb     = params::sockbuf.get();
     if (sb < 0 || sb > (int64_t{1} << 30)) {
         return invalid_argument("tcp: rank " + std::to_string(rank) + ": LOOM_TCP_SOCKBUF=" +
                                 std::to_string(sb) + " is out of range 0..1073741824");

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "params.hh"
+#include "log_params.hh"
 
 namespace loom::log {
 namespace {
@@ -54,7 +54,7 @@ const char* subsystem_name(subsystem s) {
 }
 
 int load_threshold() {
-    auto value                 = params::registry::global().get_string("LOOM_LOG_LEVEL");
+    auto value                 = params::level.get();
     static const char* names[] = {"error", "warn", "info", "debug", "trace"};
     for (int i = 0; i < 5; ++i) {
         if (value == names[i]) {

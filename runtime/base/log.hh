@@ -1,5 +1,5 @@
-// Logging by level and subsystem, configured by LOOM_LOG_LEVEL / LOOM_LOG_SUBSYSTEMS through
-// the parameter registry. Off the hot path only: a disabled level costs one compare.
+// Logging by level and subsystem: the level from LOOM_LOG_LEVEL (the parameter registry),
+// the subsystem mask from tools. Off the hot path only: a disabled level costs one compare.
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,27 @@
-// The one parameter registry (STYLE.md G8). Every setting loom reads is declared once in
-// params.cc with its name, type, default, unit and description; the environment is read
-// here and nowhere else; an invalid value is an error, never silently ignored.
+// The one parameter registry (STYLE.md G8). A component declares its settings next to its
+// code, as typed handles (name, type, default, unit, choices, description) grouped in a
+// params::component, and reads them through the handles: a misspelt handle does not
+// compile. The environment is read here and nowhere else, on the registry's first use; an
+// invalid value is an error, never silently ignored.
+//
+//   // shm_params.hh
+//   namespace loom::drivers::shm::params {
+//   extern const loom::params::int_param slot_bytes;
+//   extern const loom::params::component component;
+//   }
+//   // shm_params.cc
+//   constinit const int_param slot_bytes{"LOOM_SHM_SLOT_BYTES", "4096", "bytes", "..."};
+//   const component component{"shm", {&slot_bytes}};
+//   // shm_device.cc
+//   int64_t slot = shm::params::slot_bytes.get();
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "status.hh"
@@ -14,13 +30,107 @@ namespace loom::params {
 
 enum class type { integer, real, string, boolean, choice };
 
+/// Flags of a declaration.
+enum flag : unsigned {
+    none = 0,
+    /// Its value is never printed (the job secret, in-network tickets).
+    secret = 1u << 0,
+    /// A variable another launcher sets (Open MPI, MPICH/Hydra, Slurm, PMIx) or the system's
+    /// (TMPDIR, HOME): read here like a parameter, but not loom's setting, so all() does not
+    /// list it and its value is checked by the code that reads it, not at load.
+    foreign = 1u << 1,
+};
+
 struct param {
-    std::string name;  // LOOM_*: the env variable and the config key (foreign: its own name)
+    std::string_view name;  // LOOM_*: the env variable and the config key (foreign: its own)
     type kind;
-    std::string default_value;
-    std::string unit;     // "s", "bytes", "" ...
-    std::string choices;  // for type::choice: "a|b|c"
-    std::string description;
+    std::string_view default_value;
+    std::string_view unit;     // "s", "bytes", "" ...
+    std::string_view choices;  // for type::choice: "a|b|c"
+    std::string_view description;
+    unsigned flags = none;
+
+    bool is_secret() const { return (flags & secret) != 0; }
+    bool is_foreign() const { return (flags & foreign) != 0; }
+};
+
+/// A declared parameter. Handles are constant-initialised objects, so reading one never
+/// depends on the order in which translation units start.
+class handle {
+  public:
+    constexpr explicit handle(const param& declaration) : declaration_(declaration) {}
+    handle(const handle&)            = delete;
+    handle& operator=(const handle&) = delete;
+
+    const param& declaration() const { return declaration_; }
+    std::string_view name() const { return declaration_.name; }
+    /// True when the value comes from the environment or set(), not from the default.
+    bool is_set() const;
+    /// The value as written (the default when not set).
+    std::string text() const;
+
+  private:
+    param declaration_;
+};
+
+class int_param : public handle {
+  public:
+    constexpr int_param(std::string_view name, std::string_view default_value,
+                        std::string_view unit, std::string_view description, unsigned flags = none)
+        : handle(param{name, type::integer, default_value, unit, "", description, flags}) {}
+    /// The value; 0 for an unset foreign variable without a default.
+    int64_t get() const;
+};
+
+class real_param : public handle {
+  public:
+    constexpr real_param(std::string_view name, std::string_view default_value,
+                         std::string_view unit, std::string_view description)
+        : handle(param{name, type::real, default_value, unit, "", description}) {}
+    double get() const;
+};
+
+class string_param : public handle {
+  public:
+    constexpr string_param(std::string_view name, std::string_view default_value,
+                           std::string_view description, unsigned flags = none)
+        : handle(param{name, type::string, default_value, "", "", description, flags}) {}
+    std::string get() const { return text(); }
+};
+
+class bool_param : public handle {
+  public:
+    constexpr bool_param(std::string_view name, std::string_view default_value,
+                         std::string_view description)
+        : handle(param{name, type::boolean, default_value, "", "", description}) {}
+    /// True for 1 or true.
+    bool get() const;
+};
+
+class choice_param : public handle {
+  public:
+    constexpr choice_param(std::string_view name, std::string_view default_value,
+                           std::string_view choices, std::string_view description)
+        : handle(param{name, type::choice, default_value, "", choices, description}) {}
+    /// One of the declared choices.
+    std::string get() const { return text(); }
+};
+
+/// A component's declarations. Constructing one (a namespace-scope object beside the
+/// handles it lists) registers them; the registry reads and validates their values from the
+/// environment on its first use after that.
+class component {
+  public:
+    component(std::string_view name, std::initializer_list<const handle*> handles);
+    component(const component&)            = delete;
+    component& operator=(const component&) = delete;
+
+    std::string_view name() const { return name_; }
+    const std::vector<const handle*>& handles() const { return handles_; }
+
+  private:
+    std::string_view name_;
+    std::vector<const handle*> handles_;
 };
 
 /// True for the parameters that hold secrets (the job secret, in-network tickets): their
@@ -29,48 +139,66 @@ bool is_secret(std::string_view name);
 
 class registry {
   public:
-    /// The process-wide registry, loaded from the environment on first use.
+    /// The process-wide registry; components register into it as they start, and the
+    /// environment is read on first use.
     static registry& global();
 
-    const std::vector<param>& all() const { return params_; }
-    /// Variables other launchers set (Open MPI, MPICH/Hydra, Slurm, PMIx) that loom reads to
-    /// learn its rank, size and job: declared and read here like parameters (this is still
-    /// the only getenv), but they are not loom's settings, so all() does not list them and
-    /// an invalid value is checked by the code that reads it (bootstrap), not at load.
-    const std::vector<param>& foreign() const { return foreign_; }
-    /// Finds a LOOM_* parameter or a foreign variable by name.
+    /// Every registered LOOM_* parameter, by component name, then in declaration order.
+    std::vector<const param*> all() const;
+    /// The registered foreign variables, in the same order.
+    std::vector<const param*> foreign() const;
+    /// Finds a registered parameter or foreign variable by name.
     const param* find(std::string_view name) const;
-    /// True when `name` has a value from the environment or set(), not just its default.
-    bool is_set(std::string_view name) const;
 
-    /// Validates and sets a value (from a tool flag or a config file).
+    /// Validates and sets a value by name (from a tool flag or a config file).
     status set(std::string_view name, std::string_view value);
-    /// The first invalid environment value seen at load, if any.
-    const status& load_status() const { return load_status_; }
-
-    std::string get_string(std::string_view name) const;
-    int64_t get_int(std::string_view name) const;
-    double get_real(std::string_view name) const;
-    bool get_bool(std::string_view name) const;
+    /// The first invalid environment value seen, if any.
+    status load_status() const;
 
     /// One line per parameter: name, value, default, unit, description; then the foreign
     /// variables that are set.
     std::string describe() const;
+    /// The README's environment table: one markdown row per parameter.
+    std::string markdown() const;
+    /// One line per LOOM_* variable of the environment that no registered component
+    /// declares, naming the closest declared one.
+    std::vector<std::string> unknown_variables() const;
 
   private:
-    registry();
-    // Index into values_/set_ (parameters first, then foreign variables); -1 if unknown.
-    long index_of(std::string_view name) const;
-    const param& declaration(size_t index) const;
+    friend class handle;
+    friend class component;
+    struct entry {
+        const param* declaration;
+        std::string_view component;
+        size_t order;  // declaration order within the component
+        std::string value;
+        bool set;
+        bool loaded;  // value read from the environment (on first use, not at registration)
+    };
 
-    std::vector<param> params_;
-    std::vector<param> foreign_;
-    std::vector<std::string> values_;
-    std::vector<bool> set_;
-    status load_status_;
+    registry() = default;
+    void add(const component& c);
+    // Index of `name` in entries_, -1 if unknown. Call with mutex_ held.
+    long index_of(std::string_view name) const;
+    // Appends a declaration, its value still to be read. Call with mutex_ held.
+    void add_locked(const param& p, std::string_view component, size_t order);
+    // Reads the environment's value of every declaration not read yet: on first use, as a
+    // program may setenv() before it creates its first communicator. Call with mutex_ held.
+    void load_locked() const;
+    // The value of `h` and whether it was set; a handle no component listed is registered
+    // alone on first use.
+    std::pair<std::string, bool> read(const handle& h);
+    std::vector<const entry*> sorted(bool foreign) const;
+
+    mutable std::mutex mutex_;
+    mutable std::vector<entry> entries_;
+    mutable status load_status_;
 };
 
 /// Checks `value` against the declaration of `p`; the message says what is allowed.
 status validate(const param& p, std::string_view value);
+
+/// The edit distance between two names (insertions, deletions, substitutions).
+size_t edit_distance(std::string_view a, std::string_view b);
 
 }  // namespace loom::params

@@ -17,71 +17,69 @@
 #include "base/params.hh"
 #include "base/secret.hh"
 #include "bootstrap/bootstrap.hh"
+#include "bootstrap/bootstrap_params.hh"
 #include "bootstrap/store_internal.hh"
 
 namespace loom::bootstrap {
 namespace {
 
+using variable = loom::params::int_param;
+
 struct launcher {
     const char* source;
-    const char* rank_var;
-    const char* size_var;        // nullptr: PMIx exports no size (taken from the others)
-    const char* local_size_var;  // ranks on this host, to refuse the file rule across hosts
+    const variable* rank_var;
+    const variable* size_var;        // nullptr: PMIx exports no size (taken from the others)
+    const variable* local_size_var;  // ranks on this host, to refuse the file rule across hosts
 };
 
 // In precedence order: under mpirun Open MPI also exports PMIX_RANK, and srun with PMIx
 // exports both SLURM_* and PMIX_*; the more specific launcher wins.
 constexpr launcher launchers[] = {
-    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-    {"mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", nullptr},
-    {"pmix", "PMIX_RANK", nullptr, "PMIX_LOCAL_SIZE"},
+    {"openmpi", &params::ompi_rank, &params::ompi_size, &params::ompi_local_size},
+    {"mpich", &params::pmi_rank, &params::pmi_size, &params::mpi_local_nranks},
+    {"slurm", &params::slurm_procid, &params::slurm_ntasks, nullptr},
+    {"pmix", &params::pmix_rank, nullptr, &params::pmix_local_size},
 };
 
-const params::registry& reg() {
-    return params::registry::global();
-}
-
 // The integer value of a variable, nullopt when unset, an error when malformed.
-result<std::optional<int64_t>> read_int(const char* name) {
-    if (!reg().is_set(name)) {
+result<std::optional<int64_t>> read_int(const variable& var) {
+    if (!var.is_set()) {
         return std::optional<int64_t>();
     }
-    std::string value = reg().get_string(name);
-    if (status st = params::validate(*reg().find(name), value); !st) {
+    if (status st = loom::params::validate(var.declaration(), var.text()); !st) {
         return invalid_argument("bootstrap: " + st.message());
     }
-    return std::optional<int64_t>(reg().get_int(name));
+    return std::optional<int64_t>(var.get());
 }
 
-std::string var_text(const char* name) {
-    return std::string(name) + "=" + reg().get_string(name);
+std::string var_text(const loom::params::handle& var) {
+    return std::string(var.name()) + "=" + var.text();
 }
 
 // Slurm's variables describe this process only inside an srun step: a batch script sees
 // SLURM_PROCID=0 and SLURM_NTASKS of the whole allocation, and is not rank 0 of anything.
 bool applies(const launcher& l) {
-    if (std::string(l.source) == "slurm" && !reg().is_set("SLURM_STEP_ID")) {
+    if (std::string(l.source) == "slurm" && !params::slurm_step_id.is_set()) {
         return false;
     }
-    return reg().is_set(l.rank_var);
+    return l.rank_var->is_set();
 }
 
 status read_rank_size(identity* me, const launcher** from) {
-    const char* rank_var = "LOOM_RANK";
-    const char* size_var = "LOOM_SIZE";
-    me->source           = "loomrun";
-    *from                = nullptr;
-    if (!reg().is_set(rank_var) && !reg().is_set(size_var)) {
+    const variable* rank_var = &params::rank;
+    const variable* size_var = &params::size;
+    me->source               = "loomrun";
+    *from                    = nullptr;
+    if (!rank_var->is_set() && !size_var->is_set()) {
         for (const launcher& l : launchers) {
             if (applies(l)) {
                 *from      = &l;
                 me->source = l.source;
                 rank_var   = l.rank_var;
                 // PMIx exports the rank only; the size comes from a launcher that says it.
-                size_var = l.size_var                             ? l.size_var
-                           : reg().is_set("OMPI_COMM_WORLD_SIZE") ? "OMPI_COMM_WORLD_SIZE"
-                                                                  : "SLURM_NTASKS";
+                size_var = l.size_var                   ? l.size_var
+                           : params::ompi_size.is_set() ? &params::ompi_size
+                                                        : &params::slurm_ntasks;
                 break;
             }
         }
@@ -90,28 +88,29 @@ status read_rank_size(identity* me, const launcher** from) {
             return status::ok();
         }
     }
-    LOOM_ASSIGN(auto rank, read_int(rank_var));
-    LOOM_ASSIGN(auto size, read_int(size_var));
+    LOOM_ASSIGN(auto rank, read_int(*rank_var));
+    LOOM_ASSIGN(auto size, read_int(*size_var));
     if (rank && !size && *from != nullptr && (*from)->size_var == nullptr) {
-        return invalid_argument("bootstrap: " + var_text(rank_var) +
+        return invalid_argument("bootstrap: " + var_text(*rank_var) +
                                 " is set but no launcher variable gives the job size "
                                 "(OMPI_COMM_WORLD_SIZE, SLURM_NTASKS): set LOOM_RANK and "
                                 "LOOM_SIZE instead");
     }
     if (!rank || !size) {
-        const char* set   = rank ? rank_var : size_var;
-        const char* unset = rank ? size_var : rank_var;
-        return invalid_argument("bootstrap: " + var_text(set) + " is set but " + unset +
-                                " is not (set both, as loomrun does)");
+        const variable* set   = rank ? rank_var : size_var;
+        const variable* unset = rank ? size_var : rank_var;
+        return invalid_argument("bootstrap: " + var_text(*set) + " is set but " +
+                                std::string(unset->name()) + " is not (set both, as loomrun does)");
     }
     // Checked on the 64-bit values, before the narrowing below: 2^32 + 2 must not become 2.
     if (*size > bootstrap::max_ranks) {
-        return invalid_argument("bootstrap: " + var_text(size_var) + " exceeds the limit of " +
+        return invalid_argument("bootstrap: " + var_text(*size_var) + " exceeds the limit of " +
                                 std::to_string(bootstrap::max_ranks) + " ranks per job");
     }
     if (*size < 1 || *rank < 0 || *rank >= *size) {
-        return invalid_argument("bootstrap: " + var_text(rank_var) + " is not a rank of a job of " +
-                                var_text(size_var) + " (needs 0 <= rank < size)");
+        return invalid_argument("bootstrap: " + var_text(*rank_var) +
+                                " is not a rank of a job of " + var_text(*size_var) +
+                                " (needs 0 <= rank < size)");
     }
     me->rank = static_cast<int>(*rank);
     me->size = static_cast<int>(*size);
@@ -163,8 +162,8 @@ std::string parent_job() {
 }
 
 result<std::string> read_job(const identity& me) {
-    if (reg().is_set("LOOM_JOB")) {
-        std::string job = reg().get_string("LOOM_JOB");
+    if (params::job.is_set()) {
+        std::string job = params::job.get();
         bool ok         = !job.empty() && job.size() <= 64;
         for (char c : job) {
             ok = ok && valid_job_char(c);
@@ -175,41 +174,41 @@ result<std::string> read_job(const identity& me) {
         }
         return job;
     }
-    auto var = [](const char* name) { return reg().get_string(name); };
-    if (me.source == "openmpi" && !var("OMPI_MCA_ess_base_jobid").empty()) {
-        return sanitize_job("ompi-", var("OMPI_MCA_ess_base_jobid"));
+    if (me.source == "openmpi" && !params::ompi_job_id.get().empty()) {
+        return sanitize_job("ompi-", params::ompi_job_id.get());
     }
-    if (me.source == "slurm" && !var("SLURM_JOB_ID").empty()) {
-        return sanitize_job("slurm-", var("SLURM_JOB_ID") + "." + var("SLURM_STEP_ID"));
+    if (me.source == "slurm" && !params::slurm_job_id.get().empty()) {
+        return sanitize_job("slurm-",
+                            params::slurm_job_id.get() + "." + params::slurm_step_id.get());
     }
-    if ((me.source == "openmpi" || me.source == "pmix") && !var("PMIX_NAMESPACE").empty()) {
-        return sanitize_job("pmix-", var("PMIX_NAMESPACE"));
+    if ((me.source == "openmpi" || me.source == "pmix") && !params::pmix_namespace.get().empty()) {
+        return sanitize_job("pmix-", params::pmix_namespace.get());
     }
     if (me.source == "single") {
         return "s" + std::to_string(getpid());
     }
-    if (reg().is_set("LOOM_BOOTSTRAP")) {  // every rank was given the same rendezvous
-        return "h" + hex_hash(reg().get_string("LOOM_BOOTSTRAP"));
+    if (params::rendezvous.is_set()) {  // every rank was given the same rendezvous
+        return "h" + hex_hash(params::rendezvous.get());
     }
     return parent_job();
 }
 
 // The file rule needs one host; refuse it when the launcher says the ranks span several.
 status check_one_host(const identity& me, const launcher* from) {
-    const char* var = nullptr;
-    bool spans      = false;
+    const variable* var = nullptr;
+    bool spans          = false;
     if (from != nullptr && from->local_size_var != nullptr) {
-        LOOM_ASSIGN(auto local, read_int(from->local_size_var));
+        LOOM_ASSIGN(auto local, read_int(*from->local_size_var));
         var   = from->local_size_var;
         spans = local && *local < me.size;
     } else if (from != nullptr) {  // Slurm: the step's host count
-        LOOM_ASSIGN(auto hosts, read_int("SLURM_STEP_NUM_NODES"));
-        var   = "SLURM_STEP_NUM_NODES";
+        LOOM_ASSIGN(auto hosts, read_int(params::slurm_step_num_nodes));
+        var   = &params::slurm_step_num_nodes;
         spans = hosts && *hosts > 1;
     }
     if (spans) {
         return invalid_argument("bootstrap: the " + std::to_string(me.size) + " ranks of job '" +
-                                me.job + "' span several hosts (" + var_text(var) +
+                                me.job + "' span several hosts (" + var_text(*var) +
                                 "), so the default file rendezvous cannot work: set "
                                 "LOOM_BOOTSTRAP=host:port (a port on rank 0's host)");
     }
@@ -217,8 +216,8 @@ status check_one_host(const identity& me, const launcher* from) {
 }
 
 result<std::string> read_rendezvous(const identity& me, const launcher* from) {
-    if (reg().is_set("LOOM_BOOTSTRAP")) {
-        std::string address = reg().get_string("LOOM_BOOTSTRAP");
+    if (params::rendezvous.is_set()) {
+        std::string address = params::rendezvous.get();
         if (status st = detail::validate_address(address); !st) {
             return invalid_argument("LOOM_BOOTSTRAP: " + st.message());
         }
@@ -228,7 +227,7 @@ result<std::string> read_rendezvous(const identity& me, const launcher* from) {
         return std::string();
     }
     LOOM_CHECK(check_one_host(me, from));
-    std::string tmp = reg().get_string("TMPDIR");
+    std::string tmp = params::tmpdir.get();
     tmp             = tmp.empty() ? "/tmp" : tmp;
     return "file:" + tmp + "/loom-bootstrap-" + std::to_string(getuid()) + "-" + me.job;
 }
@@ -238,7 +237,7 @@ result<std::string> read_rendezvous(const identity& me, const launcher* from) {
 // rendezvous would merge them. Only a TCP rendezvous (its port and secret are the launch's
 // own) may do without LOOM_JOB.
 status check_hand_started(const identity& me) {
-    if (me.source != "loomrun" || me.size == 1 || reg().is_set("LOOM_JOB") ||
+    if (me.source != "loomrun" || me.size == 1 || params::job.is_set() ||
         !me.bootstrap.starts_with("file:")) {
         return status::ok();
     }
@@ -251,7 +250,7 @@ status check_hand_started(const identity& me) {
 }
 
 result<std::string> read_secret() {
-    std::string secret = reg().get_string("LOOM_JOB_SECRET");
+    std::string secret = params::job_secret.get();
     if (!secret.empty()) {
         LOOM_CHECK(check_secret(secret));
     }
@@ -274,24 +273,24 @@ status check_secret(std::string_view hex) {
 
 status read_store_settings(identity* me) {
     LOOM_ASSIGN(me->secret, read_secret());
-    me->listen    = reg().get_string("LOOM_BOOTSTRAP_LISTEN");
-    me->timeout_s = reg().get_real("LOOM_BOOTSTRAP_TIMEOUT");
+    me->listen    = params::listen.get();
+    me->timeout_s = params::timeout.get();
     if (!(me->timeout_s > 0)) {
-        return invalid_argument("bootstrap: LOOM_BOOTSTRAP_TIMEOUT=" +
-                                reg().get_string("LOOM_BOOTSTRAP_TIMEOUT") + " must be positive");
+        return invalid_argument("bootstrap: LOOM_BOOTSTRAP_TIMEOUT=" + params::timeout.text() +
+                                " must be positive");
     }
-    me->linger_s = reg().get_real("LOOM_BOOTSTRAP_LINGER");
+    me->linger_s = params::linger.get();
     if (!(me->linger_s >= 0)) {
-        return invalid_argument(
-            "bootstrap: LOOM_BOOTSTRAP_LINGER=" + reg().get_string("LOOM_BOOTSTRAP_LINGER") +
-            " must be 0 or more seconds");
+        return invalid_argument("bootstrap: LOOM_BOOTSTRAP_LINGER=" + params::linger.text() +
+                                " must be 0 or more seconds");
     }
     return status::ok();
 }
 
 result<identity> discover() {
-    if (!reg().load_status()) {
-        return reg().load_status();  // an invalid LOOM_* value is never silently ignored
+    if (!loom::params::registry::global().load_status()) {
+        // An invalid LOOM_* value is never silently ignored.
+        return loom::params::registry::global().load_status();
     }
     identity me;
     const launcher* from = nullptr;

@@ -8,7 +8,7 @@
 #include "base/check.hh"
 #include "base/hash.hh"
 #include "base/log.hh"
-#include "base/params.hh"
+#include "comm/comm_params.hh"
 #include "comm/request_registry.hh"
 #include "kernels/reduce.hh"
 
@@ -360,7 +360,7 @@ result<std::vector<drivers::link_stat>> communicator::link_stats() const {
 }
 
 void communicator::write_link_stats() const {
-    const std::string dir = params::registry::global().get_string("LOOM_LINK_STATS_DIR");
+    const std::string dir = params::link_stats_dir.get();
     if (dir.empty() || settings_.comm_id != 0) {
         return;
     }

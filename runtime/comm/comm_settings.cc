@@ -6,7 +6,12 @@
 #include "base/params.hh"
 #include "bootstrap/bootstrap.hh"
 #include "comm/comm.hh"
+#include "comm/comm_params.hh"
+#include "comm/params_catalog.hh"
+#include "inc/inc_params.hh"
 #include "inc/node/ticket.hh"
+#include "routing/routing_params.hh"
+#include "tuner/tuner_params.hh"
 
 namespace loom::comm {
 namespace {
@@ -19,8 +24,8 @@ const char* text_field(const loom_config_t* c, const char* loom_config_t::*field
     return c && has_field(c->struct_size, end) ? c->*field : nullptr;
 }
 
-std::string param_or(const char* given, const char* param) {
-    return given ? std::string(given) : params::registry::global().get_string(param);
+std::string param_or(const char* given, const loom::params::string_param& param) {
+    return given ? std::string(given) : param.get();
 }
 
 status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::string* address) {
@@ -82,10 +87,8 @@ status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::st
 }
 
 status resolve_numbers(const loom_config_t* c, settings* s) {
-    auto& reg = params::registry::global();
-    double t  = c && LOOM_CONFIG_HAS(c, timeout_s) && c->timeout_s > 0
-                    ? c->timeout_s
-                    : reg.get_real("LOOM_TIMEOUT");
+    double t = c && LOOM_CONFIG_HAS(c, timeout_s) && c->timeout_s > 0 ? c->timeout_s
+                                                                      : params::timeout.get();
     if (!(t > 0)) {
         return invalid_argument("LOOM_TIMEOUT=" + std::to_string(t) + " s: must be positive");
     }
@@ -96,17 +99,17 @@ status resolve_numbers(const loom_config_t* c, settings* s) {
                                 " is not a loom_progress_mode_t");
     }
     bool thread = mode == LOOM_PROGRESS_THREAD ||
-                  (mode == LOOM_PROGRESS_DEFAULT && reg.get_string("LOOM_PROGRESS") == "thread");
+                  (mode == LOOM_PROGRESS_DEFAULT && params::progress.get() == "thread");
     s->progress      = thread ? engine::progress_mode::thread : engine::progress_mode::caller;
     int64_t inflight = c && LOOM_CONFIG_HAS(c, max_inflight) && c->max_inflight > 0
                            ? c->max_inflight
-                           : reg.get_int("LOOM_MAX_INFLIGHT");
+                           : params::max_inflight.get();
     if (inflight < 1 || inflight > 4096) {
         return invalid_argument("max_inflight " + std::to_string(inflight) +
                                 " (LOOM_MAX_INFLIGHT) must be 1..4096");
     }
     s->max_inflight = static_cast<int>(inflight);
-    int64_t cache   = reg.get_int("LOOM_PLAN_CACHE");
+    int64_t cache   = params::plan_cache.get();
     if (cache < 1 || cache > 1000000) {
         return invalid_argument("LOOM_PLAN_CACHE=" + std::to_string(cache) + " must be 1..1000000");
     }
@@ -117,17 +120,17 @@ status resolve_numbers(const loom_config_t* c, settings* s) {
 status resolve_shapes(const loom_config_t* c, settings* s) {
     std::string transport = param_or(text_field(c, &loom_config_t::transport,
                                                 offsetof(loom_config_t, transport) + sizeof(char*)),
-                                     "LOOM_TRANSPORT");
+                                     params::transport);
     s->transport          = !transport.empty() ? transport : s->size == 1 ? "self" : "shm";
     std::string topo      = param_or(
              text_field(c, &loom_config_t::topology, offsetof(loom_config_t, topology) + sizeof(char*)),
-             "LOOM_TOPOLOGY");
+             params::topology);
     if (topo.empty()) {
         // Over a fabric (LOOM_FABRIC) the communicator's topology is that fabric, so the
         // lattice algorithms (dims, dor-relay) apply and route as the forwarder does.
-        topo = params::registry::global().get_string("LOOM_FABRIC");
+        topo = routing::params::fabric.get();
     }
-    std::string ties = params::registry::global().get_string("LOOM_ROUTE_TIES");
+    std::string ties = routing::params::route_ties.get();
     if (!routing::parse_tie_rule(ties, &s->ties)) {
         return invalid_argument("LOOM_ROUTE_TIES=" + ties + " (toward-plus or source-parity)");
     }
@@ -144,39 +147,38 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
         }
         s->topo = *shape;
     }
-    auto algos = algo_table::parse(params::registry::global().get_string("LOOM_ALGO"));
+    auto algos = algo_table::parse(params::algo.get());
     if (!algos) {
         return algos.error();
     }
     s->algos            = *algos;
-    auto& reg           = params::registry::global();
-    s->calibration_file = reg.get_string("LOOM_CALIBRATION_FILE");
-    s->calibrate_auto   = reg.get_string("LOOM_CALIBRATE") == "auto";
-    s->explain          = reg.get_int("LOOM_EXPLAIN") != 0;
-    if (!algorithms::parse_port_model(reg.get_string("LOOM_PORT_MODEL"), &s->ports)) {
-        return invalid_argument("LOOM_PORT_MODEL='" + reg.get_string("LOOM_PORT_MODEL") +
+    s->calibration_file = tuner::params::calibration_file.get();
+    s->calibrate_auto   = tuner::params::calibrate.get() == "auto";
+    s->explain          = params::explain.get() != 0;
+    if (!algorithms::parse_port_model(tuner::params::port_model.get(), &s->ports)) {
+        return invalid_argument("LOOM_PORT_MODEL='" + tuner::params::port_model.get() +
                                 "' (allowed: per-edge, single-port)");
     }
-    s->switch_address = reg.get_string("LOOM_SWITCH");
-    s->switch_fabric  = reg.get_string("LOOM_SWITCH_FABRIC");
-    s->inc_ticket     = reg.get_string("LOOM_INC_TICKET");
+    s->switch_address = inc::params::switch_address.get();
+    s->switch_fabric  = inc::params::switch_fabric.get();
+    s->inc_ticket     = inc::params::ticket.get();
     if (std::string job, bytes;
         !s->inc_ticket.empty() && !inc::parse_ticket(s->inc_ticket, &job, &bytes)) {
         return invalid_argument(
             "LOOM_INC_TICKET must be JOB:HEX (64 hex digits), as `loom-switch ticket` prints");
     }
-    int64_t slots = reg.get_int("LOOM_INC_SLOTS");
+    int64_t slots = inc::params::slots.get();
     if (slots < 1 || slots > 4096) {
         return invalid_argument("LOOM_INC_SLOTS=" + std::to_string(slots) + " must be 1..4096");
     }
     s->inc_slots         = static_cast<int>(slots);
-    s->inc_deterministic = reg.get_int("LOOM_INC_DETERMINISTIC") != 0;
-    for (auto [name, field] :
-         {std::pair{"LOOM_INC_DROP", &s->inc_drop}, std::pair{"LOOM_INC_DUP", &s->inc_dup},
-          std::pair{"LOOM_INC_REORDER", &s->inc_reorder}}) {
-        *field = reg.get_real(name);
+    s->inc_deterministic = inc::params::deterministic.get() != 0;
+    for (auto [param, field] :
+         {std::pair{&inc::params::drop, &s->inc_drop}, std::pair{&inc::params::dup, &s->inc_dup},
+          std::pair{&inc::params::reorder, &s->inc_reorder}}) {
+        *field = param->get();
         if (!(*field >= 0 && *field <= 1)) {
-            return invalid_argument(std::string(name) + "=" + std::to_string(*field) +
+            return invalid_argument(std::string(param->name()) + "=" + std::to_string(*field) +
                                     ": a probability in [0, 1]");
         }
     }
@@ -192,7 +194,8 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
 
 status resolve_settings(const loom_config_t* c, settings* s, std::string* address,
                         bootstrap::identity* who) {
-    if (const status& load = params::registry::global().load_status(); !load) {
+    warn_unknown_variables();
+    if (const status& load = loom::params::registry::global().load_status(); !load) {
         return load;
     }
     if (c) {

@@ -13,9 +13,9 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
-#include "base/params.hh"
 #include "comm/comm.hh"
 #include "kernels/reduce.hh"
+#include "tuner/tuner_params.hh"
 
 namespace loom::comm {
 namespace {
@@ -36,9 +36,8 @@ double median(std::vector<double> v) {
 }
 
 std::string calibration_file(const std::string& configured) {
-    auto& reg = params::registry::global();
-    return tuner::calibration_path(configured, reg.get_string("XDG_CACHE_HOME"),
-                                   reg.get_string("HOME"));
+    return tuner::calibration_path(configured, tuner::params::xdg_cache_home.get(),
+                                   tuner::params::home.get());
 }
 
 }  // namespace

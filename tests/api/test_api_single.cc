@@ -14,6 +14,8 @@
 #include "algorithms/algorithm.hh"
 #include "api_test_util.hh"
 #include "base/params.hh"
+#include "bootstrap/bootstrap_params.hh"
+#include "comm/comm_params.hh"
 #include "tuner/tuner.hh"
 
 namespace {
@@ -152,11 +154,14 @@ void every_applicable_algorithm_runs_by_attribute(void**) {
 // loom_comm_create(NULL) reads everything from the environment; with no launcher around
 // (as under meson test) that is rank 0 of 1 on the self driver.
 void create_from_environment_alone_is_one_rank(void**) {
-    const auto& reg = loom::params::registry::global();
-    for (const char* v : {"LOOM_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS",
-                          "PMIX_RANK", "LOOM_TRANSPORT", "LOOM_TOPOLOGY"}) {
-        if (reg.is_set(v)) {
-            std::printf("# SKIP: %s is set: not a bare environment\n", v);
+    namespace boot = loom::bootstrap::params;
+    namespace api  = loom::comm::params;
+    for (const loom::params::handle* v : std::initializer_list<const loom::params::handle*>{
+             &boot::size, &boot::ompi_size, &boot::pmi_size, &boot::slurm_ntasks, &boot::pmix_rank,
+             &api::transport, &api::topology}) {
+        if (v->is_set()) {
+            std::printf("# SKIP: %s is set: not a bare environment\n",
+                        std::string(v->name()).c_str());
             skip();
         }
     }

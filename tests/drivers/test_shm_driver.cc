@@ -9,6 +9,7 @@
 
 #include "base/params.hh"
 #include "driver_test_util.hh"
+#include "drivers/shm/shm_params.hh"
 #include "test_main.hh"
 
 using namespace loom;
@@ -394,9 +395,9 @@ int backpressure_rank(int rank, const std::string& job, const std::string& dir) 
             RANK_CHECK(rank, f.post_send(f.ctx, 1, k, 0, bufs[k].data(), len(k), k) == 0, "send");
         }
         int early     = test::wait_completions(f, c.data(), bp_msgs, 0.3);
-        auto& reg     = params::registry::global();
-        int64_t bound = reg.get_int("LOOM_SHM_RING_SLOTS") + reg.get_int("LOOM_SHM_UNEXPECTED");
-        RANK_CHECK(rank, early >= reg.get_int("LOOM_SHM_RING_SLOTS") - 1 && early <= bound,
+        int64_t slots = drivers::shm::params::ring_slots.get();
+        int64_t bound = slots + drivers::shm::params::unexpected.get();
+        RANK_CHECK(rank, early >= slots - 1 && early <= bound,
                    "%d sends completed while the receiver posted nothing (bound %lld)", early,
                    (long long)bound);
         RANK_CHECK(rank, store.set("stalled", std::to_string(early)).is_ok(), "store");

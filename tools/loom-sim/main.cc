@@ -9,6 +9,7 @@
 #include <new>
 
 #include "base/params.hh"
+#include "comm/params_catalog.hh"
 #include "loom_sim.hh"
 
 namespace loom::sim_tool {
@@ -59,6 +60,7 @@ int run(int argc, char** argv) {
     if (!registry.load_status()) {
         return fail(registry.load_status().message(), exit_bad_args);
     }
+    comm::warn_unknown_variables();
     app.require_subcommand(0, 1);
     app.footer("Verbs: " + std::string(verb_list_text) +
                ". Run 'loom-sim VERB --help' for a verb's flags.\n"

@@ -26,8 +26,8 @@
 #include <sstream>
 
 #include "base/check.hh"
-#include "base/params.hh"
 #include "loom_sim.hh"
+#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -40,7 +40,7 @@ struct compare_flags {
     std::string alpha;         // default 1us
     std::string bw;            // default 25GB/s
     std::string alpha_switch;  // default: α
-    std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
+    std::string ports = tuner::params::port_model.get();
     std::string plot;
     bool json = false;
 };

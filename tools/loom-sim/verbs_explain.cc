@@ -9,9 +9,9 @@
 #include <iostream>
 #include <memory>
 
-#include "base/params.hh"
 #include "loom_sim.hh"
 #include "tuner/tuner.hh"
+#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -20,7 +20,7 @@ struct explain_flags {
     call_flags call;
     std::string bytes;
     std::string alpha, bw, alpha_switch, reduce_bw;
-    std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
+    std::string ports = tuner::params::port_model.get();
     calibration_flags calibration;
     bool in_network = false;
     bool json       = false;

@@ -11,8 +11,8 @@
 #include <iostream>
 #include <memory>
 
-#include "base/params.hh"
 #include "loom_sim.hh"
+#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -22,7 +22,7 @@ struct model_flags {
     std::string bw;            // default 25GB/s
     std::string alpha_switch;  // default: α
     // The default comes from LOOM_PORT_MODEL (the parameter registry), per-edge unless set.
-    std::string ports = params::registry::global().get_string("LOOM_PORT_MODEL");
+    std::string ports = tuner::params::port_model.get();
     calibration_flags calibration;
     bool json = false;
 };

@@ -23,9 +23,9 @@
 #include <optional>
 #include <sstream>
 
-#include "base/params.hh"
 #include "loom_sim.hh"
 #include "sim/sim.hh"
+#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -39,7 +39,7 @@ struct run_flags {
     std::string alpha;         // default 1us; empty tells a fabric file that it was not given
     std::string bw;            // default 25GB/s
     std::string alpha_switch;  // default: α
-    std::string ports      = params::registry::global().get_string("LOOM_PORT_MODEL");
+    std::string ports      = tuner::params::port_model.get();
     std::string alu        = "0";
     std::string efficiency = "1";
     std::string gamma      = "0";

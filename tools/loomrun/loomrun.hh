@@ -41,8 +41,9 @@ struct options {
     std::string link_stats_dir;           // set by run_job under --link-stats
     bool with_switch = false;             // --switch: start loom-switch node(s) for the ranks
     std::vector<std::string> switch_env;  // set by run_job under --switch (LOOM_SWITCH…)
-    bool show_config  = false;
-    bool show_version = false;
+    bool show_config   = false;
+    bool show_markdown = false;  // with show_config: the README's environment table
+    bool show_version  = false;
     std::vector<std::string> command;  // PROGRAM ARGS
 };
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "base/params.hh"
+#include "comm/params_catalog.hh"
 #include "loomrun.hh"
 
 namespace loom::loomrun {
@@ -37,8 +38,9 @@ int run(int argc, char** argv) {
     if (!registry.load_status()) {
         return fail(registry.load_status().message(), exit_bad_args);
     }
+    comm::warn_unknown_variables();
     if (p.opts.show_config) {
-        std::cout << registry.describe();
+        std::cout << (p.opts.show_markdown ? registry.markdown() : registry.describe());
         return exit_ok;
     }
     std::cout.flush();

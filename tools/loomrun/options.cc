@@ -83,6 +83,8 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
                    "how long ranks get between SIGTERM and SIGKILL when a job ends (default 2 s)");
     app.add_flag("--config", o.show_config,
                  "print every LOOM_* parameter: value, default, unit, description");
+    app.add_flag("--markdown", o.show_markdown,
+                 "with --config: print the parameters as the README's environment table");
     app.add_flag("--version", o.show_version, "print the version and build features");
     app.footer(
         "Usage: loomrun -n N [flags] -- PROGRAM ARGS\n"
@@ -95,6 +97,9 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
 // The checks CLI11 does not make: -n, durations, a program to run.
 parsed check(parsed out, const flag_text& text) {
     options& o = out.opts;
+    if (o.show_markdown && !o.show_config) {
+        return fail("--markdown goes with --config (loomrun --config --markdown)");
+    }
     if (o.show_config || o.show_version) {
         out.what = parsed::action::run;
         return out;

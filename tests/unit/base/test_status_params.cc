@@ -1,13 +1,29 @@
-// runtime/base: status strings for every code, results, and the parameter registry's
-// validation (an invalid value is an error that says what is allowed, never ignored).
+// runtime/base: status strings for every code, results, and the parameter registry: typed
+// handles, validation (an invalid value is an error that says what is allowed, never
+// ignored), the catalog of every component's declarations, the misspelling check.
+#include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "base/params.hh"
 #include "base/status.hh"
+#include "bootstrap/bootstrap_params.hh"
+#include "comm/params_catalog.hh"
 #include "test_main.hh"
+#include "tuner/tuner_params.hh"
 
 using namespace loom;
+
+// Handles of every type, declared here as a component would declare its own.
+namespace test_params {
+constinit const params::int_param count{"LOOM_TEST_COUNT", "7", "items", "an integer"};
+constinit const params::real_param ratio{"LOOM_TEST_RATIO", "0.5", "", "a number"};
+constinit const params::string_param label{"LOOM_TEST_LABEL", "plain", "a string"};
+constinit const params::bool_param flag{"LOOM_TEST_FLAG", "false", "a boolean"};
+constinit const params::choice_param mode{"LOOM_TEST_MODE", "a", "a|b", "a choice"};
+const params::component component{"test", {&count, &ratio, &label, &flag, &mode}};
+}  // namespace test_params
 
 static void every_status_has_a_distinct_string(void**) {
     for (int a = LOOM_SUCCESS; a <= LOOM_ERR_VERIFY; ++a) {
@@ -45,22 +61,22 @@ static void dtype_sizes_match_the_types(void**) {
 static void registry_rejects_invalid_values_with_allowed_list(void**) {
     auto& reg = params::registry::global();
     assert_true(reg.set("LOOM_PORT_MODEL", "single-port").is_ok());
-    assert_string_equal(reg.get_string("LOOM_PORT_MODEL").c_str(), "single-port");
+    assert_string_equal(tuner::params::port_model.get().c_str(), "single-port");
     status bad = reg.set("LOOM_PORT_MODEL", "dual-port");
     assert_int_equal(bad.code(), LOOM_ERR_INVALID_ARGUMENT);
     assert_non_null(std::strstr(bad.message().c_str(), "allowed values are per-edge|single-port"));
     // The rejected value did not replace the previous one.
-    assert_string_equal(reg.get_string("LOOM_PORT_MODEL").c_str(), "single-port");
+    assert_string_equal(tuner::params::port_model.get().c_str(), "single-port");
     assert_int_equal(reg.set("LOOM_NO_SUCH_THING", "1").code(), LOOM_ERR_INVALID_ARGUMENT);
 }
 
 static void every_parameter_is_documented_and_its_default_valid(void**) {
     const auto& reg = params::registry::global();
     assert_true(reg.all().size() >= 2);
-    for (const auto& p : reg.all()) {
-        assert_true(p.name.rfind("LOOM_", 0) == 0);
-        assert_false(p.description.empty());
-        assert_true(params::validate(p, p.default_value).is_ok());
+    for (const params::param* p : reg.all()) {
+        assert_true(p->name.starts_with("LOOM_"));
+        assert_false(p->description.empty());
+        assert_true(params::validate(*p, p->default_value).is_ok());
     }
     assert_non_null(std::strstr(reg.describe().c_str(), "LOOM_LOG_LEVEL="));
 }
@@ -76,6 +92,112 @@ static void secrets_are_never_printed(void**) {
     assert_false(params::is_secret("LOOM_JOB"));
 }
 
+static void typed_handles_read_defaults_and_set_values(void**) {
+    auto& reg = params::registry::global();
+    assert_int_equal(test_params::count.get(), 7);
+    assert_true(test_params::ratio.get() == 0.5);
+    assert_string_equal(test_params::label.get().c_str(), "plain");
+    assert_false(test_params::flag.get());
+    assert_string_equal(test_params::mode.get().c_str(), "a");
+    assert_false(test_params::count.is_set());
+    assert_true(reg.set("LOOM_TEST_COUNT", "-12").is_ok());
+    assert_true(reg.set("LOOM_TEST_RATIO", "2.25").is_ok());
+    assert_true(reg.set("LOOM_TEST_LABEL", "x y").is_ok());
+    assert_true(reg.set("LOOM_TEST_FLAG", "1").is_ok());
+    assert_true(reg.set("LOOM_TEST_MODE", "b").is_ok());
+    assert_int_equal(test_params::count.get(), -12);
+    assert_true(test_params::count.is_set());
+    assert_string_equal(test_params::count.text().c_str(), "-12");
+    assert_true(test_params::ratio.get() == 2.25);
+    assert_string_equal(test_params::label.get().c_str(), "x y");
+    assert_true(test_params::flag.get());
+    assert_string_equal(test_params::mode.get().c_str(), "b");
+    assert_false(reg.set("LOOM_TEST_FLAG", "yes").is_ok());
+    assert_false(reg.set("LOOM_TEST_COUNT", "12k").is_ok());
+    assert_int_equal(test_params::count.get(), -12);
+    assert_string_equal(test_params::count.name().data(), "LOOM_TEST_COUNT");
+}
+
+// Every component's declarations are registered once, under distinct names, and the
+// variables loom sets for its children (loomrun, bootstrap) are among them.
+static void the_catalog_declares_every_component_once(void**) {
+    const auto& reg = params::registry::global();
+    std::set<std::string_view> names;
+    size_t own = 0;
+    for (const params::component* c : comm::parameter_components()) {
+        assert_false(c->name().empty());
+        for (const params::handle* h : c->handles()) {
+            assert_true(names.insert(h->name()).second);
+            assert_ptr_equal(reg.find(h->name()), &h->declaration());
+            own += h->declaration().is_foreign() ? 0 : 1;
+        }
+    }
+    assert_true(own >= 55);
+    // all() lists the catalog's LOOM_* parameters plus this test's own five.
+    assert_int_equal(reg.all().size(), own + 5);
+    for (const char* exported :
+         {"LOOM_RANK", "LOOM_SIZE", "LOOM_JOB", "LOOM_BOOTSTRAP", "LOOM_TRANSPORT", "LOOM_TCP_ADDR",
+          "LOOM_JOB_SECRET", "LOOM_FABRIC", "LOOM_LINK_STATS_DIR", "LOOM_PROGRESS", "LOOM_SWITCH",
+          "LOOM_SWITCH_FABRIC", "LOOM_INC_TICKET"}) {
+        assert_non_null(reg.find(exported));
+    }
+    assert_non_null(reg.find("OMPI_COMM_WORLD_RANK"));
+    assert_true(reg.find("OMPI_COMM_WORLD_RANK")->is_foreign());
+    assert_int_equal(bootstrap::params::ompi_rank.is_set(),
+                     std::getenv("OMPI_COMM_WORLD_RANK") != nullptr);
+}
+
+static void the_markdown_table_has_a_row_per_parameter(void**) {
+    const auto& reg   = params::registry::global();
+    std::string table = reg.markdown();
+    assert_true(table.starts_with("| variable | default | unit | meaning |\n"));
+    for (const params::param* p : reg.all()) {
+        assert_non_null(std::strstr(table.c_str(), ("| `" + std::string(p->name) + "` |").c_str()));
+    }
+    // A choice's `|` would end its cell.
+    assert_non_null(std::strstr(table.c_str(), "one of `per-edge\\|single-port`"));
+    assert_null(std::strstr(table.c_str(), "OMPI_COMM_WORLD_RANK"));
+}
+
+static void a_misspelt_variable_names_the_closest_parameter(void**) {
+    assert_int_equal(params::edit_distance("LOOM_SHM_SLOTBYTES", "LOOM_SHM_SLOT_BYTES"), 1);
+    assert_int_equal(params::edit_distance("", "abc"), 3);
+    assert_int_equal(params::edit_distance("kitten", "sitting"), 3);
+    const auto& reg = params::registry::global();
+    assert_int_equal(setenv("LOOM_SHM_SLOTBYTES", "1", 1), 0);
+    assert_int_equal(setenv("LOOM_NO_SUCH_KNOB_AT_ALL", "1", 1), 0);
+    auto lines = reg.unknown_variables();
+    unsetenv("LOOM_SHM_SLOTBYTES");
+    unsetenv("LOOM_NO_SUCH_KNOB_AT_ALL");
+    bool slot  = false;
+    bool other = false;
+    for (const std::string& line : lines) {
+        slot = slot || line ==
+                           "LOOM_SHM_SLOTBYTES is not a loom parameter; did you mean "
+                           "LOOM_SHM_SLOT_BYTES?";
+        other = other || line.starts_with(
+                             "LOOM_NO_SUCH_KNOB_AT_ALL is not a loom parameter; "
+                             "did you mean LOOM_");
+        // Declared names never warn (the test environment sets some).
+        assert_null(std::strstr(line.c_str(), "LOOM_CALIBRATE "));
+    }
+    assert_true(slot);
+    assert_true(other);
+}
+
+// A component whose code starts after the registry's first use (a library loaded later)
+// still gets the environment's value.
+static void a_component_registered_late_reads_the_environment(void**) {
+    assert_true(params::registry::global().load_status().is_ok());
+    assert_int_equal(setenv("LOOM_TEST_LATE", "5", 1), 0);
+    static constinit const params::int_param late{"LOOM_TEST_LATE", "1", "", "registered late"};
+    static const params::component component{"late", {&late}};
+    assert_int_equal(late.get(), 5);
+    unsetenv("LOOM_TEST_LATE");
+    assert_true(late.is_set());
+    assert_non_null(params::registry::global().find("LOOM_TEST_LATE"));
+}
+
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_status_has_a_distinct_string),
@@ -84,6 +206,11 @@ int main() {
         cmocka_unit_test(registry_rejects_invalid_values_with_allowed_list),
         cmocka_unit_test(every_parameter_is_documented_and_its_default_valid),
         cmocka_unit_test(secrets_are_never_printed),
+        cmocka_unit_test(typed_handles_read_defaults_and_set_values),
+        cmocka_unit_test(the_catalog_declares_every_component_once),
+        cmocka_unit_test(the_markdown_table_has_a_row_per_parameter),
+        cmocka_unit_test(a_misspelt_variable_names_the_closest_parameter),
+        cmocka_unit_test(a_component_registered_late_reads_the_environment),
     };
     return LOOM_RUN_TESTS("base_status_params", tests);
 }

@@ -1,0 +1,19 @@
+#include "drivers/driver_params.hh"
+
+#include "drivers/common/loopback_params.hh"
+#include "drivers/fault/fault_params.hh"
+#include "drivers/forward/forward_params.hh"
+#include "drivers/shm/shm_params.hh"
+#include "drivers/tcp/tcp_params.hh"
+
+namespace loom::drivers {
+
+std::span<const loom::params::component* const> parameter_components() {
+    static const loom::params::component* const list[] = {
+        &common::params::component, &shm::params::component,     &tcp::params::component,
+        &fault::params::component,  &forward::params::component,
+    };
+    return list;
+}
+
+}  // namespace loom::drivers
