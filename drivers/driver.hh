@@ -37,6 +37,7 @@
 
 #include "base/kv_store.hh"
 #include "base/status.hh"
+#include "drivers/waker.hh"
 
 namespace loom::drivers {
 
@@ -139,6 +140,9 @@ class endpoint {
     virtual const fast_path& fast() const = 0;
     /// Releases every resource; pending operations complete with LOOM_ERR_PEER_FAILURE.
     virtual void close() = 0;
+    /// How an idle caller sleeps until a peer signals (drivers/waker.hh); valid after
+    /// connect() until close(). Null by default: the caller naps.
+    virtual waker idle_waker() { return {}; }
 };
 
 /// Opens a driver by name ("self", "shm", "tcp"; "fault:<inner>" wraps another). The only
