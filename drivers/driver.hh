@@ -38,6 +38,7 @@
 #include "base/kv_store.hh"
 #include "base/status.hh"
 #include "base/wire_tag.hh"
+#include "drivers/waker.hh"
 
 namespace loom::drivers {
 
@@ -160,6 +161,9 @@ class endpoint {
         (void)out;
         return false;
     }
+    /// How an idle caller sleeps until a peer signals (drivers/waker.hh); valid after
+    /// connect() until close(). Null by default: the caller naps.
+    virtual waker idle_waker() { return {}; }
 };
 
 /// Opens a driver by name ("self", "shm", "tcp"; "fault:<inner>" wraps another). The only

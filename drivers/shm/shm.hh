@@ -31,7 +31,8 @@
 //
 // Files: shm_device.cc (segments, names, reclaim, parameters), shm_conn.cc (connect, close,
 // open), shm_post.cc (post_send/post_recv, matching, early arrivals), shm_rndv.cc (large
-// messages: CMA and bounce), shm_progress.cc (poll, liveness, completions).
+// messages: CMA and bounce), shm_progress.cc (poll, liveness, completions),
+// shm_doorbell.cc (how an idle rank sleeps until a peer's send rings it).
 #pragma once
 
 #include <sys/types.h>
@@ -50,6 +51,7 @@
 #include "drivers/common/loopback.hh"
 #include "drivers/common/match_table.hh"
 #include "drivers/driver.hh"
+#include "drivers/shm/shm_doorbell.hh"
 
 namespace loom::drivers::shm {
 
@@ -70,7 +72,7 @@ result<shm_params> read_params();
 // ---------------------------------------------------------------- segment layout
 
 constexpr uint64_t segment_magic     = 0x6d68732d6d6f6f6cULL;  // "loom-shm", little-endian
-constexpr uint32_t layout_version    = 1;
+constexpr uint32_t layout_version    = 2;
 constexpr const char* segment_prefix = "loom-";
 
 enum segment_state : uint32_t { state_creating = 0, state_ready = 1, state_closed = 2 };
@@ -97,6 +99,7 @@ struct segment_header {
     //    after its last ack and ring write.
     // A7 peer: load(acquire) at attach and in liveness checks                pairs with R7
     alignas(cache_line) std::atomic<uint32_t> state;
+    doorbell bell;  // rung by peers when the owner sleeps (shm_doorbell.hh)
 };
 
 /// One ring slot's header; the payload follows at byte 64, so it is cache-line aligned.
@@ -302,6 +305,10 @@ class shm_endpoint final : public endpoint {
     int poll(completion* out, int max);
     bool pending() const { return in_use_ > 0 || loop_.pending(); }
     bool cancel(uint64_t cookie);
+    // The waker (shm_doorbell.cc).
+    waker idle_waker() override;
+    uint64_t arm_sleep();
+    void sleep(uint64_t token, int64_t timeout_ns);
 
   private:
     // shm_conn.cc

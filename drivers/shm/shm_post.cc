@@ -66,6 +66,7 @@ void shm_endpoint::write_send(peer_state& ps, op* o, char* slot) {
             std::memcpy(slot + sizeof(h), o->buf, o->len);
         }
         ps.out.publish();  // R1 (shm_ring.hh): header and payload before the index
+        ring_if_asleep(ps.seg.header()->bell);
         complete(o, LOOM_SUCCESS, o->len);
         return;
     }
@@ -81,6 +82,7 @@ void shm_endpoint::write_send(peer_state& ps, op* o, char* slot) {
     o->state = op_state::await_ack;
     ps.await_ack.push_back(o);
     ps.out.publish();  // R1
+    ring_if_asleep(ps.seg.header()->bell);
 }
 
 // A control notice takes one slot and no op: it produces no send completion (its cookie
@@ -100,6 +102,7 @@ loom_status_t shm_endpoint::send_control(peer_state& ps, uint64_t tag, uint64_t 
     h.kind = uint16_t(msg_kind::control);
     std::memcpy(slot, &h, sizeof(h));
     ps.out.publish();  // R1
+    ring_if_asleep(ps.seg.header()->bell);
     return LOOM_SUCCESS;
 }
 

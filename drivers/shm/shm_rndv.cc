@@ -54,6 +54,7 @@ bool shm_endpoint::ack(peer_state& ps, uint32_t remote_op, uint32_t remote_gen,
     uint64_t expect             = ack_word::make(remote_gen, ack_word::pending);
     if (word.compare_exchange_strong(expect, ack_word::make(remote_gen, 1 + uint32_t(code)),
                                      std::memory_order_acq_rel)) {  // R6
+        ring_if_asleep(ps.seg.header()->bell);
         return true;
     }
     if (expect == ack_word::make(remote_gen, ack_word::revoked)) {
@@ -189,6 +190,7 @@ void shm_endpoint::progress_bounce_send(peer_state& ps) {
     }
     if (ps.produced != before) {
         ps.out_chan->produced.store(ps.produced, std::memory_order_release);  // R5
+        ring_if_asleep(ps.seg.header()->bell);
     }
     if (o->done == o->len) {
         ps.bounce_send = nullptr;  // all bytes handed over; the ack completes it
@@ -201,6 +203,7 @@ void shm_endpoint::progress_bounce_recv(peer_state& ps) {
     if (o->state == op_state::pull_queued) {
         ps.in_chan->request_op.store(o->remote_op, std::memory_order_relaxed);      // before R3
         ps.in_chan->requests.store(++ps.requests_made, std::memory_order_release);  // R3
+        ring_if_asleep(ps.seg.header()->bell);
         o->state = op_state::pulling;
     }
     uint64_t produced = ps.in_chan->produced.load(std::memory_order_acquire);  // A5
@@ -217,6 +220,7 @@ void shm_endpoint::progress_bounce_recv(peer_state& ps) {
     }
     if (ps.consumed != before) {
         ps.in_chan->consumed.store(ps.consumed, std::memory_order_release);  // R4
+        ring_if_asleep(ps.seg.header()->bell);
     }
     if (o->done == o->bytes) {
         ps.pulls.remove(o);

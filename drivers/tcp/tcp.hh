@@ -264,6 +264,10 @@ class tcp_endpoint final : public endpoint {
     /// its unsent bytes; a receive being filled (or whose CTS is out) drains into a discard
     /// sink. No completion either way. False when no pending operation has `cookie`.
     bool cancel(uint64_t cookie);
+    // The waker (tcp_wait.cc): sleeps on wait_fd().
+    waker idle_waker() override;
+    uint64_t arm_sleep();
+    void sleep(uint64_t token, int64_t timeout_ns);
 
   private:
     tcp_endpoint(const endpoint_config& config, settings s);

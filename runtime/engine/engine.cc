@@ -23,7 +23,11 @@ result<std::unique_ptr<engine>> engine::create(const engine_config& config,
 }
 
 engine_impl::engine_impl(const engine_config& config, drivers::endpoint& endpoint)
-    : config_(config), fast_(endpoint.fast()) {
+    : config_(config), fast_(endpoint.fast()), threaded_(config.progress == progress_mode::thread) {
+    sources_.push_back(source_of(endpoint));
+    if (config.in_network != nullptr) {
+        sources_.push_back(source_of(*config.in_network));
+    }
     pool_.reserve(config.max_requests);
     for (int i = 0; i < config.max_requests; ++i) {
         pool_.push_back(std::make_unique<request>());
@@ -32,7 +36,7 @@ engine_impl::engine_impl(const engine_config& config, drivers::endpoint& endpoin
     early_.reserve(64);
     early_hellos_.reserve(256);
     controls_.reserve(256);
-    if (config.progress == progress_mode::thread) {
+    if (threaded_) {
         thread_ = std::thread([this] { progress_thread(); });
     }
 }
@@ -49,7 +53,7 @@ engine_impl::~engine_impl() {
 
 result<request*> engine_impl::start(std::shared_ptr<const plan> p, const call_buffers& buffers,
                                     uint32_t seq, bool p2p, double timeout_s) {
-    std::lock_guard<std::mutex> hold(lock_);
+    auto hold  = enter();
     request* r = nullptr;
     for (auto& slot : pool_) {
         if (!slot->active) {
@@ -136,22 +140,13 @@ bool engine_impl::poll_once() {
     if (!controls_.empty()) {
         flush_controls();
     }
-    drivers::completion done[32];
-    int n     = fast_.poll(fast_.ctx, done, 32);
-    bool busy = n > 0;
-    for (int i = 0; i < n; ++i) {
-        on_completion(done[i]);
-    }
-    if (config_.in_network != nullptr) {
-        offload_completion inc[32];
-        int k = config_.in_network->poll(inc, 32);
-        busy |= k > 0;
-        for (int i = 0; i < k; ++i) {
-            drivers::completion c{};
-            c.cookie = inc[i].cookie;
-            c.status = inc[i].status;
-            c.peer   = -1;
-            on_completion(c);
+    bool busy = false;
+    for (const poll_source& s : sources_) {
+        drivers::completion done[32];
+        int n = s.poll(s.ctx, done, 32);
+        busy |= n > 0;
+        for (int i = 0; i < n; ++i) {
+            on_completion(done[i]);
         }
     }
     for (auto& slot : pool_) {
@@ -168,9 +163,51 @@ bool engine_impl::poll_once() {
     return busy;
 }
 
+// Every entry that touches the state comes through here.
+std::unique_lock<std::mutex> engine_impl::enter() {
+    if (threaded_) {
+        return std::unique_lock<std::mutex>(lock_);
+    }
+    if (abort_pending_.load(std::memory_order_acquire)) {  // A: pairs with R in abort()
+        apply_abort();
+    }
+    return {};
+}
+
 bool engine_impl::progress() {
-    std::lock_guard<std::mutex> hold(lock_);
+    auto hold = enter();
     return poll_once();
+}
+
+// After an idle pass: spin or yield, then sleep until a source has work. The sleep is
+// announced, then one more pass runs, so work published before the announcement is found
+// by the pass and work published after it wakes the sleep (drivers/waker.hh). A refused
+// control message is retried by passes only, so it keeps the caller napping.
+void engine_impl::rest(idle_policy& idle, bool busy) {
+    if (!idle.after_poll(busy)) {
+        return;
+    }
+    drivers::waker w;
+    uint64_t token = 0;
+    bool found     = false;
+    {
+        auto hold = enter();
+        if (controls_.empty()) {
+            w = common_waker(sources_.data(), static_cast<int>(sources_.size()));
+        }
+        if (w) {
+            token = w.arm(w.ctx);
+            found = poll_once();
+        }
+    }
+    if (!w) {
+        idle.nap();
+        return;
+    }
+    w.sleep(w.ctx, token, found ? 0 : max_sleep_ns);  // outside the lock: start() may post
+    if (found) {
+        idle.reset();
+    }
 }
 
 loom_status_t engine_impl::test(request* r) {
@@ -185,12 +222,14 @@ loom_status_t engine_impl::wait(request* r, double timeout_s) {
     idle_policy idle;
     while (r->in_progress()) {
         bool busy = false;
-        if (config_.progress == progress_mode::caller) {
+        if (!threaded_) {
             busy = progress();
+            rest(idle, busy);
+        } else if (idle.after_poll(false)) {
+            idle.nap();  // the progress thread does the work
         }
-        idle.after_poll(busy);
         if (!busy && now_s() >= give_up) {
-            std::lock_guard<std::mutex> hold(lock_);
+            auto hold = enter();
             if (r->in_progress()) {
                 time_out(*r);
             }
@@ -207,7 +246,7 @@ void engine_impl::settle_controls() {
     if (controls_.empty()) {
         return;
     }
-    std::lock_guard<std::mutex> hold(lock_);
+    auto hold    = enter();
     double until = now_s() + settle_controls_s;
     while (!controls_.empty() && now_s() < until) {
         drivers::completion done[32];
@@ -224,13 +263,38 @@ const failure& engine_impl::failure_of(const request* r) const {
 }
 
 void engine_impl::release(request* r) {
-    std::lock_guard<std::mutex> hold(lock_);
+    auto hold = enter();
     r->active = false;
     r->p.reset();
 }
 
 void engine_impl::abort(loom_status_t code, const std::string& why) {
-    std::lock_guard<std::mutex> hold(lock_);
+    if (threaded_) {
+        std::lock_guard<std::mutex> hold(lock_);
+        fail_all(code, why);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> hold(abort_lock_);
+        abort_code_ = code;
+        abort_why_  = why;
+    }
+    abort_pending_.store(true, std::memory_order_release);  // R: pairs with A in enter()
+}
+
+void engine_impl::apply_abort() {
+    loom_status_t code;
+    std::string why;
+    {
+        std::lock_guard<std::mutex> hold(abort_lock_);
+        abort_pending_.store(false, std::memory_order_relaxed);
+        code = abort_code_;
+        why  = std::move(abort_why_);
+    }
+    fail_all(code, why);
+}
+
+void engine_impl::fail_all(loom_status_t code, const std::string& why) {
     for (auto& slot : pool_) {
         if (slot->active && slot->in_progress()) {
             fail(*slot, code, -1, -1, why, /*notify=*/false);
@@ -251,7 +315,7 @@ void engine_impl::progress_thread() {
     idle_policy idle;
     // A: pairs with the release store in the destructor.
     while (!stop_.load(std::memory_order_acquire)) {
-        idle.after_poll(progress());
+        rest(idle, progress());
     }
 }
 

@@ -11,6 +11,7 @@
 #include "base/wire_tag.hh"
 #include "engine/engine.hh"
 #include "engine/idle_policy.hh"
+#include "engine/poll_source.hh"
 #include "engine/request.hh"
 
 namespace loom::engine {
@@ -41,7 +42,11 @@ class engine_impl final : public engine {
     // engine.cc
     status prepare(request& r, std::shared_ptr<const plan> p, const call_buffers& b, uint32_t seq,
                    bool p2p, double timeout_s);
+    std::unique_lock<std::mutex> enter();
+    void apply_abort();
+    void fail_all(loom_status_t code, const std::string& why);
     bool poll_once();
+    void rest(idle_policy& idle, bool busy);
     void check_deadlines();
     void progress_thread();
     // step_exec.cc
@@ -90,6 +95,7 @@ class engine_impl final : public engine {
 
     engine_config config_;
     const drivers::fast_path& fast_;
+    std::vector<poll_source> sources_;  // the driver first, then the in-network offload
     std::vector<std::unique_ptr<request>> pool_;
     std::vector<notice> early_;  // failures announced for calls not started here yet
     struct hello {
@@ -113,7 +119,16 @@ class engine_impl final : public engine {
         std::atomic<uint64_t> sent_bytes{0}, recv_bytes{0}, sent_msgs{0}, recv_msgs{0};
         std::atomic<uint64_t> switch_sent_bytes{0}, switch_recv_bytes{0};
     } traffic_;
-    std::mutex lock_;  // per pass and per call, never per step (thread mode)
+    // Thread mode: the progress thread and the caller take turns, one lock per pass and per
+    // call, never per step. Caller mode: the caller's thread is the only one (loom.h: one
+    // thread per communicator), so no lock; abort() may come from another thread and
+    // leaves a note that the next entry applies.
+    const bool threaded_;
+    std::mutex lock_;
+    std::atomic<bool> abort_pending_{false};
+    std::mutex abort_lock_;  // guards the note (caller mode), taken only by abort and its reader
+    loom_status_t abort_code_ = LOOM_SUCCESS;
+    std::string abort_why_;
     std::thread thread_;
     std::atomic<bool> stop_{false};
 };

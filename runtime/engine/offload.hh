@@ -46,6 +46,9 @@ class offload {
     /// Withdraws a posted step of a call that failed; the offload never touches its buffer
     /// again. False when it is not pending.
     virtual bool cancel(uint64_t cookie) = 0;
+    /// True while a posted step has not completed. The default (always) is safe: it only
+    /// keeps an idle engine from sleeping on its driver alone.
+    virtual bool pending() const { return true; }
     /// One line on the last failure (which node, what was missing), for the call's message.
     virtual std::string last_failure() const = 0;
 };

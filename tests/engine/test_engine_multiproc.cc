@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/algorithm.hh"
@@ -402,6 +403,43 @@ int dead_peer_named_64m(rank_env& env) {
     return dead_peer_named_at(env, 16 << 20);
 }
 
+// Caller mode, where a pass takes no lock: another thread's abort() still ends the wait of
+// the thread that progresses, promptly and with the abort's reason. Rank 1 never joins.
+int abort_from_another_thread(rank_env& env) {
+    if (env.rank == 1) {
+        timespec idle{1, 500'000'000};
+        nanosleep(&idle, nullptr);
+        return 0;
+    }
+    auto c        = star_call("allreduce", 2, 1024);
+    const auto* a = algorithms::find(c.coll, "ring");
+    schedule::schedule_info info;
+    info.coll = c.coll, info.nranks = 2, info.count = c.count, info.algorithm = "ring";
+    auto plan = engine::compile(info, *algorithms::generate_rank(*a, c, 0), LOOM_INT32, 7);
+    std::vector<int32_t> in(c.count, 1), out(c.count);
+    auto r = env.eng->start(*plan, {in.data(), out.data(), LOOM_INT32, LOOM_SUM}, 0, false, 10);
+    if (!r) {
+        return 1;
+    }
+    double t0 = now_s();
+    std::thread aborter([&] {
+        timespec later{0, 100'000'000};
+        nanosleep(&later, nullptr);
+        env.eng->abort(LOOM_ERR_PEER_FAILURE, "aborted from another thread");
+    });
+    loom_status_t st = env.eng->wait(*r, -1);
+    double took      = now_s() - t0;
+    aborter.join();
+    std::string why = env.eng->failure_of(*r).message;
+    env.eng->release(*r);
+    if (st != LOOM_ERR_PEER_FAILURE || took > 1.0 ||
+        why.find("aborted from another thread") == std::string::npos) {
+        std::fprintf(stderr, "rank 0: status %d after %.3f s: %s\n", int(st), took, why.c_str());
+        return 1;
+    }
+    return 0;
+}
+
 // Forks n ranks that each connect and run `scenario`; true when every rank exits 0 (the
 // killed rank: dies of SIGKILL). *is_void: the killed rank finished its call before it could
 // die mid-call (it exited with void_trial), so the trial says nothing either way.
@@ -463,6 +501,8 @@ int main(int argc, char** argv) {
                    dead_peer_named, 2, 20});
     all.push_back({"rank 2 of 4 SIGKILLed mid 64 MiB all-reduce, 6 trials: every survivor names it",
                    4, dead_peer_named_64m, 2, 6});
+    all.push_back({"abort from another thread ends a caller-mode wait promptly, 2 ranks", 2,
+                   abort_from_another_thread});
     std::printf("1..%zu\n", all.size());
     int test = 0, failed = 0;
     for (const auto& sc : all) {

@@ -1,0 +1,48 @@
+// How an idle caller sleeps until a peer may have given it work (DESIGN.md "Poll mode, done
+// right"): an optional part of the driver interface. A driver that offers it lets a rank
+// with nothing to do leave the run queue instead of napping, and a peer's send wakes it
+// within microseconds; a driver that does not leaves every entry null and callers nap.
+//
+// The protocol has no lost wake-up as long as the caller keeps this order:
+//   1. token = arm(ctx)              announce "about to sleep": from here on, a peer that
+//                                    publishes to this endpoint also signals it;
+//   2. one more full poll pass       anything published before the announcement is seen;
+//   3. sleep(ctx, token, timeout)    found nothing: waits unless a signal came after arm();
+//                                    found work: sleep(ctx, token, 0) only ends the
+//                                    announcement.
+// A sleep is always bounded: deadlines and liveness checks run between sleeps, and a
+// driver shortens it where progress needs its own polling (a send queued for ring space).
+#pragma once
+
+#include <cstdint>
+
+namespace loom::drivers {
+
+struct waker {
+    void* ctx = nullptr;
+    /// Announces a sleep; returns the token that sleep() compares against. Called where the
+    /// endpoint may be used (the thread that progresses it, holding what guards it).
+    uint64_t (*arm)(void* ctx) = nullptr;
+    /// Waits up to `timeout_ns` (0: not at all) unless signalled since arm(), then ends the
+    /// announcement. Returns early on a signal, a timeout or a spurious wake alike. Touches
+    /// no state that posting changes: it may run while another thread posts.
+    void (*sleep)(void* ctx, uint64_t token, int64_t timeout_ns) = nullptr;
+
+    explicit operator bool() const { return arm != nullptr && sleep != nullptr; }
+    bool same_as(const waker& o) const { return ctx == o.ctx && arm == o.arm && sleep == o.sleep; }
+};
+
+/// The waker of an endpoint class E with public members `uint64_t arm_sleep()` and
+/// `void sleep(uint64_t token, int64_t timeout_ns)`.
+template <typename E>
+waker waker_of(E* e) {
+    return waker{
+        e,
+        [](void* c) { return static_cast<E*>(c)->arm_sleep(); },
+        [](void* c, uint64_t token, int64_t timeout_ns) {
+            static_cast<E*>(c)->sleep(token, timeout_ns);
+        },
+    };
+}
+
+}  // namespace loom::drivers

@@ -1,0 +1,170 @@
+// The drivers' wakers (drivers/waker.hh) with real processes, over shm and tcp: a rank that
+// sleeps on its endpoint (arm, one poll pass, sleep with a 5 s timeout) is woken by its
+// peer's send within milliseconds, not at the timeout. Each case waits 200 ms before the
+// event so the sleeper is surely asleep: an eager message (the ring or the socket rings),
+// and a large one whose sender sleeps until the receiver's acknowledgement (shm: the ack
+// word rings; tcp: the clear-to-send arrives on the socket).
+#include <time.h>
+
+#include <cstring>
+#include <vector>
+
+#include "tcp_test_util.hh"
+#include "test_main.hh"
+
+using namespace loom;
+using loom::drivers::completion;
+using loom::test::file_store;
+
+namespace {
+
+constexpr int64_t sleep_timeout_ns = 5'000'000'000;  // what a lost wake-up would cost
+constexpr double late_s            = 0.1;            // woken later than this: not by the event
+constexpr double hold_s            = 0.2;            // the peer acts after this
+
+double now() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);  // one clock for every process of the host
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+void pause_s(double s) {
+    timespec ts{time_t(s), long((s - double(time_t(s))) * 1e9)};
+    ::nanosleep(&ts, nullptr);
+}
+
+result<std::unique_ptr<drivers::endpoint>> open_driver(const std::string& driver, int rank,
+                                                       const std::string& job, kv_store* store) {
+    if (driver == "tcp") {
+        test::use_loopback();
+        return test::open_tcp(rank, 2, job, store);
+    }
+    return test::open_connected("shm", rank, 2, job, store);
+}
+
+/// Sleeps on the endpoint until one completion comes; counts the sleeps.
+int sleep_until_completion(drivers::endpoint& ep, completion* c, int* sleeps) {
+    const drivers::fast_path& f = ep.fast();
+    drivers::waker w            = ep.idle_waker();
+    double give_up              = now() + 20;
+    while (now() < give_up) {
+        uint64_t token = w.arm(w.ctx);
+        int n          = f.poll(f.ctx, c, 1);
+        w.sleep(w.ctx, token, n > 0 ? 0 : sleep_timeout_ns);
+        if (n > 0) {
+            return n;
+        }
+        ++*sleeps;
+    }
+    return 0;
+}
+
+// Rank 1 sleeps on a receive; rank 0 sends after hold_s, the send time in the payload.
+int eager_rank(const std::string& driver, int rank, const std::string& job,
+               const std::string& dir) {
+    file_store store(dir);
+    auto ep = open_driver(driver, rank, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    RANK_CHECK(rank, bool((*ep)->idle_waker()), "%s offers no waker", driver.c_str());
+    const auto& f = (*ep)->fast();
+    completion c[1];
+    for (int round = 0; round < 3; ++round) {
+        double sent = 0;
+        if (rank == 0) {
+            pause_s(hold_s);
+            sent = now();
+            RANK_CHECK(rank, f.post_send(f.ctx, 1, 7 + round, 0, &sent, sizeof sent, 1) == 0,
+                       "send");
+            RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "send completion");
+            continue;
+        }
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, 7 + round, 0, &sent, sizeof sent, 2) == 0, "recv");
+        int sleeps = 0;
+        RANK_CHECK(rank, sleep_until_completion(**ep, c, &sleeps) == 1, "no completion");
+        double woke = now();
+        RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].cookie == 2, "status %d",
+                   int(c[0].status));
+        RANK_CHECK(rank, sleeps >= 1, "the receiver never slept");
+        RANK_CHECK(rank, woke - sent < late_s, "round %d: woken %.1f ms after the send", round,
+                   (woke - sent) * 1e3);
+        std::printf("# %s eager round %d: woken %.3f ms after the send (%d sleeps)\n",
+                    driver.c_str(), round, (woke - sent) * 1e3, sleeps);
+    }
+    return 0;
+}
+
+// Rank 0 sends a large message and sleeps until it completes; rank 1 posts the receive
+// after hold_s: the completion follows the receiver's acknowledgement, not the timeout.
+int rendezvous_rank(const std::string& driver, int rank, const std::string& job,
+                    const std::string& dir) {
+    file_store store(dir);
+    auto ep = open_driver(driver, rank, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    size_t n      = size_t(4) << 20;  // beyond every eager limit
+    std::vector<char> buf(n);
+    completion c[1];
+    double posted = 0;
+    if (rank == 1) {
+        pause_s(hold_s);
+        posted = now();
+        // The post time goes back in a small message, so rank 0 can tell how late it woke.
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, 1, 0, buf.data(), n, 1) == 0, "recv");
+        RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "recv completion");
+        RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].bytes == n, "recv status");
+        RANK_CHECK(rank, f.post_send(f.ctx, 0, 2, 0, &posted, sizeof posted, 2) == 0, "send");
+        RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "send completion");
+        return 0;
+    }
+    test::fill(buf.data(), n, 3);
+    RANK_CHECK(rank, f.post_send(f.ctx, 1, 1, 0, buf.data(), n, 1) == 0, "send");
+    int sleeps = 0;
+    RANK_CHECK(rank, sleep_until_completion(**ep, c, &sleeps) == 1, "no completion");
+    double done = now();
+    RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].cookie == 1, "send status");
+    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 2, 0, &posted, sizeof posted, 2) == 0, "recv");
+    RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "recv completion");
+    RANK_CHECK(rank, sleeps >= 1, "the sender never slept");
+    RANK_CHECK(rank, done - posted < late_s, "woken %.1f ms after the receive was posted",
+               (done - posted) * 1e3);
+    std::printf("# %s rendezvous: woken %.3f ms after the receive was posted (%d sleeps)\n",
+                driver.c_str(), (done - posted) * 1e3, sleeps);
+    return 0;
+}
+
+void run(const char* driver,
+         int (*body)(const std::string&, int, const std::string&, const std::string&)) {
+    test::store_dir dir("wake");
+    std::string job = test::unique_job("wake");
+    std::string d   = driver;
+    std::string problems =
+        test::run_ranks(2, 60, [&](int rank) { return body(d, rank, job, dir.path); });
+    if (!problems.empty()) {
+        LOOM_FAIL(problems);
+    }
+}
+
+void shm_eager_send_wakes_the_sleeper(void**) {
+    run("shm", eager_rank);
+}
+void shm_ack_wakes_the_sleeping_sender(void**) {
+    run("shm", rendezvous_rank);
+}
+void tcp_eager_send_wakes_the_sleeper(void**) {
+    run("tcp", eager_rank);
+}
+void tcp_clear_to_send_wakes_the_sleeping_sender(void**) {
+    run("tcp", rendezvous_rank);
+}
+
+}  // namespace
+
+int main() {
+    const CMUnitTest tests[] = {
+        cmocka_unit_test(shm_eager_send_wakes_the_sleeper),
+        cmocka_unit_test(shm_ack_wakes_the_sleeping_sender),
+        cmocka_unit_test(tcp_eager_send_wakes_the_sleeper),
+        cmocka_unit_test(tcp_clear_to_send_wakes_the_sleeping_sender),
+    };
+    return LOOM_RUN_TESTS("drivers_wake", tests);
+}
