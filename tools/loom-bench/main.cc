@@ -66,9 +66,8 @@ bool likely_rank0() {
 
 // --algo all without loom_comm_explain (a loom that cannot explain yet): the catalogue's
 // names per primitive, each tried once untimed; the ones loom refuses for this call are
-// left out, as explain would have marked them not applicable. Not "inc": without an
-// aggregation node it falls back to a software algorithm instead of refusing, and only
-// explain can tell whether this communicator has one.
+// left out, as explain would have marked them not applicable. Not "inc": only explain can
+// tell whether this communicator has an aggregation node that admitted it.
 std::vector<std::string> catalogue_names(loom_collective_t c) {
     switch (c) {
         case LOOM_BROADCAST:
