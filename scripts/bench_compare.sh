@@ -17,7 +17,7 @@ rm -f "$out"/*.json
 run() {
     local build=$1 tag=$2 n=$3 transport=$4 coll=$5 round=$6
     shift 6
-    local json=$out/$tag-$coll-n$n-$transport-$round-$1.json
+    local json=$out/$tag-$coll-n$n-$transport-$round-from$2.json  # $2: the smallest size
     if ! LOOM_CALIBRATE=off "$build/tools/loomrun/loomrun" -n "$n" --transport "$transport" \
         --timeout 300 -- "$build/tools/loom-bench/loom-bench" "$coll" --quiet --json "$json" \
         "$@" >"${json%.json}.txt" 2>&1; then
