@@ -5,7 +5,9 @@
 // transport decides what an early arrival's payload is (a buffer of its own, a rendezvous
 // still at the sender). Two entry types: `entry` holds the whole matching state (an
 // endpoint that keeps nothing else per message, tcp), `ref_entry` only an index into the
-// endpoint's own pools (shm, fwd): 24 bytes, so the table of a busy endpoint stays in cache.
+// endpoint's own pools (fwd): 24 bytes, so the table of a busy endpoint stays in cache.
+// shm does not use it: its per-peer lists are short (the ring bounds what is in flight),
+// and a table lookup on every message measured 0.41 -> 0.50 us on the 8 B N = 2 all-reduce.
 #pragma once
 
 #include <bit>

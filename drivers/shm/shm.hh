@@ -49,7 +49,6 @@
 #include "base/intrusive_list.hh"
 #include "base/spsc_ring.hh"
 #include "drivers/common/loopback.hh"
-#include "drivers/common/match_table.hh"
 #include "drivers/driver.hh"
 #include "drivers/shm/shm_doorbell.hh"
 
@@ -324,12 +323,6 @@ class shm_endpoint final : public endpoint {
     void write_send(peer_state& ps, op* o, char* slot);
     bool accept_message(peer_state& ps, const slot_header& h, const char* payload);
     void deliver(peer_state& ps, op* o, const early_msg& m);
-    void post(peer_state& ps, op* o);
-    void unpost(peer_state& ps, op* o);
-    void unpost_all(peer_state& ps);
-    void unindex(const peer_state& ps, const op* o);
-    op* find_posted(const peer_state& ps, uint64_t tag);
-    early_msg* take_early(peer_state& ps, uint64_t tag);
     // shm_rndv.cc
     void start_pull(peer_state& ps, op* o, const early_msg& m);
     bool ack(peer_state& ps, uint32_t remote_op, uint32_t remote_gen, loom_status_t code);
@@ -356,10 +349,6 @@ class shm_endpoint final : public endpoint {
     op* free_ops_  = nullptr;
     size_t in_use_ = 0;
     intrusive_list<op> done_;
-    /// Posted receives (cookie: op index) and early arrivals (cookie: index in the peer's
-    /// early pool) by (peer, tag), through the shared match table; the per-peer lists keep
-    /// their order for the same-call check and the failure sweep.
-    common::ref_table index_;
     common::loopback loop_;  // peer == own rank
     double next_liveness_s_ = 0;
     bool connected_         = false;

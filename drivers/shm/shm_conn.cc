@@ -102,7 +102,6 @@ status shm_endpoint::connect() {
         single_copy_ = single_copy_ && peers_[p].cma;
     }
     LOOM_CHECK(barrier(peers, until));
-    index_.init(uint32_t(params_.max_ops + peers.size() * params_.unexpected_per_peer));
     connected_ = true;
     return status::ok();
 }

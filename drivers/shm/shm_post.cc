@@ -158,7 +158,8 @@ loom_status_t shm_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, void
     if (o == nullptr) {
         return LOOM_ERR_NO_RESOURCE;
     }
-    if (early_msg* m = take_early(ps, tag); m != nullptr) {
+    if (early_msg* m = ps.early.find_tag(tag); m != nullptr) {
+        ps.early.remove(m);
         deliver(ps, o, *m);
         m->next       = ps.early_free;  // may let a back-pressured ring move again
         ps.early_free = m;
@@ -173,54 +174,9 @@ loom_status_t shm_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, void
         complete(o, LOOM_ERR_PEER_FAILURE, 0);
         return LOOM_SUCCESS;
     }
-    post(ps, o);
-    return LOOM_SUCCESS;
-}
-
-void shm_endpoint::post(peer_state& ps, op* o) {
     o->state = op_state::posted;
     ps.posted.push_back(o);
-    index_.insert(ps.rank, common::dir::recv, o->tag, common::entry_state::posted)->cookie =
-        o->index;
-}
-
-void shm_endpoint::unpost(peer_state& ps, op* o) {
-    ps.posted.remove(o);
-    unindex(ps, o);
-}
-
-// A failure completes every posted receive of the peer: none stays in the index.
-void shm_endpoint::unpost_all(peer_state& ps) {
-    for (op* o = ps.posted.front(); o != nullptr; o = o->next) {
-        unindex(ps, o);
-    }
-}
-
-void shm_endpoint::unindex(const peer_state& ps, const op* o) {
-    index_.erase(
-        index_.find_if(ps.rank, common::dir::recv, o->tag, [o](const common::ref_entry& e) {
-            return e.state == common::entry_state::posted && e.cookie == o->index;
-        }));
-}
-
-op* shm_endpoint::find_posted(const peer_state& ps, uint64_t tag) {
-    common::ref_entry* e =
-        index_.find(ps.rank, common::dir::recv, tag, common::entry_state::posted);
-    return e != nullptr ? &ops_[e->cookie] : nullptr;
-}
-
-// The oldest early arrival for (peer, tag), out of the index and the peer's list; null if
-// none came.
-early_msg* shm_endpoint::take_early(peer_state& ps, uint64_t tag) {
-    common::ref_entry* e =
-        index_.find(ps.rank, common::dir::recv, tag, common::entry_state::early_eager);
-    if (e == nullptr) {
-        return nullptr;
-    }
-    early_msg* m = &ps.early_pool[e->cookie];
-    index_.erase(e);
-    ps.early.remove(m);
-    return m;
+    return LOOM_SUCCESS;
 }
 
 // Receive `o` (out of every list) meets its message `m`, from the ring or the early pool.
@@ -270,14 +226,14 @@ bool shm_endpoint::accept_message(peer_state& ps, const slot_header& h, const ch
     in_ring.remote_gen  = h.op_gen;
     in_ring.kind        = h.kind == uint16_t(msg_kind::eager) ? msg_kind::eager : msg_kind::rts;
     in_ring.data        = const_cast<char*>(payload);
-    if (op* o = find_posted(ps, h.tag); o != nullptr) {
-        unpost(ps, o);
+    if (op* o = ps.posted.find_tag(h.tag); o != nullptr) {
+        ps.posted.remove(o);
         deliver(ps, o, in_ring);
         return true;
     }
     // A message of the same call with another signature: the calls differ across ranks.
     if (op* o = ps.posted.find_mismatch(h.tag, h.imm, same_call_other_imm); o != nullptr) {
-        unpost(ps, o);
+        ps.posted.remove(o);
         o->imm = h.imm;
         complete(o, LOOM_ERR_MISMATCH, 0);
     }
@@ -293,8 +249,6 @@ bool shm_endpoint::accept_message(peer_state& ps, const slot_header& h, const ch
         std::memcpy(m->data, payload, m->len);
     }
     ps.early.push_back(m);
-    index_.insert(ps.rank, common::dir::recv, m->tag, common::entry_state::early_eager)->cookie =
-        uint64_t(m - ps.early_pool.data());
     return true;
 }
 
@@ -317,7 +271,7 @@ bool shm_endpoint::cancel(uint64_t cookie) {
     peer_state& ps = peers_[o->peer];
     switch (o->state) {
         case op_state::posted:
-            unpost(ps, o);
+            ps.posted.remove(o);
             release(o);
             break;
         case op_state::queued:

@@ -153,8 +153,7 @@ void shm_endpoint::fail_peer(peer_state& ps, const char* why, bool orderly_close
     // Receives still waiting on a peer that closed in order (not one that died) are what a
     // teardown leaves, e.g. a forwarder's standing header receives: worth a debug line only.
     bool teardown = orderly_close && ps.queued.empty() && ps.await_ack.empty() && ps.pulls.empty();
-    unpost_all(ps);
-    int n = fail_ops(ps, done_, LOOM_ERR_PEER_FAILURE);
+    int n         = fail_ops(ps, done_, LOOM_ERR_PEER_FAILURE);
     if (n == 0) {
         return;  // it finished everything we had with it first: nothing failed
     }
@@ -172,7 +171,6 @@ void shm_endpoint::fail_peer(peer_state& ps, const char* why, bool orderly_close
 
 void shm_endpoint::fail_all(loom_status_t code) {
     for (peer_state* ps : active_) {
-        unpost_all(*ps);
         fail_ops(*ps, done_, code);
     }
 }
