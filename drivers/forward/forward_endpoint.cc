@@ -75,10 +75,10 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
 
 caps forward_endpoint::capabilities() const {
     caps c        = inner_->capabilities();
+    c.direct      = c.name;  // the inner driver: what a split child opens instead
     c.name        = name_.c_str();
     c.single_copy = false;  // a routed payload is copied at every router
     c.forwards    = true;
-    c.direct      = inner_->capabilities().name;
     return c;
 }
 
