@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/clock.hh"
+#include "test_main.hh"
 
 namespace loom::test::api {
 namespace {
@@ -54,11 +55,6 @@ std::string seconds(double s) {
     char text[32];
     std::snprintf(text, sizeof text, "%.1f s", s);
     return text;
-}
-
-void pause_briefly() {
-    timespec ts{0, 2'000'000};  // 2 ms: the parent only reaps children
-    nanosleep(&ts, nullptr);
 }
 
 }  // namespace
@@ -119,7 +115,7 @@ void reap(ranks& rs, double timeout_s, std::string* hung) {
         return n;
     };
     while (running() > 0 && !until.expired()) {
-        pause_briefly();
+        sleep_s(0.002);  // the parent only reaps children
     }
     for (size_t i = 0; i < rs.pids.size(); ++i) {
         if (rs.codes[i] == -1 && rs.pids[i] > 0) {
@@ -172,6 +168,34 @@ launch_result launch(const launch_options& o, workload fn, const void* arg) {
         out.summary += "; ranks failed:" + failed;
     }
     return out;
+}
+
+void expect_launch_ok(const launch_options& opts, workload fn, const void* arg, const char* name) {
+    launch_result r = launch(opts, fn, arg);
+    std::printf("# %s: %s\n", name, r.summary.c_str());
+    if (!r.ok) {
+        LOOM_FAIL(r.summary);
+    }
+}
+
+int run_from_environment(workload fn, const void* arg) {
+    rank_context ctx;
+    if (loom_comm_create(nullptr, &ctx.comm) != LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom_comm_create(NULL): %s\n", loom_last_error_message());
+        return 1;
+    }
+    ctx.rank = loom_comm_rank(ctx.comm);
+    ctx.size = loom_comm_size(ctx.comm);
+    fn(ctx, arg);
+    loom_comm_destroy(ctx.comm);
+    std::printf("rank %d of %d: %ld checks, %d failed\n", ctx.rank, ctx.size, ctx.checks,
+                ctx.failures);
+    return ctx.failures == 0 ? 0 : 1;
+}
+
+void sleep_s(double s) {
+    timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<time_t>(s)) * 1e9)};
+    nanosleep(&ts, nullptr);
 }
 
 }  // namespace loom::test::api

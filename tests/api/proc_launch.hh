@@ -50,4 +50,16 @@ struct launch_result {
 /// Forks opts.nranks processes running `fn(ctx, arg)` and waits for all of them.
 launch_result launch(const launch_options& opts, workload fn, const void* arg);
 
+/// launch(), its summary printed as a TAP comment "# NAME: summary"; fails the running test
+/// unless every rank passed.
+void expect_launch_ok(const launch_options& opts, workload fn, const void* arg, const char* name);
+
+/// One rank under a launcher that loom does not fork here (loomrun, mpirun): the communicator
+/// from the environment alone (loom_comm_create(NULL)), `fn`, then "rank R of N: C checks,
+/// F failed" on stdout (the launch scripts count these lines). Returns the exit status.
+int run_from_environment(workload fn, const void* arg);
+
+/// Sleeps `s` seconds (a rank that stays silent, or lets its peers settle).
+void sleep_s(double s);
+
 }  // namespace loom::test::api

@@ -3,8 +3,6 @@
 // deadline), with receive buffers as loom.h promises; a rank that times out makes a late
 // peer fail instead of succeed; a rank that never calls is named by every other rank, which
 // returns and destroys its communicator within the deadline.
-#include <time.h>
-
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,11 +22,6 @@ const char* transport = "shm";
 // Far below the communicators' deadline (20 s): a mismatch is found by evidence, not by
 // waiting the deadline out.
 constexpr double prompt_s = 4.0;
-
-void sleep_s(double s) {
-    timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<time_t>(s)) * 1e9)};
-    nanosleep(&ts, nullptr);
-}
 
 loom_error_info_t last_error() {
     loom_error_info_t info;
@@ -63,12 +56,8 @@ void settle() {
 }
 
 void run(launch_options o, workload fn, const void* arg, const char* name) {
-    o.transport     = transport;
-    launch_result r = launch(o, fn, arg);
-    std::printf("# %s: %s\n", name, r.summary.c_str());
-    if (!r.ok) {
-        LOOM_FAIL(r.summary);
-    }
+    o.transport = transport;
+    expect_launch_ok(o, fn, arg, name);
 }
 
 // (a) Broadcast with different roots (rank 0 names 0, the others 1), small and 4 MiB. N = 2:

@@ -5,8 +5,6 @@
 // place, checked against reference.hh; then point-to-point, five collectives in flight at once,
 // 1000 back-to-back all-reduces and a split. The lattice-only algorithms (dims, dor-relay) run on
 // torus:2x2 and torus:2x4. One launch per N: many cases per launch.
-#include <time.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -170,16 +168,12 @@ void sweep_workload(rank_context& ctx, const void* raw) {
 void expect_launch(int nranks, const char* topology, const sweep_args& args,
                    loom_progress_mode_t progress = LOOM_PROGRESS_DEFAULT) {
     launch_options o;
-    o.progress      = progress;
-    o.nranks        = nranks;
-    o.transport     = transport;
-    o.topology      = topology;
-    o.timeout_s     = 200;  // N = 8 with 16 MiB vectors on 2 loaded cores takes ~50 s
-    launch_result r = launch(o, sweep_workload, &args);
-    std::printf("# %s\n", r.summary.c_str());
-    if (!r.ok) {
-        LOOM_FAIL(r.summary);
-    }
+    o.progress  = progress;
+    o.nranks    = nranks;
+    o.transport = transport;
+    o.topology  = topology;
+    o.timeout_s = 200;  // N = 8 with 16 MiB vectors on 2 loaded cores takes ~50 s
+    expect_launch_ok(o, sweep_workload, &args, "sweep");
 }
 
 template <int N>
@@ -230,16 +224,7 @@ void mismatch_fails_every_rank(void**) {
     o.nranks         = 3;
     o.transport      = transport;
     o.call_timeout_s = 10;
-    launch_result r  = launch(o, mismatch_workload, nullptr);
-    std::printf("# mismatch %s\n", r.summary.c_str());
-    if (!r.ok) {
-        LOOM_FAIL(r.summary);
-    }
-}
-
-void sleep_s(double s) {
-    timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<time_t>(s)) * 1e9)};
-    nanosleep(&ts, nullptr);
+    expect_launch_ok(o, mismatch_workload, nullptr, "mismatch");
 }
 
 // Rank 2 never joins: the others' calls end with LOOM_ERR_TIMEOUT at the call's deadline
@@ -297,62 +282,52 @@ void deadlines_and_abort_end_calls(void**) {
     o.nranks         = 3;
     o.transport      = transport;
     o.call_timeout_s = 10;
-    launch_result r  = launch(o, deadline_workload, nullptr);
-    std::printf("# deadlines %s\n", r.summary.c_str());
-    if (!r.ok) {
-        LOOM_FAIL(r.summary);
-    }
+    expect_launch_ok(o, deadline_workload, nullptr, "deadlines");
 }
 
-// Under a launcher (loomrun, mpirun): one rank, everything from the environment
-// (loom_comm_create(NULL)), the whole sweep; the exit status says whether it passed. Over a
-// fabric (LOOM_FABRIC, loomrun --fabric) the communicator's topology is the fabric, so the
-// sweep includes the lattice algorithms, and `fabric_checks` adds the link-counter checks
-// of fabric_checks.hh. `light` leaves out the 4194305-element count.
-int run_from_environment(bool light, bool fabric_checks) {
-    rank_context ctx;
-    if (loom_comm_create(nullptr, &ctx.comm) != LOOM_SUCCESS) {
-        std::fprintf(stderr, "loom_comm_create(NULL): %s\n", loom_last_error_message());
-        return 1;
-    }
-    ctx.rank = loom_comm_rank(ctx.comm);
-    ctx.size = loom_comm_size(ctx.comm);
+// Under a launcher (loomrun, mpirun): one rank, everything from the environment, the whole
+// sweep. Over a fabric (LOOM_FABRIC, loomrun --fabric) the communicator's topology is the
+// fabric, so the sweep includes the lattice algorithms, and --fabric-checks adds the
+// link-counter checks of fabric_checks.hh. --light leaves out the 4194305-element count.
+struct from_env_args {
+    bool light = false, fabric_checks = false;
+};
+
+void from_env_workload(rank_context& ctx, const void* raw) {
+    const auto& opts = *static_cast<const from_env_args*>(raw);
     sweep_args args;
-    args.large              = !light;
+    args.large              = !opts.light;
     const char* fabric_text = std::getenv("LOOM_FABRIC");
     const char* topo_text   = std::getenv("LOOM_TOPOLOGY");
     if (fabric_text && *fabric_text && !(topo_text && *topo_text)) {
         args.topology = fabric_text;
     }
     sweep_workload(ctx, &args);
-    if (fabric_checks) {
-        auto fabric                  = loom::topology::shape::parse(fabric_text ? fabric_text : "");
-        const char* ties_text        = std::getenv("LOOM_ROUTE_TIES");
-        loom::routing::tie_rule ties = loom::routing::tie_rule::toward_plus;
-        ctx.check(fabric.is_ok() && (!ties_text || loom::routing::parse_tie_rule(ties_text, &ties)),
-                  "--fabric-checks needs LOOM_FABRIC (and a valid LOOM_ROUTE_TIES)");
-        if (fabric.is_ok()) {
-            check_links_are_neighbours(ctx, *fabric);
-            check_dor_relay_link_loads(ctx, *fabric, ties);
-            check_dims_phases(ctx, *fabric, ties);
-        }
+    if (!opts.fabric_checks) {
+        return;
     }
-    loom_comm_destroy(ctx.comm);
-    std::printf("rank %d of %d: %ld checks, %d failed\n", ctx.rank, ctx.size, ctx.checks,
-                ctx.failures);
-    return ctx.failures == 0 ? 0 : 1;
+    auto fabric                  = loom::topology::shape::parse(fabric_text ? fabric_text : "");
+    const char* ties_text        = std::getenv("LOOM_ROUTE_TIES");
+    loom::routing::tie_rule ties = loom::routing::tie_rule::toward_plus;
+    ctx.check(fabric.is_ok() && (!ties_text || loom::routing::parse_tie_rule(ties_text, &ties)),
+              "--fabric-checks needs LOOM_FABRIC (and a valid LOOM_ROUTE_TIES)");
+    if (fabric.is_ok()) {
+        check_links_are_neighbours(ctx, *fabric);
+        check_dor_relay_link_loads(ctx, *fabric, ties);
+        check_dims_phases(ctx, *fabric, ties);
+    }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "--from-env") == 0) {
-        bool light = false, fabric_checks = false;
+        from_env_args args;
         for (int i = 2; i < argc; ++i) {
-            light         = light || std::strcmp(argv[i], "--light") == 0;
-            fabric_checks = fabric_checks || std::strcmp(argv[i], "--fabric-checks") == 0;
+            args.light         = args.light || std::strcmp(argv[i], "--light") == 0;
+            args.fabric_checks = args.fabric_checks || std::strcmp(argv[i], "--fabric-checks") == 0;
         }
-        return run_from_environment(light, fabric_checks);
+        return run_from_environment(from_env_workload, &args);
     }
     if (argc > 1) {
         transport = argv[1];
