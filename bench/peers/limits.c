@@ -18,28 +18,13 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "timing.h"
 
 #define BIG (64u << 20)
 #define PINGS 100000
 #define TCP_PINGS 20000
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int by_value(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double* v, size_t n) {
-    qsort(v, n, sizeof(double), by_value);
-    return (v[(n - 1) / 2] + v[n / 2]) / 2;
-}
 
 static char* big_buffer(void) {
     char* p = aligned_alloc(4096, BIG);

@@ -11,8 +11,6 @@
 // warm-up calls are cut and their time cuts ITERS to fit BUDGET_S seconds, as there. The
 // algorithm classes are built once per size, outside the timed calls; the option-style
 // calls (gloo::allgather, ...) build their options per call, as their users do.
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,16 +37,11 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/file_store.h"
 #include "gloo/transport/tcp/device.h"
+#include "timing.h"
 
 namespace {
 
 using context_ptr = std::shared_ptr<gloo::Context>;
-
-double now_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 struct spec {
     size_t bytes;
@@ -144,22 +137,14 @@ double warm_up(const context_ptr& ctx, const variant& v, int calls) {
 
 void time_variant(const context_ptr& ctx, const std::string& coll, const variant& v,
                   const spec& s) {
-    // Warm-up as in peers_mpi.c: the first call alone, then as many of the others as fit in a
-    // quarter of the budget; their time per call cuts ITERS to the budget.
-    double first = warm_up(ctx, v, s.warmup > 0 ? 1 : 0);
-    int more     = std::max(0, s.warmup - 1);
-    if (s.budget > 0 && first > 0 && more > s.budget / 4 / first) {
-        more = static_cast<int>(s.budget / 4 / first);
-    }
+    // Warm-up and the budget as in peers_mpi.c (timing.h).
+    double first    = warm_up(ctx, v, s.warmup > 0 ? 1 : 0);
+    int more        = more_warmups(s.warmup, s.budget, first);
     double per_call = more > 0 ? warm_up(ctx, v, more) / more : first;
-    int iters       = s.iters;
-    if (s.budget > 0 && per_call > 0 && s.budget / per_call < iters) {
-        iters = std::min(iters, std::max(5, static_cast<int>(s.budget / per_call)));
-        if (iters < s.iters && ctx->rank == 0) {
-            std::fprintf(stderr, "gloo-%s %s N=%d %zu B: %d of %d iterations (budget %.1f s)\n",
-                         v.name.c_str(), coll.c_str(), ctx->size, s.bytes, iters, s.iters,
-                         s.budget);
-        }
+    int iters       = iters_in_budget(s.iters, s.budget, per_call);
+    if (iters < s.iters && ctx->rank == 0) {
+        std::fprintf(stderr, "gloo-%s %s N=%d %zu B: %d of %d iterations (budget %.1f s)\n",
+                     v.name.c_str(), coll.c_str(), ctx->size, s.bytes, iters, s.iters, s.budget);
     }
     std::vector<double> enter(static_cast<size_t>(iters)), leave(enter.size());
     for (size_t i = 0; i < enter.size(); ++i) {
@@ -174,17 +159,13 @@ void time_variant(const context_ptr& ctx, const std::string& coll, const variant
         return;
     }
     std::vector<double> us(enter.size());
-    double sum = 0;
     for (size_t i = 0; i < us.size(); ++i) {
         us[i] = (leave[i] - enter[i]) * 1e6;
-        sum += us[i];
     }
-    std::sort(us.begin(), us.end());
-    size_t last = us.size() - 1;
-    double p50  = (us[last / 2] + us[us.size() / 2]) / 2;
-    double p99  = us[static_cast<size_t>(static_cast<double>(last) * 0.99 + 0.5)];
+    double p50, p99, mean;
+    summarize(us.data(), us.size(), &p50, &p99, &mean);
     std::printf("gloo-%s,%s,%d,%zu,%.2f,%.2f,%.2f\n", v.name.c_str(), coll.c_str(), ctx->size,
-                s.bytes, p50, p99, sum / static_cast<double>(us.size()));
+                s.bytes, p50, p99, mean);
     std::fflush(stdout);
 }
 

@@ -16,18 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int by_value(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
+#include "timing.h"
 
 // One call of `coll` on `bytes` bytes (float32 elements) from `in` to `out`.
 static int call_once(const char* coll, float* in, float* out, size_t bytes, int n) {
@@ -105,22 +95,16 @@ int main(int argc, char** argv) {
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
-        // Warm-up: the first call alone (it may set up connections), then as many of the
-        // others as fit in a quarter of the budget; their time per call cuts ITERS to the budget.
-        double first = warm_up(coll, in, out, bytes, n, warmup > 0 ? 1 : 0);
-        int more     = warmup > 1 ? warmup - 1 : 0;
-        if (budget > 0 && first > 0 && more > budget / 4 / first) {
-            more = (int)(budget / 4 / first);
-        }
+        // Warm-up calls cut to a quarter of the budget; their time per call cuts ITERS to it.
+        double first    = warm_up(coll, in, out, bytes, n, warmup > 0 ? 1 : 0);
+        int more        = more_warmups(warmup, budget, first);
         double per_call = more > 0 ? warm_up(coll, in, out, bytes, n, more) / more : first;
-        if (budget > 0 && per_call > 0 && budget / per_call < iters) {
-            int fit = budget / per_call < 5 ? 5 : (int)(budget / per_call);
-            if (rank == 0 && fit < iters) {
-                fprintf(stderr, "%s %s N=%d %zu B: %d of %d iterations (budget %.1f s)\n", lib,
-                        coll, n, bytes, fit, iters, budget);
-            }
-            iters = fit < iters ? fit : iters;
+        int fit         = iters_in_budget(iters, budget, per_call);
+        if (rank == 0 && fit < iters) {
+            fprintf(stderr, "%s %s N=%d %zu B: %d of %d iterations (budget %.1f s)\n", lib, coll, n,
+                    bytes, fit, iters, budget);
         }
+        iters             = fit;
         double* enter     = malloc(sizeof(double) * (size_t)iters * 4);
         double* leave     = enter + iters;
         double* max_enter = leave + iters;
@@ -134,16 +118,12 @@ int main(int argc, char** argv) {
         MPI_Allreduce(enter, max_enter, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         MPI_Allreduce(leave, max_leave, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (rank == 0) {
-            double sum = 0;
             for (int i = 0; i < iters; ++i) {
                 max_leave[i] = (max_leave[i] - max_enter[i]) * 1e6;
-                sum += max_leave[i];
             }
-            qsort(max_leave, (size_t)iters, sizeof(double), by_value);
-            int p99    = (int)((double)(iters - 1) * 0.99 + 0.5);
-            double p50 = (max_leave[(iters - 1) / 2] + max_leave[iters / 2]) / 2;
-            printf("%s,%s,%d,%zu,%.2f,%.2f,%.2f\n", lib, coll, n, bytes, p50, max_leave[p99],
-                   sum / iters);
+            double p50, p99, mean;
+            summarize(max_leave, (size_t)iters, &p50, &p99, &mean);
+            printf("%s,%s,%d,%zu,%.2f,%.2f,%.2f\n", lib, coll, n, bytes, p50, p99, mean);
             fflush(stdout);
         }
         free(enter);

@@ -68,7 +68,7 @@ fi
 bin=build-peers/peers
 mkdir -p "$bin"
 flags=(-O2 -Wall -Wextra -Werror)
-stale() { [ ! -x "$1" ] || [ "$2" -nt "$1" ]; }
+stale() { [ ! -x "$1" ] || [ "$2" -nt "$1" ] || [ "$here/timing.h" -nt "$1" ]; }
 stale "$bin/limits" "$here/limits.c" && gcc "${flags[@]}" -o "$bin/limits" "$here/limits.c"
 stale "$bin/peers_openmpi" "$here/peers_mpi.c" &&
     mpicc.openmpi "${flags[@]}" -o "$bin/peers_openmpi" "$here/peers_mpi.c"

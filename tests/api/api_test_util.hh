@@ -1,5 +1,5 @@
 // Helpers shared by the C API suites: a one-rank communicator, message checks, byte
-// patterns, one entry point per primitive, and typed element values for any dtype.
+// patterns, one entry point per primitive.
 #pragma once
 
 #include <loom/loom.h>
@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "comm/comm.hh"
-#include "kernels/reduce.hh"
 #include "test_main.hh"
 
 namespace loom::test::api {
@@ -84,48 +83,5 @@ constexpr comm::call_kind data_kinds[] = {
     comm::call_kind::broadcast,      comm::call_kind::reduce,    comm::call_kind::allreduce,
     comm::call_kind::reduce_scatter, comm::call_kind::allgather, comm::call_kind::alltoall,
 };
-
-/// Stores the small integer `v` (exact in every dtype) as element i of `buf`.
-inline void put(loom_dtype_t dtype, void* buf, size_t i, int64_t v) {
-    auto* b = static_cast<uint8_t*>(buf);
-    switch (dtype) {
-        case LOOM_INT8:
-        case LOOM_UINT8:
-            b[i] = static_cast<uint8_t>(v);
-            break;
-        case LOOM_INT32:
-        case LOOM_UINT32: {
-            auto x = static_cast<int32_t>(v);
-            std::memcpy(b + 4 * i, &x, 4);
-            break;
-        }
-        case LOOM_INT64:
-        case LOOM_UINT64:
-            std::memcpy(b + 8 * i, &v, 8);
-            break;
-        case LOOM_FLOAT16: {
-            uint16_t h = kernels::float_to_half(static_cast<float>(v));
-            std::memcpy(b + 2 * i, &h, 2);
-            break;
-        }
-        case LOOM_BFLOAT16: {
-            uint16_t h = kernels::float_to_bfloat16(static_cast<float>(v));
-            std::memcpy(b + 2 * i, &h, 2);
-            break;
-        }
-        case LOOM_FLOAT32: {
-            auto f = static_cast<float>(v);
-            std::memcpy(b + 4 * i, &f, 4);
-            break;
-        }
-        case LOOM_FLOAT64: {
-            auto d = static_cast<double>(v);
-            std::memcpy(b + 8 * i, &d, 8);
-            break;
-        }
-        default:
-            break;
-    }
-}
 
 }  // namespace loom::test::api

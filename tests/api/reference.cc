@@ -67,34 +67,6 @@ int64_t int_value(loom_dtype_t d, loom_op_t op, uint64_t h) {
     }
 }
 
-void store(loom_dtype_t d, void* buf, size_t i, double f, int64_t v) {
-    auto* b     = static_cast<uint8_t*>(buf);
-    size_t size = loom_dtype_size(d);
-    switch (d) {
-        case LOOM_FLOAT16: {
-            uint16_t h = kernels::float_to_half(static_cast<float>(f));
-            std::memcpy(b + size * i, &h, 2);
-            return;
-        }
-        case LOOM_BFLOAT16: {
-            uint16_t h = kernels::float_to_bfloat16(static_cast<float>(f));
-            std::memcpy(b + size * i, &h, 2);
-            return;
-        }
-        case LOOM_FLOAT32: {
-            auto x = static_cast<float>(f);
-            std::memcpy(b + size * i, &x, 4);
-            return;
-        }
-        case LOOM_FLOAT64:
-            std::memcpy(b + size * i, &f, 8);
-            return;
-        default:
-            std::memcpy(b + size * i, &v, size);
-            return;  // little-endian low bytes
-    }
-}
-
 double load_float(loom_dtype_t d, const void* buf, size_t i) {
     const auto* b = static_cast<const uint8_t*>(buf);
     uint16_t h;
@@ -182,7 +154,7 @@ std::string check_float(loom_dtype_t d, loom_op_t op, uint64_t seed, int nranks,
         for (int r = 0; r < nranks; ++r) {
             // The value as stored in the dtype (the input the rank really passed).
             uint8_t one[8];
-            store(d, one, 0, float_value(op, draw(seed, r, i)), 0);
+            store_element(d, one, 0, float_value(op, draw(seed, r, i)), 0);
             long double v = load_float(d, one, 0);
             magnitude += std::fabs(v);
             if (r == 0) {
@@ -216,11 +188,39 @@ std::string check_float(loom_dtype_t d, loom_op_t op, uint64_t seed, int nranks,
 
 }  // namespace
 
+void store_element(loom_dtype_t d, void* buf, size_t i, double f, int64_t v) {
+    auto* b     = static_cast<uint8_t*>(buf);
+    size_t size = loom_dtype_size(d);
+    switch (d) {
+        case LOOM_FLOAT16: {
+            uint16_t h = kernels::float_to_half(static_cast<float>(f));
+            std::memcpy(b + size * i, &h, 2);
+            return;
+        }
+        case LOOM_BFLOAT16: {
+            uint16_t h = kernels::float_to_bfloat16(static_cast<float>(f));
+            std::memcpy(b + size * i, &h, 2);
+            return;
+        }
+        case LOOM_FLOAT32: {
+            auto x = static_cast<float>(f);
+            std::memcpy(b + size * i, &x, 4);
+            return;
+        }
+        case LOOM_FLOAT64:
+            std::memcpy(b + size * i, &f, 8);
+            return;
+        default:
+            std::memcpy(b + size * i, &v, size);
+            return;  // little-endian low bytes
+    }
+}
+
 void fill_reduction_input(loom_dtype_t d, loom_op_t op, uint64_t seed, int rank, void* buf,
                           size_t first, size_t n) {
     for (size_t k = 0; k < n; ++k) {
         uint64_t h = draw(seed, rank, first + k);
-        store(d, buf, k, is_float(d) ? float_value(op, h) : 0.0, int_value(d, op, h));
+        store_element(d, buf, k, is_float(d) ? float_value(op, h) : 0.0, int_value(d, op, h));
     }
 }
 

@@ -34,6 +34,10 @@ void fill_reduction_input(loom_dtype_t dtype, loom_op_t op, uint64_t seed, int r
 std::string check_reduction(loom_dtype_t dtype, loom_op_t op, uint64_t seed, int nranks,
                             const void* got, size_t first, size_t n);
 
+/// Stores element i of `buf` in `dtype`: `f` for the float dtypes (rounded to the dtype), the
+/// low bytes of `v` for the integer ones.
+void store_element(loom_dtype_t dtype, void* buf, size_t i, double f, int64_t v);
+
 /// Random bytes for the data-movement primitives: `bytes` bytes of stream (seed, who).
 void fill_bytes(uint64_t seed, uint64_t who, void* buf, size_t bytes);
 
