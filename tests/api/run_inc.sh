@@ -7,29 +7,12 @@ set -u
 loomrun=$1
 program=$2
 switch=$3
-work=$(mktemp -d)
+case_timeout=300
+# shellcheck source=case_run.sh
+. "$(dirname "$0")/case_run.sh"
 pids=""
 trap 'for p in $pids; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
 export LOOM_TIMEOUT=20
-failures=0
-
-with=""  # extra environment of the next case (VAR=value words)
-
-# Runs loomrun with the given flags and checks that RANKS ranks reported 0 failed.
-case_run() {
-    name=$1 ranks=$2
-    shift 2
-    echo "== $name"
-    # shellcheck disable=SC2086 # $with holds VAR=value words for env
-    env $with "$loomrun" -n "$ranks" --timeout 300 "$@" >"$work/out" 2>&1
-    rc=$?
-    cat "$work/out"
-    passed=$(grep -c " of $ranks: [0-9]* checks, 0 failed" "$work/out")
-    if [ "$rc" -ne 0 ] || [ "$passed" -ne "$ranks" ]; then
-        echo "run_inc: FAILED $name (loomrun exit $rc, $passed of $ranks ranks passed)"
-        failures=$((failures + 1))
-    fi
-}
 
 # Starts a loom-switch with extra flags; sets $addr and $spid.
 start_switch() {

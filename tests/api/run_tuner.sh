@@ -8,25 +8,11 @@
 set -u
 loomrun=$1
 program=$2
-work=$(mktemp -d)
+case_timeout=200
+# shellcheck source=case_run.sh
+. "$(dirname "$0")/case_run.sh"
 trap 'rm -rf "$work"' EXIT
 export LOOM_TIMEOUT=30
-failures=0
-
-# case_run NAME RANKS LOOMRUN-ARGS...: runs and checks every rank's summary.
-case_run() {
-    name=$1 ranks=$2
-    shift 2
-    echo "== $name"
-    "$loomrun" -n "$ranks" --timeout 200 "$@" >"$work/out" 2>&1
-    rc=$?
-    cat "$work/out"
-    passed=$(grep -c " of $ranks: [0-9]* checks, 0 failed" "$work/out")
-    if [ "$rc" -ne 0 ] || [ "$passed" -ne "$ranks" ]; then
-        echo "run_tuner: FAILED $name (loomrun exit $rc, $passed of $ranks ranks passed)"
-        failures=$((failures + 1))
-    fi
-}
 
 mkdir -p "$work/shm" "$work/tcp"
 case_run "agreement, choices, traffic, calibrate over shm" 4 --transport shm -- \
@@ -49,8 +35,7 @@ export LOOM_CALIBRATE=auto LOOM_CALIBRATION_FILE="$work/auto/calibration.txt"
 case_run "no calibration file: measured at creation" 3 --transport shm -- \
     "$program" --expect-source measured
 if ! grep -q "source=measured" "$LOOM_CALIBRATION_FILE" 2>/dev/null; then
-    echo "run_tuner: FAILED the automatic calibration wrote no line"
-    failures=$((failures + 1))
+    fail_case "the automatic calibration wrote no line"
 fi
 case_run "the file written: read, not measured again" 3 --transport shm -- \
     "$program" --expect-source file
@@ -59,17 +44,15 @@ case_run "another rank count: measured for it, the first line kept" 2 --transpor
     "$program" --expect-source measured
 if [ "$(grep -c "source=measured" "$LOOM_CALIBRATION_FILE")" -ne 2 ] ||
     ! grep -q " ranks=2 " "$LOOM_CALIBRATION_FILE" || ! grep -q " ranks=3 " "$LOOM_CALIBRATION_FILE"; then
-    echo "run_tuner: FAILED the file does not hold one line for 3 ranks and one for 2:"
+    fail_case "the file does not hold one line for 3 ranks and one for 2:"
     cat "$LOOM_CALIBRATION_FILE"
-    failures=$((failures + 1))
 fi
 
 printf 'host=%s transport=shm alpha_us=quick bw_GBps=1\n' "$(hostname)" >"$LOOM_CALIBRATION_FILE"
 case_run "malformed calibration file: defaults" 2 --transport shm -- \
     "$program" --expect-source defaults
 if ! grep -q "calibration.txt line 1: alpha_us='quick'" "$work/out"; then
-    echo "run_tuner: FAILED the malformed line was not reported"
-    failures=$((failures + 1))
+    fail_case "the malformed line was not reported"
 fi
 
 rm -f "$LOOM_CALIBRATION_FILE"
@@ -78,12 +61,10 @@ case_run "LOOM_EXPLAIN=1" 3 --transport shm -- "$program" --expect-source defaul
 explained=$(grep -c "^\[0\] loom explain: " "$work/out")
 others=$(grep -c "^\[[12]\] loom explain: " "$work/out")
 if [ "$explained" -lt 1 ] || [ "$others" -ne 0 ] || ! grep -q "choice: " "$work/out"; then
-    echo "run_tuner: FAILED LOOM_EXPLAIN printed $explained lines on rank 0, $others elsewhere"
-    failures=$((failures + 1))
+    fail_case "LOOM_EXPLAIN printed $explained lines on rank 0, $others elsewhere"
 fi
 if [ -e "$LOOM_CALIBRATION_FILE" ]; then
-    echo "run_tuner: FAILED LOOM_CALIBRATE=off wrote a calibration file"
-    failures=$((failures + 1))
+    fail_case "LOOM_CALIBRATE=off wrote a calibration file"
 fi
 
 echo "run_tuner: $failures failed"
