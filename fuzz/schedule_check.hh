@@ -3,6 +3,10 @@
 // back to the same schedule.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
 #include "schedule/schedule.hh"
 #include "schedule/verifier.hh"
 
@@ -16,6 +20,17 @@ inline void check_parsed(const schedule::schedule& s) {
     if (!text || !json || !schedule::equal(*text, s) || !schedule::equal(*json, s)) {
         __builtin_trap();
     }
+}
+
+/// One fuzz input through `parse` (parse_text or parse_json); what it accepts goes on to
+/// check_parsed.
+template <typename Parser>
+int check_input(const uint8_t* data, size_t size, Parser parse) {
+    auto s = parse(std::string_view(reinterpret_cast<const char*>(data), size));
+    if (s) {
+        check_parsed(*s);
+    }
+    return 0;
 }
 
 }  // namespace loom::fuzz

@@ -1,6 +1,5 @@
-/* The timing shared by the peers' programs (limits.c, peers_mpi.c, peers_gloo.cc), so that
- * every library is measured and summarised the same way: one clock, one median, one rule
- * for cutting warm-up calls and iterations to a time budget. */
+/* The timing of the peers' programs (limits.c, peers_mpi.c, peers_gloo.cc): every library
+ * is timed, summarised and cut to its budget the same way. */
 #ifndef LOOM_BENCH_PEERS_TIMING_H
 #define LOOM_BENCH_PEERS_TIMING_H
 
@@ -24,8 +23,7 @@ static inline double median(double* v, size_t n) {
     return (v[(n - 1) / 2] + v[n / 2]) / 2;
 }
 
-/* The CSV figures of one size from per-iteration times: sorts us[0..n) and gives p50, p99
- * and the mean. */
+/* The CSV figures of one size: p50, p99 and the mean of us[0..n) (sorted here). */
 static inline void summarize(double* us, size_t n, double* p50, double* p99, double* mean) {
     double sum = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -36,9 +34,8 @@ static inline void summarize(double* us, size_t n, double* p50, double* p99, dou
     *mean = sum / (double)n;
 }
 
-/* Warm-up: the first call alone (it may set up connections), then as many of the other
- * WARMUP - 1 calls as fit in a quarter of BUDGET_S (0: no budget), `first` being the first
- * call's time. */
+/* After the first warm-up call (it may set up connections, and took `first` s), as many of
+ * the other WARMUP - 1 as fit in a quarter of BUDGET_S (0: no budget). */
 static inline int more_warmups(int warmup, double budget, double first) {
     int more = warmup > 1 ? warmup - 1 : 0;
     if (budget > 0 && first > 0 && more > budget / 4 / first) {

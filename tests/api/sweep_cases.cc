@@ -79,44 +79,47 @@ void run_reduction(rank_context& ctx, const sweep_case& c) {
     }
 }
 
+// The call out of place (into a pattern-filled recvbuf) and in place (`io` holds the input
+// at byte `io_in` and receives the result), each result checked against `want`.
+void run_both_ways(rank_context& ctx, const sweep_case& c, const void* in, bytes io, size_t io_in,
+                   const bytes& want, const std::string& what) {
+    bytes out(want.size(), pattern);
+    if (ok_status(ctx, c, issue(ctx, c, in, out.data()), "out of place")) {
+        check_same(ctx, c, out, want, what.c_str());
+    }
+    void* at = io.empty() ? nullptr : io.data() + io_in;  // no arithmetic on a null pointer
+    if (ok_status(ctx, c, issue(ctx, c, at, io.data()), "in place")) {
+        check_same(ctx, c, io, want, ("in-place " + what).c_str());
+    }
+}
+
 void run_broadcast(rank_context& ctx, const sweep_case& c) {
     size_t b = c.count * loom_dtype_size(c.dtype);
-    bytes data(b), out(b, pattern);
+    bytes data(b);
     fill_bytes(c.seed, static_cast<uint64_t>(c.root), data.data(), b);
-    const void* in = ctx.rank == c.root ? data.data() : nullptr;
-    if (ok_status(ctx, c, issue(ctx, c, in, out.data()), "out of place")) {
-        check_same(ctx, c, out, data, "recvbuf vs root's data");
-    }
-    bytes io = ctx.rank == c.root ? data : bytes(b, pattern);
-    if (ok_status(ctx, c, issue(ctx, c, io.data(), io.data()), "in place")) {
-        check_same(ctx, c, io, data, "in-place buffer vs root's data");
-    }
+    bool root = ctx.rank == c.root;
+    run_both_ways(ctx, c, root ? data.data() : nullptr, root ? data : bytes(b, pattern), 0, data,
+                  "root's data");
 }
 
 void run_allgather(rank_context& ctx, const sweep_case& c) {
     size_t e = loom_dtype_size(c.dtype), b = c.count * e;
-    bytes whole(b), out(b, pattern);
+    bytes whole(b);
     fill_bytes(c.seed, 999, whole.data(), b);
     size_t off = block_offset(c.count, ctx.size, ctx.rank) * e;
     size_t len = block_size(c.count, ctx.size, ctx.rank) * e;
     bytes mine(whole.begin() + static_cast<long>(off),
                whole.begin() + static_cast<long>(off + len));
-    if (ok_status(ctx, c, issue(ctx, c, mine.data(), out.data()), "out of place")) {
-        check_same(ctx, c, out, whole, "gathered vector");
-    }
     // In place: sendbuf is this rank's block inside recvbuf.
     bytes io(b, pattern);
     std::copy(mine.begin(), mine.end(), io.begin() + static_cast<long>(off));
-    void* at = io.empty() ? nullptr : io.data() + off;  // no arithmetic on a null pointer
-    if (ok_status(ctx, c, issue(ctx, c, at, io.data()), "in place")) {
-        check_same(ctx, c, io, whole, "in-place gathered vector");
-    }
+    run_both_ways(ctx, c, mine.data(), io, off, whole, "gathered vector");
 }
 
 void run_alltoall(rank_context& ctx, const sweep_case& c) {
     size_t e = loom_dtype_size(c.dtype), slice = c.count * e;
     size_t b = slice * static_cast<size_t>(ctx.size);
-    bytes in(b), out(b, pattern), want(b);
+    bytes in(b), want(b);
     fill_bytes(c.seed, static_cast<uint64_t>(ctx.rank), in.data(), b);
     bytes theirs(b);
     for (int j = 0; j < ctx.size; ++j) {
@@ -125,13 +128,7 @@ void run_alltoall(rank_context& ctx, const sweep_case& c) {
         std::copy(from, from + static_cast<long>(slice),
                   want.begin() + static_cast<long>(slice * static_cast<size_t>(j)));
     }
-    if (ok_status(ctx, c, issue(ctx, c, in.data(), out.data()), "out of place")) {
-        check_same(ctx, c, out, want, "received slices");
-    }
-    bytes io = in;
-    if (ok_status(ctx, c, issue(ctx, c, io.data(), io.data()), "in place")) {
-        check_same(ctx, c, io, want, "in-place received slices");
-    }
+    run_both_ways(ctx, c, in.data(), in, 0, want, "received slices");
 }
 
 }  // namespace
@@ -146,24 +143,16 @@ std::string sweep_case::describe() const {
 }
 
 void run_case(rank_context& ctx, const sweep_case& c) {
-    switch (c.kind) {
-        case call_kind::reduce:
-        case call_kind::allreduce:
-        case call_kind::reduce_scatter:
-            run_reduction(ctx, c);
-            break;
-        case call_kind::broadcast:
-            run_broadcast(ctx, c);
-            break;
-        case call_kind::allgather:
-            run_allgather(ctx, c);
-            break;
-        case call_kind::alltoall:
-            run_alltoall(ctx, c);
-            break;
-        default:
-            ctx.report("run_case: unexpected kind");
-            break;
+    if (comm::kind_reduces(c.kind)) {
+        run_reduction(ctx, c);
+    } else if (c.kind == call_kind::broadcast) {
+        run_broadcast(ctx, c);
+    } else if (c.kind == call_kind::allgather) {
+        run_allgather(ctx, c);
+    } else if (c.kind == call_kind::alltoall) {
+        run_alltoall(ctx, c);
+    } else {
+        ctx.report("run_case: unexpected kind");
     }
 }
 

@@ -20,20 +20,36 @@ namespace {
 using namespace loom::test::api;
 using loom::comm::call_kind;
 
-// Runs `kind` with the given arguments on a fresh pattern-filled output and checks the
-// status and that the output is intact.
-void expect_rejected(loom_comm_t comm, call_kind kind, const void* in, size_t n, int dtype, int op,
-                     int root, const loom_coll_attr_t* attr, loom_status_t want, const char* what) {
+// A call to refuse: an all-reduce of 4 int32 ones (sum, root 0, no attribute), but for
+// what a case sets. dtype and op are ints, as a C caller may pass values outside the enums.
+struct bad_call {
+    call_kind kind               = call_kind::allreduce;
+    bool null_input              = false;
+    size_t n                     = 4;
+    int dtype                    = LOOM_INT32;
+    int op                       = LOOM_SUM;
+    int root                     = 0;
+    const loom_coll_attr_t* attr = nullptr;
+};
+
+// Runs `c` blocking and not on a fresh pattern-filled output and checks the status, that
+// the output is intact and no request was made, and the last error (its message holding
+// `says`).
+void expect_rejected(loom_comm_t comm, const bad_call& c, loom_status_t want, const char* what,
+                     const char* says = "") {
+    static const std::vector<uint8_t> ones(4096, 1);
+    const void* in = c.null_input ? nullptr : ones.data();
+    call_kind kind = c.kind;
     std::vector<uint8_t> out(4096, pattern);
     for (int blocking = 0; blocking < 2; ++blocking) {
         loom_request_t req  = nullptr;
         loom_request_t* use = blocking ? nullptr : &req;
         // With an attribute, the C++ entry point; without, the C caller with raw ints.
         loom_status_t st =
-            attr
-                ? call(comm, kind, in, out.data(), n, static_cast<loom_dtype_t>(dtype),
-                       static_cast<loom_op_t>(op), attr, use, root)
-                : c_call_raw(comm, static_cast<int>(kind), in, out.data(), n, dtype, op, root, use);
+            c.attr ? call(comm, kind, in, out.data(), c.n, static_cast<loom_dtype_t>(c.dtype),
+                          static_cast<loom_op_t>(c.op), c.attr, use, c.root)
+                   : c_call_raw(comm, static_cast<int>(kind), in, out.data(), c.n, c.dtype, c.op,
+                                c.root, use);
         if (st != want || !intact(out) || req != nullptr) {
             LOOM_FAIL(std::string(loom::comm::kind_name(kind)) + " " + what + ": got " +
                       loom_status_string(st) + " (" + loom_last_error_message() + ")" +
@@ -45,14 +61,15 @@ void expect_rejected(loom_comm_t comm, call_kind kind, const void* in, size_t n,
         assert_int_equal(info.status, want);
         assert_string_equal(info.collective, loom::comm::kind_name(kind));
     }
+    expect_message_has(says);
 }
 
 void null_buffers_with_count_are_rejected(void**) {
     loom_comm_t comm = make_comm();
     std::vector<uint8_t> out(64, pattern);
     for (auto kind : data_kinds) {
-        expect_rejected(comm, kind, nullptr, 4, LOOM_INT32, LOOM_SUM, 0, nullptr,
-                        LOOM_ERR_INVALID_ARGUMENT, "NULL sendbuf");
+        expect_rejected(comm, {.kind = kind, .null_input = true}, LOOM_ERR_INVALID_ARGUMENT,
+                        "NULL sendbuf");
         assert_int_equal(
             call(comm, kind, out.data(), nullptr, 4, LOOM_INT32, LOOM_SUM, nullptr, nullptr),
             LOOM_ERR_INVALID_ARGUMENT);
@@ -68,18 +85,15 @@ void null_buffers_with_count_are_rejected(void**) {
 
 void unknown_dtype_and_op_are_rejected(void**) {
     loom_comm_t comm = make_comm();
-    std::vector<uint8_t> in(4096, 1);
     for (auto kind : data_kinds) {
         for (int d : {-1, int{LOOM_DTYPE_COUNT}, 99}) {
-            expect_rejected(comm, kind, in.data(), 4, d, LOOM_SUM, 0, nullptr,
-                            LOOM_ERR_INVALID_ARGUMENT, "bad dtype");
-            expect_message_has("unknown dtype");
+            expect_rejected(comm, {.kind = kind, .dtype = d}, LOOM_ERR_INVALID_ARGUMENT,
+                            "bad dtype", "unknown dtype");
         }
         if (loom::comm::kind_reduces(kind)) {
             for (int o : {-1, int{LOOM_OP_COUNT}, 1000}) {
-                expect_rejected(comm, kind, in.data(), 4, LOOM_FLOAT32, o, 0, nullptr,
-                                LOOM_ERR_INVALID_ARGUMENT, "bad op");
-                expect_message_has("unknown op");
+                expect_rejected(comm, {.kind = kind, .dtype = LOOM_FLOAT32, .op = o},
+                                LOOM_ERR_INVALID_ARGUMENT, "bad op", "unknown op");
             }
         }
     }
@@ -88,15 +102,13 @@ void unknown_dtype_and_op_are_rejected(void**) {
 
 void root_and_peer_out_of_range_are_rejected(void**) {
     loom_comm_t comm = make_comm();
-    std::vector<uint8_t> in(64, 1);
     for (auto kind : {call_kind::broadcast, call_kind::reduce}) {
         for (int root : {-1, 1, 1 << 30}) {
-            expect_rejected(comm, kind, in.data(), 4, LOOM_INT32, LOOM_SUM, root, nullptr,
-                            LOOM_ERR_INVALID_ARGUMENT, "bad root");
-            expect_message_has("is outside 0..0");
+            expect_rejected(comm, {.kind = kind, .root = root}, LOOM_ERR_INVALID_ARGUMENT,
+                            "bad root", "is outside 0..0");
         }
     }
-    std::vector<uint8_t> out(64, pattern);
+    std::vector<uint8_t> in(64, 1), out(64, pattern);
     for (int peer : {-1, 1, 0}) {
         assert_int_equal(loom_send(comm, in.data(), 4, LOOM_INT32, peer, nullptr, nullptr),
                          LOOM_ERR_INVALID_ARGUMENT);
@@ -110,46 +122,37 @@ void root_and_peer_out_of_range_are_rejected(void**) {
 
 void count_overflow_is_rejected(void**) {
     loom_comm_t comm = make_comm();
-    std::vector<uint8_t> in(64, 1);
-    size_t max     = std::numeric_limits<size_t>::max();
-    size_t regions = static_cast<size_t>(loom::schedule::max_region_count);
+    size_t max       = std::numeric_limits<size_t>::max();
+    size_t regions   = static_cast<size_t>(loom::schedule::max_region_count);
     for (auto kind : data_kinds) {
-        expect_rejected(comm, kind, in.data(), max / 2, LOOM_FLOAT64, LOOM_SUM, 0, nullptr,
-                        LOOM_ERR_INVALID_ARGUMENT, "count x size overflows");
-        expect_message_has("overflows size_t");
-        expect_rejected(comm, kind, in.data(), regions + 1, LOOM_INT8, LOOM_SUM, 0, nullptr,
-                        LOOM_ERR_INVALID_ARGUMENT, "count over the region limit");
-        expect_message_has("region limit");
+        expect_rejected(comm, {.kind = kind, .n = max / 2, .dtype = LOOM_FLOAT64},
+                        LOOM_ERR_INVALID_ARGUMENT, "count x size overflows", "overflows size_t");
+        expect_rejected(comm, {.kind = kind, .n = regions + 1, .dtype = LOOM_INT8},
+                        LOOM_ERR_INVALID_ARGUMENT, "count over the region limit", "region limit");
     }
     loom_comm_destroy(comm);
 }
 
 void bad_attributes_are_rejected(void**) {
     loom_comm_t comm = make_comm();
-    std::vector<uint8_t> in(64, 1);
     loom_coll_attr_t attr;
     loom_coll_attr_init(&attr);
     attr.struct_size = 2;
-    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
-                    LOOM_ERR_INVALID_ARGUMENT, "tiny struct_size");
+    expect_rejected(comm, {.attr = &attr}, LOOM_ERR_INVALID_ARGUMENT, "tiny struct_size");
     attr.struct_size = sizeof attr + 8;
-    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
-                    LOOM_ERR_NOT_SUPPORTED, "newer struct_size");
+    expect_rejected(comm, {.attr = &attr}, LOOM_ERR_NOT_SUPPORTED, "newer struct_size");
     loom_coll_attr_init(&attr);
     attr.segments = -2;
-    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
-                    LOOM_ERR_INVALID_ARGUMENT, "negative segments");
+    expect_rejected(comm, {.attr = &attr}, LOOM_ERR_INVALID_ARGUMENT, "negative segments");
     loom_coll_attr_init(&attr);
     attr.algorithm = "no-such-algorithm";
-    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
-                    LOOM_ERR_INVALID_ARGUMENT, "unknown algorithm");
-    expect_message_has("allowed for this call: ring");
+    expect_rejected(comm, {.attr = &attr}, LOOM_ERR_INVALID_ARGUMENT, "unknown algorithm",
+                    "allowed for this call: ring");
     expect_message_has("recursive-doubling");
     // dims needs a ring, torus or mesh: the call fails, naming what would apply.
     attr.algorithm = "dims";
-    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
-                    LOOM_ERR_NOT_APPLICABLE, "inapplicable algorithm");
-    expect_message_has("allowed for this call: ring");
+    expect_rejected(comm, {.attr = &attr}, LOOM_ERR_NOT_APPLICABLE, "inapplicable algorithm",
+                    "allowed for this call: ring");
     // An old caller's attribute (only struct_size and algorithm) still works.
     loom_coll_attr_init(&attr);
     attr.algorithm   = "ring";
@@ -165,18 +168,15 @@ void bad_attributes_are_rejected(void**) {
 // Limits checked before anything is sized by them: each a clear error naming the limit.
 void limits_are_checked(void**) {
     loom_comm_t comm = make_comm();
-    std::vector<uint8_t> in(64, 1);
     loom_coll_attr_t attr;
     loom_coll_attr_init(&attr);
     attr.channels = 1 << 30;
-    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
-                    LOOM_ERR_INVALID_ARGUMENT, "2^30 channels");
-    expect_message_has("exceeds the limit of 64");
+    expect_rejected(comm, {.attr = &attr}, LOOM_ERR_INVALID_ARGUMENT, "2^30 channels",
+                    "exceeds the limit of 64");
     loom_coll_attr_init(&attr);
     attr.segments = 1 << 30;
-    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, &attr,
-                    LOOM_ERR_INVALID_ARGUMENT, "2^30 segments");
-    expect_message_has("exceeds the limit of 1024");
+    expect_rejected(comm, {.attr = &attr}, LOOM_ERR_INVALID_ARGUMENT, "2^30 segments",
+                    "exceeds the limit of 1024");
     loom_comm_destroy(comm);
     loom_config_t cfg;
     loom_config_init(&cfg);
@@ -243,10 +243,7 @@ void loom_algo_from_registry_is_checked(void**) {
     expect_message_has("allowed: ring");
     assert_true(reg.set("LOOM_ALGO", "allreduce=dims;broadcast=ring").is_ok());
     comm = make_comm();
-    std::vector<uint8_t> in(64, 1);
-    expect_rejected(comm, call_kind::allreduce, in.data(), 4, LOOM_INT32, LOOM_SUM, 0, nullptr,
-                    LOOM_ERR_NOT_APPLICABLE, "LOOM_ALGO inapplicable");
-    expect_message_has("from LOOM_ALGO");
+    expect_rejected(comm, {}, LOOM_ERR_NOT_APPLICABLE, "LOOM_ALGO inapplicable", "from LOOM_ALGO");
     std::vector<int32_t> src{5, 6}, dst(2, 0);
     assert_int_equal(
         loom_broadcast(comm, src.data(), dst.data(), 2, LOOM_INT32, 0, nullptr, nullptr),
@@ -458,23 +455,17 @@ void link_stats_need_a_forwarding_transport(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(null_buffers_with_count_are_rejected),
-        cmocka_unit_test(unknown_dtype_and_op_are_rejected),
-        cmocka_unit_test(root_and_peer_out_of_range_are_rejected),
-        cmocka_unit_test(count_overflow_is_rejected),
-        cmocka_unit_test(bad_attributes_are_rejected),
-        cmocka_unit_test(limits_are_checked),
-        cmocka_unit_test(loom_algo_grammar_is_strict),
-        cmocka_unit_test(loom_algo_from_registry_is_checked),
-        cmocka_unit_test(config_errors_are_rejected),
-        cmocka_unit_test(requests_complete_and_free),
-        cmocka_unit_test(garbage_request_handles_are_refused),
-        cmocka_unit_test(last_error_is_versioned_and_names_the_call),
-        cmocka_unit_test(abort_fails_later_calls_promptly),
-        cmocka_unit_test(split_of_one_rank_gives_one_or_none),
-        cmocka_unit_test(link_stats_need_a_forwarding_transport),
-    };
-    return LOOM_RUN_TESTS("api_errors", tests);
-}
+LOOM_TEST_MAIN("api_errors", cmocka_unit_test(null_buffers_with_count_are_rejected),
+               cmocka_unit_test(unknown_dtype_and_op_are_rejected),
+               cmocka_unit_test(root_and_peer_out_of_range_are_rejected),
+               cmocka_unit_test(count_overflow_is_rejected),
+               cmocka_unit_test(bad_attributes_are_rejected), cmocka_unit_test(limits_are_checked),
+               cmocka_unit_test(loom_algo_grammar_is_strict),
+               cmocka_unit_test(loom_algo_from_registry_is_checked),
+               cmocka_unit_test(config_errors_are_rejected),
+               cmocka_unit_test(requests_complete_and_free),
+               cmocka_unit_test(garbage_request_handles_are_refused),
+               cmocka_unit_test(last_error_is_versioned_and_names_the_call),
+               cmocka_unit_test(abort_fails_later_calls_promptly),
+               cmocka_unit_test(split_of_one_rank_gives_one_or_none),
+               cmocka_unit_test(link_stats_need_a_forwarding_transport))

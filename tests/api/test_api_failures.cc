@@ -55,7 +55,9 @@ void settle() {
     sleep_s(0.5);
 }
 
-void run(launch_options o, workload fn, const void* arg, const char* name) {
+void run(int nranks, workload fn, const char* name, const void* arg = nullptr,
+         launch_options o = {}) {
+    o.nranks    = nranks;
     o.transport = transport;
     expect_launch_ok(o, fn, arg, name);
 }
@@ -90,11 +92,9 @@ void roots_differ(rank_context& ctx, const void* raw) {
 }
 
 void broadcast_roots_differ(void**) {
-    launch_options o;
     for (int n : {2, 3}) {
-        o.nranks = n;
         for (size_t count : {size_t{16}, size_t{1} << 20}) {
-            run(o, roots_differ, &count, "broadcast roots differ");
+            run(n, roots_differ, "broadcast roots differ", &count);
         }
     }
 }
@@ -114,9 +114,7 @@ void reduce_against_allreduce_workload(rank_context& ctx, const void*) {
 }
 
 void reduce_against_allreduce(void**) {
-    launch_options o;
-    o.nranks = 3;
-    run(o, reduce_against_allreduce_workload, nullptr, "reduce against allreduce");
+    run(3, reduce_against_allreduce_workload, "reduce against allreduce");
 }
 
 // (c) A send of 10 elements against a receive of 11: both fail, the receiver got nothing.
@@ -135,9 +133,7 @@ void send_recv_counts_differ_workload(rank_context& ctx, const void*) {
 }
 
 void send_recv_counts_differ(void**) {
-    launch_options o;
-    o.nranks = 2;
-    run(o, send_recv_counts_differ_workload, nullptr, "send 10 against recv 11");
+    run(2, send_recv_counts_differ_workload, "send 10 against recv 11");
 }
 
 // (d) Rank 1 gives up after 0.3 s; rank 0 calls 1 s later: it must not succeed, and its
@@ -172,9 +168,7 @@ void late_rank_workload(rank_context& ctx, const void*) {
 }
 
 void late_rank_fails(void**) {
-    launch_options o;
-    o.nranks = 2;
-    run(o, late_rank_workload, nullptr, "late rank");
+    run(2, late_rank_workload, "late rank");
 }
 
 // (e) All-gather with counts 32 against 40 (N = 2): both fail; nothing from the other rank
@@ -195,9 +189,7 @@ void allgather_counts_differ_workload(rank_context& ctx, const void*) {
 }
 
 void allgather_counts_differ(void**) {
-    launch_options o;
-    o.nranks = 2;
-    run(o, allgather_counts_differ_workload, nullptr, "allgather counts differ");
+    run(2, allgather_counts_differ_workload, "allgather counts differ");
 }
 
 // Rank 2 of 4 never calls (it sleeps past everyone's deadline of 3 s): every other rank's
@@ -239,10 +231,9 @@ void never_calls_workload(rank_context& ctx, const void*) {
 
 void never_calling_rank_is_named(void**) {
     launch_options o;
-    o.nranks            = 4;
     o.call_timeout_s    = never_deadline_s;
     o.workload_destroys = true;
-    run(o, never_calls_workload, nullptr, "never-calling rank");
+    run(4, never_calls_workload, "never-calling rank", nullptr, o);
 }
 
 }  // namespace

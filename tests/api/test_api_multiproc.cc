@@ -219,12 +219,17 @@ void mismatch_workload(rank_context& ctx, const void*) {
               std::string("allreduce after a mismatch: ") + loom_last_error_message());
 }
 
-void mismatch_fails_every_rank(void**) {
+// Three ranks whose calls end within 10 s.
+void launch_three(workload fn, const char* name) {
     launch_options o;
     o.nranks         = 3;
     o.transport      = transport;
     o.call_timeout_s = 10;
-    expect_launch_ok(o, mismatch_workload, nullptr, "mismatch");
+    expect_launch_ok(o, fn, nullptr, name);
+}
+
+void mismatch_fails_every_rank(void**) {
+    launch_three(mismatch_workload, "mismatch");
 }
 
 // Rank 2 never joins: the others' calls end with LOOM_ERR_TIMEOUT at the call's deadline
@@ -278,11 +283,7 @@ void deadline_workload(rank_context& ctx, const void*) {
 }
 
 void deadlines_and_abort_end_calls(void**) {
-    launch_options o;
-    o.nranks         = 3;
-    o.transport      = transport;
-    o.call_timeout_s = 10;
-    expect_launch_ok(o, deadline_workload, nullptr, "deadlines");
+    launch_three(deadline_workload, "deadlines");
 }
 
 // Under a launcher (loomrun, mpirun): one rank, everything from the environment, the whole

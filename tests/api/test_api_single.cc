@@ -182,14 +182,9 @@ void create_from_environment_alone_is_one_rank(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(config_and_attr_init_set_struct_size),
-        cmocka_unit_test(one_rank_communicator_has_rank_0_of_1),
-        cmocka_unit_test(every_collective_copies_input_on_one_rank),
-        cmocka_unit_test(every_dtype_and_op_reduces_to_itself),
-        cmocka_unit_test(every_applicable_algorithm_runs_by_attribute),
-        cmocka_unit_test(create_from_environment_alone_is_one_rank),
-    };
-    return LOOM_RUN_TESTS("api_single", tests);
-}
+LOOM_TEST_MAIN("api_single", cmocka_unit_test(config_and_attr_init_set_struct_size),
+               cmocka_unit_test(one_rank_communicator_has_rank_0_of_1),
+               cmocka_unit_test(every_collective_copies_input_on_one_rank),
+               cmocka_unit_test(every_dtype_and_op_reduces_to_itself),
+               cmocka_unit_test(every_applicable_algorithm_runs_by_attribute),
+               cmocka_unit_test(create_from_environment_alone_is_one_rank))

@@ -27,5 +27,13 @@ inline int run_group(const char* name, const CMUnitTest* tests, size_t n) {
 #define LOOM_RUN_TESTS(name, tests) \
     ::loom::test::run_group(name, tests, sizeof(tests) / sizeof((tests)[0]))
 
+/// The main() of a suite without arguments: runs the entries (cmocka_unit_test(f), …) as
+/// the group `name`.
+#define LOOM_TEST_MAIN(name, ...)                       \
+    int main() {                                        \
+        const CMUnitTest loom_suite_[] = {__VA_ARGS__}; \
+        return LOOM_RUN_TESTS(name, loom_suite_);       \
+    }
+
 /// Fails the test with a formatted message (cmocka's fail_msg, with std::string).
 #define LOOM_FAIL(msg) fail_msg("%s", std::string(msg).c_str())

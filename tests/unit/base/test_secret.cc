@@ -61,12 +61,6 @@ static void secrets_are_fresh(void**) {
     assert_string_not_equal(s1->c_str(), s2->c_str());
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sha256_matches_the_standard_examples),
-        cmocka_unit_test(hmac_matches_rfc4231),
-        cmocka_unit_test(equality_and_hex),
-        cmocka_unit_test(secrets_are_fresh),
-    };
-    return LOOM_RUN_TESTS("base_secret", tests);
-}
+LOOM_TEST_MAIN("base_secret", cmocka_unit_test(sha256_matches_the_standard_examples),
+               cmocka_unit_test(hmac_matches_rfc4231), cmocka_unit_test(equality_and_hex),
+               cmocka_unit_test(secrets_are_fresh))

@@ -102,14 +102,9 @@ static void a_stream_is_bounded_too(void**) {
     expect_message(text.error(), "schedule on standard input is larger than 4 bytes");
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_regular_file_is_read_whole),
-        cmocka_unit_test(a_fifo_is_refused_at_once),
-        cmocka_unit_test(a_directory_is_refused),
-        cmocka_unit_test(a_file_over_the_limit_is_refused),
-        cmocka_unit_test(a_missing_file_reports_its_errno),
-        cmocka_unit_test(a_stream_is_bounded_too),
-    };
-    return LOOM_RUN_TESTS("base_text_file", tests);
-}
+LOOM_TEST_MAIN("base_text_file", cmocka_unit_test(a_regular_file_is_read_whole),
+               cmocka_unit_test(a_fifo_is_refused_at_once),
+               cmocka_unit_test(a_directory_is_refused),
+               cmocka_unit_test(a_file_over_the_limit_is_refused),
+               cmocka_unit_test(a_missing_file_reports_its_errno),
+               cmocka_unit_test(a_stream_is_bounded_too))

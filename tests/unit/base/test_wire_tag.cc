@@ -102,15 +102,9 @@ static void control_kinds_ride_below_the_call_bits(void**) {
     assert_true(wire::is_p2p(tag));
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(the_fields_tile_the_tag),
-        cmocka_unit_test(call_bits_read_back),
-        cmocka_unit_test(the_sequence_field_is_never_zero),
-        cmocka_unit_test(communicator_ids_wrap),
-        cmocka_unit_test(message_bits_fit_or_refuse),
-        cmocka_unit_test(the_mismatch_rule),
-        cmocka_unit_test(control_kinds_ride_below_the_call_bits),
-    };
-    return LOOM_RUN_TESTS("base_wire_tag", tests);
-}
+LOOM_TEST_MAIN("base_wire_tag", cmocka_unit_test(the_fields_tile_the_tag),
+               cmocka_unit_test(call_bits_read_back),
+               cmocka_unit_test(the_sequence_field_is_never_zero),
+               cmocka_unit_test(communicator_ids_wrap),
+               cmocka_unit_test(message_bits_fit_or_refuse), cmocka_unit_test(the_mismatch_rule),
+               cmocka_unit_test(control_kinds_ride_below_the_call_bits))

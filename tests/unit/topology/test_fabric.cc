@@ -200,13 +200,8 @@ static void load_fabric_takes_a_shape_or_a_file(void**) {
     assert_int_equal(file->nranks(), 4);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(shape_fabrics_have_every_link_once),
-        cmocka_unit_test(shape_fabrics_carry_the_given_alpha_and_bw),
-        cmocka_unit_test(fabric_file_is_read_in_full),
-        cmocka_unit_test(fabric_file_errors_name_the_bad_item),
-        cmocka_unit_test(load_fabric_takes_a_shape_or_a_file),
-    };
-    return LOOM_RUN_TESTS("topology_fabric", tests);
-}
+LOOM_TEST_MAIN("topology_fabric", cmocka_unit_test(shape_fabrics_have_every_link_once),
+               cmocka_unit_test(shape_fabrics_carry_the_given_alpha_and_bw),
+               cmocka_unit_test(fabric_file_is_read_in_full),
+               cmocka_unit_test(fabric_file_errors_name_the_bad_item),
+               cmocka_unit_test(load_fabric_takes_a_shape_or_a_file))

@@ -178,13 +178,9 @@ static void lines_share_every_coordinate_but_one(void**) {
     assert_true(topology::dim_line(star, 2, 0) == (std::vector<int>{0, 1, 2, 3}));
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(neighbour_counts_follow_the_formulas_everywhere),
-        cmocka_unit_test(census_counts_match_the_listing),
-        cmocka_unit_test(diameter_and_hops_match_breadth_first_search),
-        cmocka_unit_test(bisection_is_the_smallest_balanced_cut),
-        cmocka_unit_test(lines_share_every_coordinate_but_one),
-    };
-    return LOOM_RUN_TESTS("topology_metrics", tests);
-}
+LOOM_TEST_MAIN("topology_metrics",
+               cmocka_unit_test(neighbour_counts_follow_the_formulas_everywhere),
+               cmocka_unit_test(census_counts_match_the_listing),
+               cmocka_unit_test(diameter_and_hops_match_breadth_first_search),
+               cmocka_unit_test(bisection_is_the_smallest_balanced_cut),
+               cmocka_unit_test(lines_share_every_coordinate_but_one))

@@ -70,14 +70,8 @@ static void bisection_counts_links(void**) {
     assert_int_equal(topology::shape::parse("fullmesh:4")->bisection_links(), 4);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(parse_accepts_every_kind),
-        cmocka_unit_test(parse_rejects_bad_shapes_with_reason),
-        cmocka_unit_test(coordinates_are_row_major),
-        cmocka_unit_test(neighbour_counts_follow_the_formulas),
-        cmocka_unit_test(diameter_and_hops),
-        cmocka_unit_test(bisection_counts_links),
-    };
-    return LOOM_RUN_TESTS("topology_shapes", tests);
-}
+LOOM_TEST_MAIN("topology_shapes", cmocka_unit_test(parse_accepts_every_kind),
+               cmocka_unit_test(parse_rejects_bad_shapes_with_reason),
+               cmocka_unit_test(coordinates_are_row_major),
+               cmocka_unit_test(neighbour_counts_follow_the_formulas),
+               cmocka_unit_test(diameter_and_hops), cmocka_unit_test(bisection_counts_links))
