@@ -134,21 +134,9 @@ else
 fi
 
 # ---- bad arguments: exit 2, one line on stderr, no communicator needed ------------------
-# expect_bad NAME PATTERN ARGS...
+# expect_bad NAME PATTERN ARGS...: loom-bench ARGS exits 2 with one line naming PATTERN.
 expect_bad() {
-    local name=$1 pattern=$2
-    shift 2
-    "$BENCH" "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$? lines first
-    lines=$(wc -l <"$tmp/err")
-    first=$(head -n 1 "$tmp/err")
-    if [ "$rc" -ne 2 ]; then
-        fail "$name" "exit $rc, expected 2" "stderr: $(head -c 300 "$tmp/err")"
-    elif [ "$lines" -ne 1 ] || [[ "$first" != "loom-bench: "*"$pattern"* ]]; then
-        fail "$name" "expected one line 'loom-bench: …$pattern…', got:" "$(head -c 300 "$tmp/err")"
-    else
-        pass "$name"
-    fi
+    expect_refusal "$1" 2 "$2" "$BENCH" "${@:3}"
 }
 expect_bad "unknown collective exits 2" "unknown collective 'sendrecb'" sendrecb
 expect_bad "sendrecv --inplace exits 2" "--inplace: loom has no in-place send/recv" \

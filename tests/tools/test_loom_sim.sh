@@ -35,23 +35,7 @@ expect_ok() {
 
 # expect_error NAME CODE PATTERN ARGS...: exit CODE, one stderr line "loom-sim: …PATTERN…".
 expect_error() {
-    local name=$1 code=$2 pattern=$3
-    shift 3
-    run "$@"
-    local lines first
-    lines=$(wc -l <"$tmp/err")
-    first=$(head -n 1 "$tmp/err")
-    if [ "$rc" -ne "$code" ]; then
-        fail "$name" "exit $rc, expected $code" "stderr: $(head -c 300 "$tmp/err")"
-    elif [ "$lines" -ne 1 ] || [ "$(tail -c 1 "$tmp/err" | wc -l)" -ne 1 ]; then
-        fail "$name" "expected exactly one line on stderr, got $lines:" "$(head -c 300 "$tmp/err")"
-    elif grep -q -e "terminate called" -e "Aborted" -e "what()" "$tmp/err"; then
-        fail "$name" "exception trace: $first"
-    elif [[ "$first" != "loom-sim: "* ]] || [[ "$first" != *"$pattern"* ]]; then
-        fail "$name" "stderr '$first' lacks 'loom-sim: ' or '$pattern'"
-    else
-        pass "$name"
-    fi
+    expect_refusal "$1" "$2" "$3" "$SIM" "${@:4}"
 }
 
 # pycheck NAME FILE PYTHON: runs PYTHON with `doc` = the JSON in FILE; passes if it exits 0.
