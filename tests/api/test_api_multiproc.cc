@@ -102,16 +102,14 @@ void sweep_primitive(rank_context& ctx, call_kind kind, const sweep_args& args,
                 (kind == call_kind::broadcast || kind == call_kind::reduce) && count == 7 ? 3 : 1;
             for (int p = 0; p < npair; ++p) {
                 for (int r = 0; r < nroot; ++r) {
-                    sweep_case c;
-                    c.kind      = kind;
-                    c.algorithm = algo;
-                    c.count     = count;
-                    int which   = npair == 1 ? (*rotation)++ % npairs : p;
-                    c.dtype     = pairs[which].dtype;
-                    c.op        = pairs[which].op;
-                    c.root      = nroot == 1 ? roots[*rotation % 3] : roots[r];
-                    c.seed      = 1000 + static_cast<uint64_t>(*rotation) * 7919 + count;
-                    run_case(ctx, c);
+                    int which = npair == 1 ? (*rotation)++ % npairs : p;
+                    run_case(ctx, {.kind      = kind,
+                                   .algorithm = algo,
+                                   .count     = count,
+                                   .dtype     = pairs[which].dtype,
+                                   .op        = pairs[which].op,
+                                   .root      = nroot == 1 ? roots[*rotation % 3] : roots[r],
+                                   .seed = 1000 + static_cast<uint64_t>(*rotation) * 7919 + count});
                 }
             }
         }
@@ -132,17 +130,14 @@ void sweep_attributes(rank_context& ctx) {
     };
     for (const variant& v : variants) {
         for (size_t count : {size_t{7}, size_t{65539}}) {
-            sweep_case c;
-            c.kind      = v.kind;
-            c.algorithm = v.algorithm;
-            c.count     = count;
-            c.dtype     = LOOM_FLOAT32;
-            c.op        = LOOM_SUM;
-            c.root      = ctx.size - 1;
-            c.segments  = v.segments;
-            c.channels  = v.channels;
-            c.seed      = 77 + count;
-            run_case(ctx, c);
+            run_case(ctx, {.kind      = v.kind,
+                           .algorithm = v.algorithm,
+                           .count     = count,
+                           .dtype     = LOOM_FLOAT32,
+                           .root      = ctx.size - 1,
+                           .segments  = v.segments,
+                           .channels  = v.channels,
+                           .seed      = 77 + count});
         }
     }
 }

@@ -180,14 +180,7 @@ void expect_clean_sweep(const algorithms::algorithm& a, const std::vector<std::s
 }
 
 std::vector<int> standard_ranks() {
-    std::vector<int> r;
-    for (int n = 1; n <= 17; ++n) {
-        r.push_back(n);
-    }
-    for (int n : {24, 32, 64}) {
-        r.push_back(n);
-    }
-    return r;
+    return ranks_up_to(17, {24, 32, 64});
 }
 
 std::vector<int> ranks_up_to(int last, const std::vector<int>& more) {
