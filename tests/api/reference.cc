@@ -1,22 +1,17 @@
 #include "reference.hh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "base/hash.hh"
 #include "kernels/reduce.hh"
 
 namespace loom::test::api {
 namespace {
 
-uint64_t mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 uint64_t draw(uint64_t seed, int rank, size_t i) {
-    return mix(seed ^ mix(static_cast<uint64_t>(rank) * 0x100000001b3ull + i));
+    return splitmix64(seed ^ splitmix64(static_cast<uint64_t>(rank) * 0x100000001b3ull + i));
 }
 
 bool is_float(loom_dtype_t d) {
@@ -242,20 +237,15 @@ std::string check_reduction(loom_dtype_t d, loom_op_t op, uint64_t seed, int nra
 void fill_bytes(uint64_t seed, uint64_t who, void* buf, size_t bytes) {
     auto* b = static_cast<uint8_t*>(buf);
     for (size_t i = 0; i < bytes; i += 8) {
-        uint64_t v = mix(seed ^ mix(who * 0x9e3779b97f4a7c15ull + i));
+        uint64_t v = splitmix64(seed ^ splitmix64(who * golden_gamma + i));
         std::memcpy(b + i, &v, bytes - i < 8 ? bytes - i : 8);
     }
 }
 
 long first_difference(const void* a, const void* b, size_t bytes) {
-    const auto* x = static_cast<const uint8_t*>(a);
-    const auto* y = static_cast<const uint8_t*>(b);
-    for (size_t i = 0; i < bytes; ++i) {
-        if (x[i] != y[i]) {
-            return static_cast<long>(i);
-        }
-    }
-    return -1;
+    const auto* x  = static_cast<const uint8_t*>(a);
+    const auto* at = std::mismatch(x, x + bytes, static_cast<const uint8_t*>(b)).first;
+    return at == x + bytes ? -1 : at - x;
 }
 
 }  // namespace loom::test::api

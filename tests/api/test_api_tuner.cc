@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "api_test_util.hh"
+#include "base/hash.hh"
 #include "comm/api_handle.hh"
 #include "proc_launch.hh"
 
@@ -37,13 +38,6 @@ std::string host() {
     char buf[256] = {};
     gethostname(buf, sizeof buf - 1);
     return buf[0] ? buf : "localhost";
-}
-
-uint64_t fnv(uint64_t h, const char* s) {
-    for (; *s; ++s) {
-        h = (h ^ static_cast<unsigned char>(*s)) * 0x100000001b3ull;
-    }
-    return h;
 }
 
 // The same value on every rank: max == min over the communicator.
@@ -82,8 +76,8 @@ void identical_choices(rank_context& ctx) {
     const loom_collective_t colls[] = {LOOM_BROADCAST,      LOOM_REDUCE,    LOOM_ALLREDUCE,
                                        LOOM_REDUCE_SCATTER, LOOM_ALLGATHER, LOOM_ALLTOALL};
     const loom_dtype_t dtypes[]     = {LOOM_INT8, LOOM_FLOAT32, LOOM_FLOAT64};
-    uint64_t h                      = 0xcbf29ce484222325ull;
-    int decisions                   = 0;
+    std::string chosen;  // every choice in order, compared across ranks by its hash
+    int decisions = 0;
     for (loom_collective_t coll : colls) {
         for (loom_dtype_t d : dtypes) {
             for (size_t bytes = 8; bytes <= (size_t{64} << 20); bytes *= 4) {
@@ -111,12 +105,12 @@ void identical_choices(rank_context& ctx) {
                 ctx.check(e.predicted_s <= best * 1.5 + 1e-9,
                           std::string(e.algorithm) + " predicted " + std::to_string(e.predicted_s) +
                               " s, best " + std::to_string(best));
-                h = fnv(h, e.algorithm);
+                chosen += std::string(e.algorithm) + ",";
                 ++decisions;
             }
         }
     }
-    ctx.check(same_everywhere(ctx.comm, h), "the choices differ across ranks");
+    ctx.check(same_everywhere(ctx.comm, loom::fnv1a64(chosen)), "the choices differ across ranks");
     if (ctx.rank == 0) {
         std::printf("rank 0: %d choices, identical on all %d ranks\n", decisions, ctx.size);
     }
