@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -191,11 +190,6 @@ int run_from_environment(workload fn, const void* arg) {
     std::printf("rank %d of %d: %ld checks, %d failed\n", ctx.rank, ctx.size, ctx.checks,
                 ctx.failures);
     return ctx.failures == 0 ? 0 : 1;
-}
-
-void sleep_s(double s) {
-    timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<time_t>(s)) * 1e9)};
-    nanosleep(&ts, nullptr);
 }
 
 }  // namespace loom::test::api

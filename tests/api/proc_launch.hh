@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <string>
 
+#include "sleep.hh"
+
 namespace loom::test::api {
 
 /// What a rank's workload sees.
@@ -58,8 +60,5 @@ void expect_launch_ok(const launch_options& opts, workload fn, const void* arg, 
 /// from the environment alone (loom_comm_create(NULL)), `fn`, then "rank R of N: C checks,
 /// F failed" on stdout (the launch scripts count these lines). Returns the exit status.
 int run_from_environment(workload fn, const void* arg);
-
-/// Sleeps `s` seconds (a rank that stays silent, or lets its peers settle).
-void sleep_s(double s);
 
 }  // namespace loom::test::api

@@ -16,6 +16,7 @@
 namespace {
 
 using namespace loom::test::api;
+using loom::test::sleep_s;
 
 const char* transport = "shm";
 

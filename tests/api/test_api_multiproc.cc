@@ -23,6 +23,7 @@ namespace {
 
 using namespace loom::test::api;
 using loom::comm::call_kind;
+using loom::test::sleep_s;
 
 const char* transport = "shm";
 

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "base/clock.hh"
+#include "sleep.hh"
 
 namespace loom::test {
 
@@ -61,8 +61,7 @@ result<std::string> file_store::get(std::string_view key, double timeout_s) {
                                                 "' not set within " + std::to_string(timeout_s) +
                                                 " s");
         }
-        timespec ts{0, 1000000};  // 1 ms: a test store, not a hot path
-        ::nanosleep(&ts, nullptr);
+        sleep_s(0.001);  // a test store, not a hot path
     }
 }
 
