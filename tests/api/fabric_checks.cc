@@ -54,34 +54,22 @@ std::vector<loom_link_stat_t> snapshot(rank_context& ctx) {
     return v;
 }
 
-// What one call moved on each link, the closing sync's share taken out.
-struct window {
-    std::vector<loom_link_stat_t> before, sync_share;
-};
-
-window open_window(rank_context& ctx) {
-    window w;
+// What `call` moved on each link: sync · A · sync · B · call · sync · C, so C − B holds the
+// call and one sync, and B − A is the sync's share alone.
+template <typename Call>
+std::vector<loom_link_stat_t> moved_by(rank_context& ctx, Call call) {
     sync(ctx);
     auto a = snapshot(ctx);
     sync(ctx);
-    auto b       = snapshot(ctx);
-    w.sync_share = b;
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        w.sync_share[i].sent_bytes -= a[i].sent_bytes;
-        w.sync_share[i].forwarded_msgs -= a[i].forwarded_msgs;
-    }
-    w.before = b;
-    return w;
-}
-
-std::vector<loom_link_stat_t> close_window(rank_context& ctx, const window& w) {
+    auto b = snapshot(ctx);
+    call();
     sync(ctx);
-    auto d = snapshot(ctx);
-    for (size_t i = 0; i < d.size() && i < w.before.size(); ++i) {
-        d[i].sent_bytes -= w.before[i].sent_bytes + w.sync_share[i].sent_bytes;
-        d[i].forwarded_msgs -= w.before[i].forwarded_msgs + w.sync_share[i].forwarded_msgs;
+    auto c = snapshot(ctx);
+    for (size_t i = 0; i < c.size() && i < b.size() && i < a.size(); ++i) {
+        c[i].sent_bytes -= 2 * b[i].sent_bytes - a[i].sent_bytes;
+        c[i].forwarded_msgs -= 2 * b[i].forwarded_msgs - a[i].forwarded_msgs;
     }
-    return d;
+    return c;
 }
 
 // The dimension along which a and b are neighbours; -1 if they differ elsewhere too.
@@ -123,11 +111,11 @@ void check_dor_relay_link_loads(rank_context& ctx, const topology::shape& fabric
                 static_cast<float>(ctx.rank * 100000 + static_cast<int>(j * 1000 + e));
         }
     }
-    window w           = open_window(ctx);
     loom_coll_attr_t a = attr_for("dor-relay");
-    loom_status_t st =
-        loom_alltoall(ctx.comm, in.data(), out.data(), block, LOOM_FLOAT32, &a, nullptr);
-    auto moved = close_window(ctx, w);
+    loom_status_t st   = LOOM_SUCCESS;
+    auto moved         = moved_by(ctx, [&] {
+        st = loom_alltoall(ctx.comm, in.data(), out.data(), block, LOOM_FLOAT32, &a, nullptr);
+    });
     ctx.check(st == LOOM_SUCCESS, std::string("dor-relay alltoall: ") + loom_status_string(st));
     long wrong = 0;
     for (size_t j = 0; j < n; ++j) {
@@ -216,11 +204,12 @@ void check_dims_phases(rank_context& ctx, const topology::shape& fabric, routing
     for (size_t e = 0; e < count; ++e) {
         in[e] = static_cast<float>((ctx.rank + 1) * static_cast<int>(e % 7 + 1));
     }
-    window w           = open_window(ctx);
     loom_coll_attr_t a = attr_for("dims");
-    loom_status_t st =
-        loom_allreduce(ctx.comm, in.data(), out.data(), count, LOOM_FLOAT32, LOOM_SUM, &a, nullptr);
-    auto moved = close_window(ctx, w);
+    loom_status_t st   = LOOM_SUCCESS;
+    auto moved         = moved_by(ctx, [&] {
+        st = loom_allreduce(ctx.comm, in.data(), out.data(), count, LOOM_FLOAT32, LOOM_SUM, &a,
+                                    nullptr);
+    });
     ctx.check(st == LOOM_SUCCESS, std::string("dims allreduce: ") + loom_status_string(st));
     long wrong   = 0;
     int rank_sum = ctx.size * (ctx.size + 1) / 2;
