@@ -1,16 +1,14 @@
 #include "proc_launch.hh"
 
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
+#include <cstdio>
 #include <filesystem>
-#include <vector>
 
 #include "base/clock.hh"
+#include "proc.hh"
 #include "test_main.hh"
 
 namespace loom::test::api {
@@ -18,10 +16,10 @@ namespace {
 
 std::atomic<int> launches{0};
 
-// The child: create the communicator, run the workload, report "checks failures" on the
-// pipe, and leave with _exit (never returning into the parent's test framework).
-[[noreturn]] void run_rank(const launch_options& o, int rank, const std::string& dir,
-                           const std::string& job, workload fn, const void* arg, int report_fd) {
+// The child (run_ranks forks it and leaves with _exit, never returning into the parent's test
+// framework): create the communicator, run the workload, report "checks failures".
+int run_rank(const launch_options& o, int rank, const std::string& dir, const std::string& job,
+             workload fn, const void* arg, std::string* report) {
     rank_context ctx;
     ctx.rank = rank;
     ctx.size = o.nranks;
@@ -44,10 +42,8 @@ std::atomic<int> launches{0};
             ctx.report("loom_comm_destroy failed");
         }
     }
-    std::string line = std::to_string(ctx.checks) + " " + std::to_string(ctx.failures) + "\n";
-    ssize_t w        = write(report_fd, line.data(), line.size());
-    (void)w;
-    _exit(ctx.failures == 0 ? 0 : 1);
+    *report = std::to_string(ctx.checks) + " " + std::to_string(ctx.failures);
+    return ctx.failures == 0 ? 0 : 1;
 }
 
 std::string seconds(double s) {
@@ -64,69 +60,6 @@ void rank_context::report(const std::string& message) {
     }
 }
 
-namespace {
-
-struct ranks {
-    std::vector<pid_t> pids;
-    std::vector<int> reports;  // read ends of the ranks' report pipes
-    std::vector<int> codes;    // exit codes; -1 while running
-};
-
-ranks fork_ranks(const launch_options& o, const std::string& dir, const std::string& job,
-                 workload fn, const void* arg) {
-    ranks out;
-    auto n = static_cast<size_t>(o.nranks);
-    out.pids.assign(n, -1);
-    out.reports.assign(n, -1);
-    out.codes.assign(n, -1);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    for (int r = 0; r < o.nranks; ++r) {
-        int fds[2];
-        if (pipe(fds) != 0) {
-            break;  // the rank counts as failed (no pid)
-        }
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(fds[0]);
-            run_rank(o, r, dir, job, fn, arg, fds[1]);
-        }
-        close(fds[1]);
-        out.pids[static_cast<size_t>(r)]    = pid;
-        out.reports[static_cast<size_t>(r)] = fds[0];
-    }
-    return out;
-}
-
-// Reaps with a deadline; every rank still running at the deadline is killed.
-void reap(ranks& rs, double timeout_s, std::string* hung) {
-    deadline until(timeout_s);
-    auto running = [&] {
-        int n = 0;
-        for (size_t i = 0; i < rs.pids.size(); ++i) {
-            int st = 0;
-            if (rs.codes[i] == -1 && rs.pids[i] > 0 &&
-                waitpid(rs.pids[i], &st, WNOHANG) == rs.pids[i]) {
-                rs.codes[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            }
-            n += rs.codes[i] == -1 && rs.pids[i] > 0;
-        }
-        return n;
-    };
-    while (running() > 0 && !until.expired()) {
-        sleep_s(0.002);  // the parent only reaps children
-    }
-    for (size_t i = 0; i < rs.pids.size(); ++i) {
-        if (rs.codes[i] == -1 && rs.pids[i] > 0) {
-            kill(rs.pids[i], SIGKILL);
-            waitpid(rs.pids[i], nullptr, 0);
-            *hung += " " + std::to_string(i);
-        }
-    }
-}
-
-}  // namespace
-
 launch_result launch(const launch_options& o, workload fn, const void* arg) {
     launch_result out;
     char tmpl[] = "/tmp/loom-api-XXXXXX";
@@ -137,21 +70,21 @@ launch_result launch(const launch_options& o, workload fn, const void* arg) {
     std::string dir = tmpl;
     std::string job = "apitest-" + std::to_string(getpid()) + "-" + std::to_string(launches++);
     double t0       = now_s();
-    ranks rs        = fork_ranks(o, dir, job, fn, arg);
+    std::fflush(stdout);  // nothing buffered here is written again by a child
+    std::fflush(stderr);
+    auto ranks = run_ranks(
+        o.nranks,
+        [&](int rank, std::string* report) { return run_rank(o, rank, dir, job, fn, arg, report); },
+        o.timeout_s);
     std::string hung, failed;
-    reap(rs, o.timeout_s, &hung);
     long checks = 0;
-    for (size_t i = 0; i < rs.pids.size(); ++i) {
-        if (rs.codes[i] > 0 || rs.pids[i] <= 0) {
-            failed += " " + std::to_string(i) + "(exit " + std::to_string(rs.codes[i]) + ")";
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        if (ranks[i].code == -1) {
+            hung += " " + std::to_string(i);
+        } else if (ranks[i].code != 0) {
+            failed += " " + std::to_string(i) + "(exit " + std::to_string(ranks[i].code) + ")";
         }
-        char buf[64] = {0};
-        if (rs.reports[i] >= 0) {
-            if (read(rs.reports[i], buf, sizeof buf - 1) > 0) {
-                checks += std::strtol(buf, nullptr, 10);
-            }
-            close(rs.reports[i]);
-        }
+        checks += std::strtol(ranks[i].text.c_str(), nullptr, 10);
     }
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
