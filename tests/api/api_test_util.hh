@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "c_callers.h"
 #include "comm/comm.hh"
 #include "test_main.hh"
 
@@ -53,30 +54,11 @@ inline bool intact(const std::vector<uint8_t>& buf) {
     return true;
 }
 
-/// One call of `kind` through the C API (root 0; send/recv are not covered here).
+/// One call of `kind` through the C API (root 0; not send, recv or barrier).
 inline loom_status_t call(loom_comm_t comm, comm::call_kind kind, const void* in, void* out,
                           size_t n, loom_dtype_t dtype, loom_op_t op, const loom_coll_attr_t* attr,
                           loom_request_t* req, int root = 0) {
-    using comm::call_kind;
-    switch (kind) {
-        case call_kind::broadcast:
-            return loom_broadcast(comm, in, out, n, dtype, root, attr, req);
-        case call_kind::reduce:
-            return loom_reduce(comm, in, out, n, dtype, op, root, attr, req);
-        case call_kind::allreduce:
-            return loom_allreduce(comm, in, out, n, dtype, op, attr, req);
-        case call_kind::reduce_scatter:
-            return loom_reduce_scatter(comm, in, out, n, dtype, op, attr, req);
-        case call_kind::allgather:
-            return loom_allgather(comm, in, out, n, dtype, attr, req);
-        case call_kind::alltoall:
-            return loom_alltoall(comm, in, out, n, dtype, attr, req);
-        case call_kind::barrier:
-            return loom_barrier(comm, attr, req);
-        default:
-            break;
-    }
-    return LOOM_ERR_INTERNAL;
+    return c_call_raw(comm, static_cast<int>(kind), in, out, n, dtype, op, root, attr, req);
 }
 
 constexpr comm::call_kind data_kinds[] = {

@@ -12,7 +12,6 @@
 
 #include "api_test_util.hh"
 #include "base/params.hh"
-#include "c_callers.h"
 #include "schedule/step.hh"
 
 namespace {
@@ -44,12 +43,8 @@ void expect_rejected(loom_comm_t comm, const bad_call& c, loom_status_t want, co
     for (int blocking = 0; blocking < 2; ++blocking) {
         loom_request_t req  = nullptr;
         loom_request_t* use = blocking ? nullptr : &req;
-        // With an attribute, the C++ entry point; without, the C caller with raw ints.
-        loom_status_t st =
-            c.attr ? call(comm, kind, in, out.data(), c.n, static_cast<loom_dtype_t>(c.dtype),
-                          static_cast<loom_op_t>(c.op), c.attr, use, c.root)
-                   : c_call_raw(comm, static_cast<int>(kind), in, out.data(), c.n, c.dtype, c.op,
-                                c.root, use);
+        loom_status_t st    = c_call_raw(comm, static_cast<int>(kind), in, out.data(), c.n, c.dtype,
+                                         c.op, c.root, c.attr, use);
         if (st != want || !intact(out) || req != nullptr) {
             LOOM_FAIL(std::string(loom::comm::kind_name(kind)) + " " + what + ": got " +
                       loom_status_string(st) + " (" + loom_last_error_message() + ")" +
