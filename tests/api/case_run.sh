@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Sourced by the loomrun-driven suites (run_inc.sh, run_tuner.sh): a scratch directory
 # $work, the failure count $failures, and case_run. Each program prints "rank R of N: C
 # checks, F failed" per rank; a case passes when loomrun exits 0 and every rank reported
@@ -19,7 +20,7 @@ case_run() {
     name=$1 ranks=$2
     shift 2
     echo "== $name"
-    # shellcheck disable=SC2086 # $with holds VAR=value words for env
+    # shellcheck disable=SC2086,SC2154 # $with: VAR=value words; the sourcing script sets the rest
     env $with "$loomrun" -n "$ranks" --timeout "$case_timeout" "$@" >"$work/out" 2>&1
     rc=$?
     cat "$work/out"

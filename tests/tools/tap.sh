@@ -1,5 +1,6 @@
 # TAP for the tools' script tests, sourced by each: a scratch directory $tmp (removed at
-# exit), the case counter $n and $failures, pass / fail / skip, and expect_refusal. The script ends with
+# exit), the case counter $n and $failures, pass / fail / skip, and expect_refusal. The
+# script ends with
 #   echo "1..$n"; [ "$failures" -eq 0 ]
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
