@@ -312,6 +312,9 @@ class tcp_endpoint final : public endpoint {
     bool handle_rts(peer& p, const header& h);
     bool handle_cts(peer& p, const header& h, bool nack);
     bool handle_data(peer& p, const header& h);
+    /// The payload of `h` goes into receive `e`'s buffer, or with `drop` nowhere; `e`, off
+    /// every list, returns to the pool.
+    bool take_payload(peer& p, const header& h, rx_entry* e, bool drop);
     void begin_payload(peer& p, sink kind, uint8_t* dst, uint64_t len, uint64_t tag, uint64_t imm,
                        uint64_t cookie, rx_entry* entry = nullptr);
     void consume_payload(peer& p, const uint8_t* src, uint64_t n);

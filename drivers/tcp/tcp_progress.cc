@@ -169,17 +169,12 @@ bool tcp_endpoint::handle_eager(peer& p, const header& h) {
         return protocol_error(p, "eager frame of " + std::to_string(h.len) + " bytes");
     }
     if (rx_entry* r = p.match.take_posted(h.tag)) {
-        p.rpos += header_bytes;
-        if (h.len != r->len || h.imm != r->imm) {
+        bool other = h.len != r->len || h.imm != r->imm;
+        if (other) {
             // Another call's message: decided from the header, the payload is dropped.
             complete_recv(p.rank, r->cookie, LOOM_ERR_MISMATCH, 0, h.tag, h.imm);
-            begin_payload(p, sink::discard, nullptr, h.len, h.tag, h.imm, 0);
-        } else {
-            begin_payload(p, sink::user, reinterpret_cast<uint8_t*>(r->buf), h.len, h.tag, h.imm,
-                          r->cookie);
         }
-        entries_.put(r);
-        return true;
+        return take_payload(p, h, r, other);
     }
     uint8_t* slot = entries_.in_use() < entries_.size() ? pool_.get(h.len) : nullptr;
     if (slot == nullptr) {
@@ -274,8 +269,13 @@ bool tcp_endpoint::handle_data(peer& p, const header& h) {
             p, "data frame for tag " + std::to_string(h.tag) + " that no clear-to-send asked for");
     }
     p.awaiting_data.remove(e);
+    // A receive withdrawn after its CTS: the data is read and dropped.
+    return take_payload(p, h, e, e->cancelled);
+}
+
+bool tcp_endpoint::take_payload(peer& p, const header& h, rx_entry* e, bool drop) {
     p.rpos += header_bytes;
-    if (e->cancelled) {  // the receive was withdrawn after its CTS: read the data and drop it
+    if (drop) {
         begin_payload(p, sink::discard, nullptr, h.len, h.tag, h.imm, 0);
     } else {
         begin_payload(p, sink::user, reinterpret_cast<uint8_t*>(e->buf), h.len, h.tag, h.imm,

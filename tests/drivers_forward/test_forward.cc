@@ -24,26 +24,6 @@ namespace {
 
 const size_t sizes[] = {0, 100, 300 * 1024};
 
-result<std::unique_ptr<drivers::endpoint>> open_fwd(const std::string& driver,
-                                                    const std::string& fabric, int rank, int size,
-                                                    const std::string& job, kv_store* store) {
-    drivers::endpoint_config cfg;
-    cfg.rank      = rank;
-    cfg.size      = size;
-    cfg.job       = job;
-    cfg.store     = store;
-    cfg.timeout_s = 30;
-    cfg.fabric    = fabric;
-    auto ep       = drivers::open(driver, cfg);
-    if (!ep) {
-        return ep.error();
-    }
-    if (status st = (*ep)->connect(); !st.is_ok()) {
-        return st;
-    }
-    return ep;
-}
-
 // Every rank keeps polling (it forwards for the others) until all ranks reached `name`.
 bool barrier(const drivers::fast_path& f, file_store& store, const char* name, int rank, int n,
              std::vector<completion>* extra) {
@@ -86,7 +66,7 @@ int all_pairs_rank(const std::string& driver, const std::string& fabric, routing
     auto shape = topology::shape::parse(fabric);
     RANK_CHECK(rank, shape.is_ok(), "shape");
     int n   = shape->size();
-    auto ep = open_fwd(driver, fabric, rank, n, job, &store);
+    auto ep = test::open_named(driver, fabric, rank, n, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
     const auto& f = (*ep)->fast();
     std::map<uint64_t, std::vector<uint8_t>> in, out;
@@ -221,7 +201,7 @@ void tcp_torus_2x2x2(void**) {
 // to rank 8 (four hops).
 int mismatch_rank(int rank, const std::string& job, const std::string& dir) {
     file_store store(dir);
-    auto ep = open_fwd("fwd:shm", "mesh:3x3", rank, 9, job, &store);
+    auto ep = test::open_named("fwd:shm", "mesh:3x3", rank, 9, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
     const auto& f = (*ep)->fast();
     std::vector<completion> extra;
@@ -321,7 +301,7 @@ void mismatch_two_hops_delivers_nothing(void**) {
 int cancel_rank(int rank, const std::string& job, const std::string& dir) {
     const size_t huge = size_t{32} << 20;  // b: long enough to be cancelled while it flows
     file_store store(dir);
-    auto ep = open_fwd("fwd:shm", "ring:4", rank, 4, job, &store);
+    auto ep = test::open_named("fwd:shm", "ring:4", rank, 4, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
     const auto& f = (*ep)->fast();
     std::vector<completion> extra;
