@@ -14,16 +14,12 @@
 
 using namespace loom;
 using drivers::completion;
-using drivers::common::completion_ring;
-using drivers::common::loopback;
-using drivers::common::match_lists;
-using drivers::common::match_op;
-using drivers::common::matcher;
-using drivers::common::slab;
+namespace common = drivers::common;
+using common::loopback;
 
 namespace {
 
-struct test_op : match_op<test_op> {};
+struct test_op : common::match_op<test_op> {};
 struct test_early {
     test_early* next = nullptr;
     test_early* prev = nullptr;
@@ -198,9 +194,9 @@ static void loopback_fail_all_completes_the_unmatched(void**) {
 // ---- the matcher ----
 
 static void matcher_takes_duplicate_tags_oldest_first(void**) {
-    slab<test_early> pool;
+    common::slab<test_early> pool;
     pool.init(4);
-    match_lists<test_op, test_early> lists;
+    common::match_lists<test_op, test_early> lists;
     for (uint64_t imm : {1, 2, 3}) {  // a duplicating wrapper: tag 7 twice, then tag 8
         test_early* m = pool.take();
         m->tag        = imm < 3 ? 7 : 8;
@@ -211,7 +207,7 @@ static void matcher_takes_duplicate_tags_oldest_first(void**) {
     assert_int_equal(lists.take_early(7)->imm, 2);
     assert_null(lists.take_early(7));
     assert_int_equal(lists.take_early(8)->imm, 3);
-    matcher<test_op> m;
+    common::matcher<test_op> m;
     m.open(4);
     for (uint64_t cookie : {10, 11}) {
         test_op* o = m.take(1, 5, 0, nullptr, 0, cookie);
@@ -223,9 +219,9 @@ static void matcher_takes_duplicate_tags_oldest_first(void**) {
 }
 
 static void matcher_finds_the_same_call_from_either_side(void**) {
-    slab<test_early> pool;
+    common::slab<test_early> pool;
     pool.init(2);
-    match_lists<test_op, test_early> lists;
+    common::match_lists<test_op, test_early> lists;
     test_early* e = pool.take();
     e->tag        = call_tag(3, 1);
     e->imm        = 9;
@@ -236,7 +232,7 @@ static void matcher_finds_the_same_call_from_either_side(void**) {
     assert_null(lists.early_contradicting(call_tag(3, 2), 9));
     assert_null(lists.early_contradicting(call_tag(4, 2), 8));
     assert_int_equal(lists.early.size(), 1);
-    matcher<test_op> m;
+    common::matcher<test_op> m;
     m.open(2);
     test_op* r = m.take(0, call_tag(5, 1), 4, nullptr, 0, 77);
     lists.posted.push_back(r);
@@ -252,7 +248,7 @@ static void matcher_finds_the_same_call_from_either_side(void**) {
 }
 
 static void matcher_pool_runs_out_and_comes_back(void**) {
-    matcher<test_op> m;
+    common::matcher<test_op> m;
     m.open(2);
     test_op* a = m.take(0, 1, 0, nullptr, 0, 1);
     test_op* b = m.take(0, 2, 0, nullptr, 0, 2);
@@ -271,7 +267,7 @@ static void matcher_pool_runs_out_and_comes_back(void**) {
 }
 
 static void matcher_hands_out_completions_in_order(void**) {
-    matcher<test_op> m;
+    common::matcher<test_op> m;
     m.open(8);
     test_op* o[6];
     for (uint64_t i = 0; i < 6; ++i) {
@@ -296,7 +292,7 @@ static void matcher_hands_out_completions_in_order(void**) {
 }
 
 static void matcher_cancel_finds_only_pending_operations(void**) {
-    matcher<test_op> m;
+    common::matcher<test_op> m;
     m.open(4);
     test_op* a = m.take(0, 1, 0, nullptr, 0, 50);
     test_op* b = m.take(0, 2, 0, nullptr, 0, 50);
@@ -322,7 +318,7 @@ static void call_rule_needs_same_call_other_imm(void**) {
 }
 
 static void completion_ring_is_fifo_across_wraps(void**) {
-    completion_ring<int> q;
+    common::completion_ring<int> q;
     q.init(5);
     assert_int_equal(q.capacity(), 8);
     assert_true(q.empty());
