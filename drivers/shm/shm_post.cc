@@ -138,19 +138,15 @@ loom_status_t shm_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, void
 // The header decides first: another length or immediate is a mismatch, and nothing is
 // copied (driver.hh).
 void shm_endpoint::deliver(peer_state& ps, op* o, const early_msg& m) {
-    bool same = m.len == o->len && m.imm == o->imm;
-    o->imm    = m.imm;  // the completion reports the immediate that came
-    if (m.kind == msg_kind::rts) {
-        if (!same) {
+    if (m.len != o->len || m.imm != o->imm) {
+        if (m.kind == msg_kind::rts) {
             ack(ps, m.remote_op, m.remote_gen, LOOM_ERR_MISMATCH);  // its buffer is free again
-            complete(o, LOOM_ERR_MISMATCH, 0);
-            return;
         }
-        start_pull(ps, o, m);
+        match_.complete_mismatch(o, m.imm);
         return;
     }
-    if (!same) {
-        complete(o, LOOM_ERR_MISMATCH, 0);
+    if (m.kind == msg_kind::rts) {
+        start_pull(ps, o, m);
         return;
     }
     if (m.len > 0) {
