@@ -6,39 +6,17 @@
 
 namespace loom::drivers::common {
 
-loopback::loopback(int rank, size_t max_ops) : rank_(rank), pool_(max_ops) {
-    // Thread the free list through the pool once; take() and poll() move ops in and out.
-    for (size_t i = pool_.size(); i-- > 0;) {
-        pool_[i].next = free_;
-        free_         = &pool_[i];
-    }
+loopback::loopback(int rank, size_t max_ops) : rank_(rank) {
+    match_.open(max_ops);
 }
 
-loopback::op* loopback::take(kind what, uint64_t tag, uint64_t imm, const void* buf, size_t len,
+loopback::op* loopback::take(bool is_send, uint64_t tag, uint64_t imm, const void* buf, size_t len,
                              uint64_t cookie) {
-    op* o = free_;
-    if (o == nullptr) {
-        return nullptr;
+    op* o = match_.take(rank_, tag, imm, buf, len, cookie);
+    if (o != nullptr) {
+        o->is_send = is_send;
     }
-    free_     = o->next;
-    o->next   = nullptr;
-    o->prev   = nullptr;
-    o->tag    = tag;
-    o->imm    = imm;
-    o->cookie = cookie;
-    o->buf    = static_cast<char*>(const_cast<void*>(buf));
-    o->len    = len;
-    o->bytes  = 0;
-    o->status = LOOM_SUCCESS;
-    o->what   = what;
-    ++in_use_;
     return o;
-}
-
-void loopback::complete(op* o, loom_status_t code, size_t bytes) {
-    o->status = code;
-    o->bytes  = bytes;
-    done_.push_back(o);
 }
 
 // Both operations are posted: copy once, then complete them in posting order.
@@ -53,11 +31,11 @@ void loopback::match(op* send, op* recv, bool recv_first) {
     }
     recv->imm = send->imm;
     if (recv_first) {
-        complete(recv, recv_status, recv_bytes);
-        complete(send, LOOM_SUCCESS, send->len);
+        match_.complete(recv, recv_status, recv_bytes);
+        match_.complete(send, LOOM_SUCCESS, send->len);
     } else {
-        complete(send, LOOM_SUCCESS, send->len);
-        complete(recv, recv_status, recv_bytes);
+        match_.complete(send, LOOM_SUCCESS, send->len);
+        match_.complete(recv, recv_status, recv_bytes);
     }
 }
 
@@ -65,25 +43,24 @@ loom_status_t loopback::post_send(uint64_t tag, uint64_t imm, const void* buf, s
                                   uint64_t cookie) {
     if ((tag & control_tag_bit) != 0) {
         // An unsolicited notice to ourselves: one completion, as a receiver would see it.
-        op* o = take(kind::recv, tag, imm, nullptr, 0, control_cookie);
+        op* o = take(false, tag, imm, nullptr, 0, control_cookie);
         if (o == nullptr) {
             return LOOM_ERR_NO_RESOURCE;
         }
-        complete(o, LOOM_SUCCESS, 0);
+        match_.complete(o, LOOM_SUCCESS, 0);
         return LOOM_SUCCESS;
     }
     if (buf == nullptr && len > 0) {
         return LOOM_ERR_INVALID_ARGUMENT;
     }
-    op* o = take(kind::send, tag, imm, buf, len, cookie);
+    op* o = take(true, tag, imm, buf, len, cookie);
     if (o == nullptr) {
         return LOOM_ERR_NO_RESOURCE;
     }
-    if (op* r = recvs_.find_tag(tag); r != nullptr) {
-        recvs_.remove(r);
+    if (op* r = unmatched_.take_posted(tag); r != nullptr) {
         match(o, r, /*recv_first=*/true);
     } else {
-        sends_.push_back(o);
+        unmatched_.early.push_back(o);
     }
     return LOOM_SUCCESS;
 }
@@ -93,54 +70,32 @@ loom_status_t loopback::post_recv(uint64_t tag, uint64_t imm, void* buf, size_t 
     if ((buf == nullptr && len > 0) || (tag & control_tag_bit) != 0) {
         return LOOM_ERR_INVALID_ARGUMENT;  // control tags are never matched
     }
-    op* o = take(kind::recv, tag, imm, buf, len, cookie);
+    op* o = take(false, tag, imm, buf, len, cookie);
     if (o == nullptr) {
         return LOOM_ERR_NO_RESOURCE;
     }
-    if (op* s = sends_.find_tag(tag); s != nullptr) {
-        sends_.remove(s);
+    if (op* s = unmatched_.take_early(tag); s != nullptr) {
         match(s, o, /*recv_first=*/false);
     } else {
-        recvs_.push_back(o);
+        unmatched_.posted.push_back(o);
     }
     return LOOM_SUCCESS;
 }
 
-int loopback::poll(completion* out, int max) {
-    int n = 0;
-    while (n < max && !done_.empty()) {
-        op* o    = done_.pop_front();
-        out[n++] = completion{o->cookie, o->status, rank_, o->bytes, o->tag, o->imm, false};
-        o->next  = free_;
-        free_    = o;
-        --in_use_;
-    }
-    return n;
-}
-
 // Unmatched operations hold nothing but their pool entry; a matched one already completed.
 bool loopback::cancel(uint64_t cookie) {
-    for (intrusive_list<op>* list : {&sends_, &recvs_}) {
-        for (op* o = list->front(); o != nullptr; o = o->next) {
-            if (o->cookie == cookie) {
-                list->remove(o);
-                o->next = free_;
-                free_   = o;
-                --in_use_;
-                return true;
-            }
-        }
+    op* o = match_.find_pending(cookie);
+    if (o == nullptr) {
+        return false;
     }
-    return false;
+    (o->is_send ? unmatched_.early : unmatched_.posted).remove(o);
+    match_.release(o);
+    return true;
 }
 
 void loopback::fail_all(loom_status_t code) {
-    while (op* o = sends_.pop_front()) {
-        complete(o, code, 0);
-    }
-    while (op* o = recvs_.pop_front()) {
-        complete(o, code, 0);
-    }
+    match_.fail(unmatched_.early, code);
+    match_.fail(unmatched_.posted, code);
 }
 
 size_t loopback_max_ops() {

@@ -21,9 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
-#include "base/intrusive_list.hh"
+#include "drivers/common/matcher.hh"
 #include "drivers/driver.hh"
 
 namespace loom::drivers::common {
@@ -38,39 +37,25 @@ class loopback {
     loom_status_t post_send(uint64_t tag, uint64_t imm, const void* buf, size_t len,
                             uint64_t cookie);
     loom_status_t post_recv(uint64_t tag, uint64_t imm, void* buf, size_t len, uint64_t cookie);
-    int poll(completion* out, int max);
-    bool pending() const { return in_use_ > 0; }
+    int poll(completion* out, int max) { return match_.harvest(out, max); }
+    bool pending() const { return match_.pending(); }
     /// Withdraws an unmatched operation (driver.hh cancel); false if none has `cookie`.
     bool cancel(uint64_t cookie);
     /// Completes every unmatched operation with `code` (close).
     void fail_all(loom_status_t code);
 
   private:
-    enum class kind : uint8_t { send, recv };
-    struct op {
-        op* next = nullptr;
-        op* prev = nullptr;
-        uint64_t tag;
-        uint64_t imm;  // sends: as posted; receives: expected, then the one that came
-        uint64_t cookie;
-        char* buf;
-        size_t len;
-        size_t bytes;
-        loom_status_t status;
-        kind what;
+    struct op : match_op<op> {
+        bool is_send = false;
     };
 
-    op* take(kind what, uint64_t tag, uint64_t imm, const void* buf, size_t len, uint64_t cookie);
-    void complete(op* o, loom_status_t code, size_t bytes);
+    op* take(bool is_send, uint64_t tag, uint64_t imm, const void* buf, size_t len,
+             uint64_t cookie);
     void match(op* send, op* recv, bool recv_first);
 
     int rank_;
-    std::vector<op> pool_;
-    op* free_      = nullptr;
-    size_t in_use_ = 0;
-    intrusive_list<op> sends_;  // posted, not yet matched
-    intrusive_list<op> recvs_;  // posted, not yet matched
-    intrusive_list<op> done_;   // completed, not yet handed out by poll()
+    matcher<op> match_;
+    match_lists<op, op> unmatched_;  // posted: receives; early: sends
 };
 
 /// LOOM_SELF_MAX_OPS from the parameter registry: the loopback's pool wherever it serves.

@@ -1,6 +1,7 @@
 // The fault wrapper (fault.hh): an endpoint whose fast path sits in front of another's.
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -63,6 +64,15 @@ class fault_endpoint final : public endpoint {
     /// back or delayed) goes on later from a private copy, the rest is the inner driver's
     /// to withdraw; no completion either way.
     bool cancel(uint64_t cookie);
+    /// The inner endpoint's waker: a peer's send wakes an idle caller through the inner
+    /// transport. Messages the wrapper still holds (delayed, held back for reordering) or
+    /// completions it made itself shorten the sleep: arm_sleep() measures them, where the
+    /// endpoint may be used; sleep() may run while another thread posts.
+    waker idle_waker() override;
+    uint64_t arm_sleep();
+    void sleep(uint64_t token, int64_t timeout_ns) {
+        inner_waker_.sleep(inner_waker_.ctx, token, std::min(timeout_ns, sleep_cap_ns_));
+    }
 
   private:
     uint32_t take_op(uint64_t cookie, uint32_t inner_pending);
@@ -81,6 +91,8 @@ class fault_endpoint final : public endpoint {
     fault_config config_;
     std::string name_;
     fast_path fast_{};
+    waker inner_waker_;
+    int64_t sleep_cap_ns_ = 0;
     dice dice_;
     size_t dup_limit_ = 0;
     fault_stats stats_;
@@ -356,6 +368,26 @@ bool fault_endpoint::cancel(uint64_t cookie) {
         release_op(i);
     }
     return true;
+}
+
+waker fault_endpoint::idle_waker() {
+    inner_waker_ = inner_->idle_waker();
+    return inner_waker_ ? waker_of(this) : waker{};
+}
+
+uint64_t fault_endpoint::arm_sleep() {
+    sleep_cap_ns_ = INT64_MAX;
+    if (local_head_ != local_tail_) {
+        sleep_cap_ns_ = 0;  // poll() has completions to hand out now
+    } else if (out_head_ != out_tail_ || held_count_ > 0) {
+        // Only poll() posts them, when they are due: wake by the earliest.
+        double due_s = std::max(min_hold_s, double(config_.delay_us) * 1e-6);
+        if (out_head_ != out_tail_) {
+            due_s = std::min(due_s, outbox_[out_head_ & out_mask_].due_s - now_s());
+        }
+        sleep_cap_ns_ = std::max(int64_t(due_s * 1e9), int64_t{0});
+    }
+    return inner_waker_.arm(inner_waker_.ctx);
 }
 
 bool fault_endpoint::pending() const {

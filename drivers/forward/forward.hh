@@ -40,8 +40,8 @@
 //
 // Hot path: operations, chunks, messages and buffers come from pools sized at open; the
 // queues are fixed arrays that only grow past an earlier peak (fifo.hh); a message and its
-// receive find each other by (source, tag) in the shared match table (drivers/common), and
-// only the same-call check of a message nothing matched scans the receives in flight.
+// receive find each other by (source, tag) in per-source lists of the shared matcher
+// (drivers/common/matcher.hh), short because the chunk entries bound what is in flight.
 // cancel() is not on it (it scans and copies).
 //
 // Files: forward_endpoint.cc (the endpoint glue), forward_route.cc (routing and flow

@@ -9,37 +9,12 @@
 
 namespace loom::drivers::forward {
 
-// Keeps open_recvs_ in posting order (matching takes the first that fits), without
-// allocating: erase shifts within the reserved array.
 void forward_endpoint::unlist_recv(int i) {
-    if (!ops_[size_t(i)].listed) {
-        return;
-    }
     user_op& o = ops_[size_t(i)];
-    o.listed   = false;
-    open_recvs_.erase(std::find(open_recvs_.begin(), open_recvs_.end(), i));
-    recv_index_.erase(
-        recv_index_.find_if(o.peer, common::dir::recv, o.tag,
-                            [i](const common::ref_entry& e) { return e.cookie == uint64_t(i); }));
-}
-
-void forward_endpoint::unlist_msg(int mi) {
-    auto at = std::find(live_msgs_.begin(), live_msgs_.end(), mi);
-    *at     = live_msgs_.back();
-    live_msgs_.pop_back();
-    msg_index_.erase(msg_entry(mi));
-}
-
-common::ref_entry* forward_endpoint::msg_entry(int mi) {
-    const in_msg& m = msgs_[size_t(mi)];
-    return msg_index_.find_if(m.src, common::dir::recv, m.tag, [mi](const common::ref_entry& e) {
-        return e.cookie == uint64_t(mi);
-    });
-}
-
-// Message m has its receive, or drains: no later receive may match it.
-void forward_endpoint::msg_taken(int mi) {
-    msg_entry(mi)->state = common::entry_state::awaiting_data;
+    if (o.listed) {
+        sources_[size_t(o.peer)].match.posted.remove(&o);
+        o.listed = false;
+    }
 }
 
 int forward_endpoint::take_early() {
@@ -94,9 +69,12 @@ void forward_endpoint::arrived(uint32_t c, loom_status_t st, bool withdrawn) {
     msg_progress(mi);
 }
 
-int forward_endpoint::find_msg(int src, uint64_t tag) {
-    common::ref_entry* e = msg_index_.find(src, common::dir::recv, tag);
-    return e != nullptr ? int(e->cookie) : -1;
+// The message a chunk of (src, tag) belongs to: the oldest in progress. Receives take the
+// oldest waiting message first, so a taken one is older than any still waiting.
+in_msg* forward_endpoint::find_msg(int src, uint64_t tag) {
+    source_lists& from = sources_[size_t(src)];
+    in_msg* m          = from.taken.find_tag(tag);
+    return m != nullptr ? m : from.match.early.find_tag(tag);
 }
 
 // Completes the matched receive or frees a drained message once every byte arrived.
@@ -112,7 +90,8 @@ void forward_endpoint::msg_progress(int mi) {
     }
     m.live        = false;
     m.parked_head = m.parked_tail = -1;
-    unlist_msg(mi);
+    source_lists& from            = sources_[size_t(m.src)];
+    (m.taken ? from.taken : from.match.early).remove(&m);
     free_msgs_.push_back(mi);
 }
 
@@ -140,7 +119,8 @@ void forward_endpoint::drain_parked(int mi) {
     }
 }
 
-// Receive r meets message m: matched, or a mismatch (receive completes, message drains).
+// Receive r meets message m (both off their lists): matched, or a mismatch (receive
+// completes, message drains).
 void forward_endpoint::match(int mi, int r) {
     in_msg& m  = msgs_[size_t(mi)];
     user_op& o = ops_[size_t(r)];
@@ -152,21 +132,22 @@ void forward_endpoint::match(int mi, int r) {
         o.msg = mi;
         unlist_recv(r);
     }
-    msg_taken(mi);
+    m.taken = true;
+    sources_[size_t(m.src)].taken.push_back(&m);
     drain_parked(mi);
     msg_progress(mi);
 }
 
 void forward_endpoint::deliver(uint32_t c) {
-    chunk& k = chunks_[c];
-    int mi   = find_msg(k.h.src, k.h.tag);
-    if (mi < 0) {
+    chunk& k   = chunks_[c];
+    in_msg* in = find_msg(k.h.src, k.h.tag);
+    if (in == nullptr) {
         if (free_msgs_.empty()) {
             // Cannot happen: messages are bounded by chunks, which are bounded likewise.
             free_chunk(c);
             return;
         }
-        mi = free_msgs_.back();
+        int mi = free_msgs_.back();
         free_msgs_.pop_back();
         in_msg& m     = msgs_[size_t(mi)];
         m.live        = true;
@@ -180,27 +161,28 @@ void forward_endpoint::deliver(uint32_t c) {
         m.status      = LOOM_SUCCESS;
         m.done_bytes  = 0;
         m.parked_head = m.parked_tail = -1;
-        live_msgs_.push_back(mi);
-        msg_index_.insert(m.src, common::dir::recv, m.tag, common::entry_state::early_eager)
-            ->cookie = uint64_t(mi);
-        k.msg        = mi;
+        m.taken                       = false;
+        k.msg                         = mi;
         park(mi, c);
-        k.state = ch_state::parked;
-        if (common::ref_entry* r = recv_index_.find(m.src, common::dir::recv, m.tag)) {
-            match(mi, int(r->cookie));
+        k.state            = ch_state::parked;
+        source_lists& from = sources_[size_t(m.src)];
+        if (user_op* r = from.match.take_posted(m.tag)) {
+            r->listed = false;
+            match(mi, index_of(r));
             return;
         }
-        for (int r : open_recvs_) {  // the first receive of the same call, posting order
-            const user_op& o = ops_[size_t(r)];
-            if (o.peer == m.src && same_call_other_imm(o.tag, o.imm, m.tag, m.imm)) {
-                finish(r, completion{0, LOOM_ERR_MISMATCH, m.src, size_t(m.total), m.tag, m.imm});
-                break;
-            }
+        // The first receive of the same call with another immediate, in posting order.
+        if (user_op* r = from.match.take_posted_contradicting(m.tag, m.imm)) {
+            r->listed = false;
+            finish(index_of(r),
+                   completion{0, LOOM_ERR_MISMATCH, m.src, size_t(m.total), m.tag, m.imm});
         }
+        from.match.early.push_back(&m);
         read_early(mi);
         return;
     }
-    in_msg& m = msgs_[size_t(mi)];
+    in_msg& m = *in;
+    int mi    = index_of(in);
     k.msg     = mi;
     k.state   = ch_state::parked;
     park(mi, c);
@@ -215,26 +197,18 @@ void forward_endpoint::deliver(uint32_t c) {
 // A receive just posted (op i): its message may be here already, or a message of the same
 // call with another immediate (a mismatch); else it waits in posting order.
 void forward_endpoint::match_posted(int i) {
-    user_op& o   = ops_[size_t(i)];
-    int peer     = o.peer;
-    uint64_t tag = o.tag;
-    uint64_t imm = o.imm;
-    if (common::ref_entry* e =
-            msg_index_.find(peer, common::dir::recv, tag, common::entry_state::early_eager)) {
-        match(int(e->cookie), i);
+    user_op& o         = ops_[size_t(i)];
+    source_lists& from = sources_[size_t(o.peer)];
+    if (in_msg* m = from.match.take_early(o.tag)) {
+        match(index_of(m), i);
         return;
     }
-    for (int m : live_msgs_) {
-        const in_msg& x = msgs_[size_t(m)];
-        if (x.src == peer && x.rop < 0 && !x.drain && same_call_other_imm(tag, imm, x.tag, x.imm)) {
-            finish(i, completion{0, LOOM_ERR_MISMATCH, peer, size_t(x.total), x.tag, x.imm});
-            return;
-        }
+    if (const in_msg* x = from.match.early_contradicting(o.tag, o.imm)) {
+        finish(i, completion{0, LOOM_ERR_MISMATCH, o.peer, size_t(x->total), x->tag, x->imm});
+        return;
     }
     o.listed = true;
-    open_recvs_.push_back(i);
-    recv_index_.insert(peer, common::dir::recv, tag, common::entry_state::posted)->cookie =
-        uint64_t(i);
+    from.match.posted.push_back(&o);
 }
 
 // Message m has no receive yet: read the payloads of its parked chunks into private

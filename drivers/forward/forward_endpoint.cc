@@ -65,10 +65,7 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
     }
     sink_ = std::make_unique_for_overwrite<uint8_t[]>(c.chunk);
     sends_.reserve(c.max_ops);
-    live_msgs_.reserve(c.max_ops);
-    open_recvs_.reserve(c.max_ops);
-    msg_index_.init(c.max_ops);
-    recv_index_.init(c.max_ops);
+    sources_.resize(size_t(s.size()));
     early_store_.reserve(c.max_ops);
     free_early_.reserve(c.max_ops);
 }
@@ -146,6 +143,7 @@ loom_status_t forward_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, 
     if (peer < 0 || peer >= shape_.size()) {
         return LOOM_ERR_INVALID_ARGUMENT;
     }
+    stirred_.store(true, std::memory_order_relaxed);
     bool control = (tag & control_tag_bit) != 0;
     if (peer == rank_) {
         if (control) {
@@ -230,6 +228,7 @@ loom_status_t forward_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, 
     }
     user_op& o = ops_[size_t(i)];
     o.cookie   = cookie;
+    stirred_.store(true, std::memory_order_relaxed);
     if (peer == rank_) {
         o.kind             = op_kind::self;
         const fast_path& f = inner_->fast();
@@ -252,11 +251,13 @@ loom_status_t forward_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, 
 int forward_endpoint::poll(completion* out, int max) {
     const fast_path& f = inner_->fast();
     completion c[32];
+    bool handled = false;
     for (int round = 0; round < 4; ++round) {
         int n = f.poll(f.ctx, c, 32);
         for (int j = 0; j < n; ++j) {
             handle(c[j]);
         }
+        handled |= n > 0;
         if (n < 32) {
             break;
         }
@@ -270,12 +271,32 @@ int forward_endpoint::poll(completion* out, int max) {
         }
     }
     pump();
+    stirred_.store(handled, std::memory_order_relaxed);
     int got = 0;
     while (got < max && !done_.empty()) {
         out[got++] = done_.front();
         done_.pop_front();
     }
     return got;
+}
+
+waker forward_endpoint::idle_waker() {
+    inner_waker_ = inner_->idle_waker();
+    return inner_waker_ ? waker_of(this) : waker{};
+}
+
+uint64_t forward_endpoint::arm_sleep() {
+    // Refused posts (retry_) and chunks waiting for a buffer or an entry move on in poll()
+    // when the inner driver frees room, which rings nothing: keep such a sleep as short as
+    // a nap.
+    constexpr int64_t retry_sleep_ns = 50'000;
+    sleep_cap_ns_                    = INT64_MAX;
+    if (!done_.empty()) {
+        sleep_cap_ns_ = 0;
+    } else if (!retry_.empty() || !stalled_.empty() || waiting_chunks_ > 0) {
+        sleep_cap_ns_ = retry_sleep_ns;
+    }
+    return inner_waker_.arm(inner_waker_.ctx);
 }
 
 bool forward_endpoint::pending() const {

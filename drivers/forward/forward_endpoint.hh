@@ -8,12 +8,15 @@
 //    receives by (source, tag), the mismatch rule of driver.hh, early payloads, draining.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "drivers/common/match_table.hh"
+#include "base/intrusive_list.hh"
+#include "drivers/common/matcher.hh"
 #include "drivers/driver.hh"
 #include "drivers/forward/fifo.hh"
 #include "drivers/forward/forward.hh"
@@ -41,8 +44,10 @@ struct user_op {
     uint32_t chunks_out  = 0;  // sends: chunks not yet handed to the first hop
     loom_status_t status = LOOM_SUCCESS;
     int msg              = -1;     // receives: the matched incoming message
-    bool listed          = false;  // receives: in open_recvs_ (posted, not yet matched)
+    bool listed          = false;  // receives: posted, not yet matched (source_lists)
     std::unique_ptr<uint8_t[]> copy;
+    user_op* next = nullptr;
+    user_op* prev = nullptr;
 };
 
 // An incoming message at its destination.
@@ -57,6 +62,17 @@ struct in_msg {
     uint64_t done_bytes  = 0;
     int parked_head      = -1;  // chunks waiting for their receive: a list through chunk::next
     int parked_tail      = -1;
+    bool taken           = false;  // matched or draining: no later receive may match it
+    in_msg* next         = nullptr;
+    in_msg* prev         = nullptr;
+};
+
+/// One source's messages and receives at this destination, matched by tag in arrival and
+/// posting order (drivers/common/matcher.hh): receives posted for it, its messages waiting
+/// for one, and its messages taken (matched or draining) whose chunks still come.
+struct source_lists {
+    common::match_lists<user_op, in_msg> match;
+    intrusive_list<in_msg> taken;
 };
 
 // waiting: a forwarded chunk whose header was taken but whose buffer class was busy; its
@@ -119,6 +135,14 @@ class forward_endpoint final : public endpoint {
     int poll(completion* out, int max);
     bool pending() const;
     bool cancel(uint64_t cookie);
+    /// The inner endpoint's waker: every chunk arrives there. Work of the wrapper's own
+    /// that no inner event announces shortens the sleep (arm_sleep()).
+    waker idle_waker() override;
+    uint64_t arm_sleep();
+    void sleep(uint64_t token, int64_t timeout_ns) {
+        int64_t cap = stirred_.load(std::memory_order_relaxed) ? 0 : sleep_cap_ns_;
+        inner_waker_.sleep(inner_waker_.ctx, token, std::min(timeout_ns, cap));
+    }
 
   private:
     int take_op();
@@ -141,7 +165,7 @@ class forward_endpoint final : public endpoint {
     void withdraw_send(int i);
     void withdraw_recv(int i);
     void msg_progress(int m);
-    int find_msg(int src, uint64_t tag);
+    in_msg* find_msg(int src, uint64_t tag);
     void match(int m, int r);
     void pump();
     void drain_parked(int m);
@@ -152,9 +176,8 @@ class forward_endpoint final : public endpoint {
     int take_early();
     uint8_t* early_data(const chunk& k) { return early_store_[size_t(k.early)].get(); }
     void unlist_recv(int i);
-    void unlist_msg(int m);
-    common::ref_entry* msg_entry(int m);
-    void msg_taken(int m);
+    int index_of(const user_op* o) const { return int(o - ops_.data()); }
+    int index_of(const in_msg* m) const { return int(m - msgs_.data()); }
 
     std::vector<std::unique_ptr<uint8_t[]>> bufs_;
     std::unique_ptr<uint8_t[]> sink_;
@@ -165,6 +188,12 @@ class forward_endpoint final : public endpoint {
     int rank_;
     std::string name_;
     fast_path fast_{};
+    waker inner_waker_;
+    int64_t sleep_cap_ns_ = 0;
+    /// The last poll() handled inner completions, or a post came since: what that started
+    /// (relayed chunks, sends completed at posting) may wait in the inner driver unannounced.
+    /// Atomic: sleep() reads it while another thread may post.
+    std::atomic<bool> stirred_{false};
     std::vector<link_state> links_;
     std::vector<int> link_of_;  // rank -> link index, -1 when not a neighbour
     std::vector<user_op> ops_;
@@ -183,13 +212,7 @@ class forward_endpoint final : public endpoint {
     int vcs_            = 1;
     std::vector<in_msg> msgs_;
     std::vector<int> free_msgs_;
-    std::vector<int> live_msgs_;   // messages in progress at this destination
-    std::vector<int> open_recvs_;  // posted receives not yet matched, in posting order
-    /// The same two, found by (source, tag) in O(1) through the shared match table (the
-    /// entry's cookie is the index): a message is early_eager while it waits for its
-    /// receive and awaiting_data once matched or draining; a receive is posted.
-    common::ref_table msg_index_;
-    common::ref_table recv_index_;
+    std::vector<source_lists> sources_;  // by source rank: messages in progress, receives
     /// Early-arrival buffers (chunk-sized), recycled: made on first need, never freed.
     std::vector<std::unique_ptr<uint8_t[]>> early_store_;
     std::vector<int> free_early_;

@@ -49,6 +49,7 @@
 #include "base/intrusive_list.hh"
 #include "base/spsc_ring.hh"
 #include "drivers/common/loopback.hh"
+#include "drivers/common/matcher.hh"
 #include "drivers/driver.hh"
 #include "drivers/shm/shm_doorbell.hh"
 
@@ -198,37 +199,24 @@ int reclaim_dead_segments();
 // ---------------------------------------------------------------- endpoint state
 
 enum class op_kind : uint8_t { send, recv };
+// Where a pending operation is (the matcher's `idle` says it is neither pending nor listed).
 enum class op_state : uint8_t {
-    free,
     posted,       // receive waiting for its message
     queued,       // send waiting for ring space
     await_ack,    // RTS sent; waiting for the receiver's ack
     pull_queued,  // receive matched to an RTS, waiting for the bounce channel
     pulling,      // receive streaming through the bounce channel
-    done,         // completed, waiting to be handed out by poll()
 };
 
-struct op {
-    op* next             = nullptr;
-    op* prev             = nullptr;
-    uint64_t tag         = 0;
-    uint64_t imm         = 0;  // sends: as posted; receives: expected, then the one that came
-    uint64_t cookie      = 0;
-    char* buf            = nullptr;
-    size_t len           = 0;
-    size_t bytes         = 0;  // completion: bytes moved
+struct op : common::match_op<op> {
     size_t done          = 0;  // bounce: bytes streamed so far
     uint64_t remote_addr = 0;
     uint32_t remote_op   = 0;
     uint32_t remote_gen  = 0;
     uint32_t index       = 0;
     uint32_t gen         = 0;  // sends: bumped per RTS (ack_word)
-    int peer             = -1;
     op_kind kind         = op_kind::send;
-    op_state state       = op_state::free;
-    loom_status_t status = LOOM_SUCCESS;
-    bool cancelled       = false;  // withdrawn by cancel(): finishes silently, buf is gone
-    bool withdrawn       = false;  // receive: the sender revoked the message we read
+    op_state state       = op_state::posted;
 };
 
 struct early_msg {
@@ -259,13 +247,11 @@ struct peer_state {
     size_t eager_limit                 = 0;  // the peer's slot payload
     std::atomic<uint64_t>* remote_acks = nullptr;
     uint32_t remote_max_ops            = 0;
-    intrusive_list<op> posted;     // receives waiting for a message
-    intrusive_list<op> queued;     // sends waiting for ring space, in order
-    intrusive_list<op> await_ack;  // RTS sends waiting for the receiver
-    intrusive_list<op> pulls;      // receives matched to an RTS, bounce path, in order
-    intrusive_list<early_msg> early;
-    early_msg* early_free = nullptr;
-    std::vector<early_msg> early_pool;
+    common::match_lists<op, early_msg> match;  // posted receives, early arrivals
+    intrusive_list<op> queued;                 // sends waiting for ring space, in order
+    intrusive_list<op> await_ack;              // RTS sends waiting for the receiver
+    intrusive_list<op> pulls;                  // receives matched to an RTS, bounce path, in order
+    common::slab<early_msg> early_pool;
     std::unique_ptr<char[]> early_data;
     // Bounce, sending side: the channel in my segment toward this peer.
     bounce_channel* out_chan = nullptr;
@@ -282,7 +268,7 @@ struct peer_state {
     uint64_t consumed       = 0;
 
     bool busy() const {
-        return !posted.empty() || !queued.empty() || !await_ack.empty() || !pulls.empty();
+        return !match.posted.empty() || !queued.empty() || !await_ack.empty() || !pulls.empty();
     }
 };
 
@@ -302,7 +288,7 @@ class shm_endpoint final : public endpoint {
     loom_status_t post_recv(int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
                             uint64_t cookie);
     int poll(completion* out, int max);
-    bool pending() const { return in_use_ > 0 || loop_.pending(); }
+    bool pending() const { return match_.pending() || loop_.pending(); }
     bool cancel(uint64_t cookie);
     // The waker (shm_doorbell.cc).
     waker idle_waker() override;
@@ -315,11 +301,8 @@ class shm_endpoint final : public endpoint {
     void probe_cma(peer_state& ps, uint64_t probe_addr);
     status barrier(const std::vector<int>& peers, const deadline& until);
     // shm_post.cc
-    op* take_op(op_kind kind, int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len,
-                uint64_t cookie);
     loom_status_t send_control(peer_state& ps, uint64_t tag, uint64_t imm);
-    void complete(op* o, loom_status_t code, size_t bytes);
-    void release(op* o);
+    void complete(op* o, loom_status_t code, size_t bytes) { match_.complete(o, code, bytes); }
     void write_send(peer_state& ps, op* o, char* slot);
     bool accept_message(peer_state& ps, const slot_header& h, const char* payload);
     void deliver(peer_state& ps, op* o, const early_msg& m);
@@ -337,19 +320,16 @@ class shm_endpoint final : public endpoint {
     void check_liveness();
     bool peer_gone(const peer_state& ps) const;
     void fail_peer(peer_state& ps, const char* why, bool orderly_close);
+    int fail_ops(peer_state& ps, loom_status_t code);
     void fail_all(loom_status_t code);
-    int harvest(completion* out, int max);
 
     endpoint_config config_;
     shm_params params_;
     segment own_;
     std::unique_ptr<peer_state[]> peers_;  // indexed by rank
     std::vector<peer_state*> active_;      // connected peers, in rank order
-    std::vector<op> ops_;
-    op* free_ops_  = nullptr;
-    size_t in_use_ = 0;
-    intrusive_list<op> done_;
-    common::loopback loop_;  // peer == own rank
+    common::matcher<op> match_;            // ops by index: an RTS names its op to the receiver
+    common::loopback loop_;                // peer == own rank
     double next_liveness_s_ = 0;
     bool connected_         = false;
     bool closed_            = false;

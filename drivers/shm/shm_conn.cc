@@ -36,12 +36,10 @@ shm_endpoint::shm_endpoint(const endpoint_config& config, const shm_params& p, s
       params_(p),
       own_(std::move(own)),
       peers_(new peer_state[size_t(config.size)]),
-      ops_(p.max_ops),
       loop_(config.rank, p.max_ops) {
-    for (size_t i = ops_.size(); i-- > 0;) {
-        ops_[i].index = static_cast<uint32_t>(i);
-        ops_[i].next  = free_ops_;
-        free_ops_     = &ops_[i];
+    match_.open(p.max_ops);
+    for (size_t i = 0; i < match_.size(); ++i) {
+        match_.at(i)->index = static_cast<uint32_t>(i);
     }
     fast_ = fast_path_of(this);
 }
@@ -134,12 +132,10 @@ status shm_endpoint::attach_peer(peer_state& ps, const std::string& published) {
     ps.remote_max_ops       = h->max_ops;
     // Early arrivals come out of my ring, so my slot payload bounds them.
     size_t payload = params_.slot_bytes - sizeof(slot_header);
-    ps.early_pool.resize(params_.unexpected_per_peer);
+    ps.early_pool.init(params_.unexpected_per_peer);
     ps.early_data.reset(new char[payload * params_.unexpected_per_peer]);
     for (size_t i = 0; i < ps.early_pool.size(); ++i) {
         ps.early_pool[i].data = ps.early_data.get() + i * payload;
-        ps.early_pool[i].next = ps.early_free;
-        ps.early_free         = &ps.early_pool[i];
     }
     ps.out_chan  = own_.channel_to(rank);
     ps.out_data  = own_.channel_data(rank);

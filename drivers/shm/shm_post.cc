@@ -7,50 +7,6 @@
 
 namespace loom::drivers::shm {
 
-op* shm_endpoint::take_op(op_kind kind, int peer, uint64_t tag, uint64_t imm, const void* buf,
-                          size_t len, uint64_t cookie) {
-    op* o = free_ops_;
-    if (o == nullptr) {
-        return nullptr;
-    }
-    free_ops_      = o->next;
-    o->next        = nullptr;
-    o->prev        = nullptr;
-    o->tag         = tag;
-    o->imm         = imm;
-    o->cookie      = cookie;
-    o->buf         = static_cast<char*>(const_cast<void*>(buf));
-    o->len         = len;
-    o->bytes       = 0;
-    o->done        = 0;
-    o->remote_addr = 0;
-    o->remote_op   = 0;
-    o->remote_gen  = 0;
-    o->peer        = peer;
-    o->kind        = kind;
-    o->status      = LOOM_SUCCESS;
-    o->cancelled   = false;
-    o->withdrawn   = false;
-    ++in_use_;
-    return o;
-}
-
-// The caller has taken `o` out of whatever list held it.
-void shm_endpoint::complete(op* o, loom_status_t code, size_t bytes) {
-    o->status = code;
-    o->bytes  = bytes;
-    o->state  = op_state::done;
-    done_.push_back(o);
-}
-
-// Back to the pool without a completion (a cancelled op that has finished).
-void shm_endpoint::release(op* o) {
-    o->state  = op_state::free;
-    o->next   = free_ops_;
-    free_ops_ = o;
-    --in_use_;
-}
-
 // Writes `o` into the reserved ring `slot` and publishes it: eager messages complete at
 // once (the bytes are in the peer's ring), rendezvous sends wait for the receiver's ack.
 void shm_endpoint::write_send(peer_state& ps, op* o, char* slot) {
@@ -122,10 +78,11 @@ loom_status_t shm_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, cons
     if (control) {
         return send_control(ps, tag, imm);
     }
-    op* o = take_op(op_kind::send, peer, tag, imm, buf, len, cookie);
+    op* o = match_.take(peer, tag, imm, buf, len, cookie);
     if (o == nullptr) {
         return LOOM_ERR_NO_RESOURCE;
     }
+    o->kind = op_kind::send;
     if (ps.failed) {
         complete(o, LOOM_ERR_PEER_FAILURE, 0);
         return LOOM_SUCCESS;
@@ -154,20 +111,18 @@ loom_status_t shm_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, void
         return LOOM_ERR_INVALID_ARGUMENT;
     }
     peer_state& ps = peers_[peer];
-    op* o          = take_op(op_kind::recv, peer, tag, imm, buf, len, cookie);
+    op* o          = match_.take(peer, tag, imm, buf, len, cookie);
     if (o == nullptr) {
         return LOOM_ERR_NO_RESOURCE;
     }
-    if (early_msg* m = ps.early.find_tag(tag); m != nullptr) {
-        ps.early.remove(m);
+    o->kind = op_kind::recv;
+    if (early_msg* m = ps.match.take_early(tag); m != nullptr) {
         deliver(ps, o, *m);
-        m->next       = ps.early_free;  // may let a back-pressured ring move again
-        ps.early_free = m;
+        ps.early_pool.put(m);  // may let a back-pressured ring move again
         return LOOM_SUCCESS;
     }
-    if (early_msg* m = ps.early.find_mismatch(tag, imm, same_call_other_imm); m != nullptr) {
-        o->imm = m->imm;  // the message stays: nothing of the other call is delivered
-        complete(o, LOOM_ERR_MISMATCH, 0);
+    if (const early_msg* m = ps.match.early_contradicting(tag, imm); m != nullptr) {
+        match_.complete_mismatch(o, m->imm);  // the message stays: nothing of it is delivered
         return LOOM_SUCCESS;
     }
     if (ps.failed) {
@@ -175,7 +130,7 @@ loom_status_t shm_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, void
         return LOOM_SUCCESS;
     }
     o->state = op_state::posted;
-    ps.posted.push_back(o);
+    ps.match.posted.push_back(o);
     return LOOM_SUCCESS;
 }
 
@@ -183,19 +138,15 @@ loom_status_t shm_endpoint::post_recv(int peer, uint64_t tag, uint64_t imm, void
 // The header decides first: another length or immediate is a mismatch, and nothing is
 // copied (driver.hh).
 void shm_endpoint::deliver(peer_state& ps, op* o, const early_msg& m) {
-    bool same = m.len == o->len && m.imm == o->imm;
-    o->imm    = m.imm;  // the completion reports the immediate that came
-    if (m.kind == msg_kind::rts) {
-        if (!same) {
+    if (m.len != o->len || m.imm != o->imm) {
+        if (m.kind == msg_kind::rts) {
             ack(ps, m.remote_op, m.remote_gen, LOOM_ERR_MISMATCH);  // its buffer is free again
-            complete(o, LOOM_ERR_MISMATCH, 0);
-            return;
         }
-        start_pull(ps, o, m);
+        match_.complete_mismatch(o, m.imm);
         return;
     }
-    if (!same) {
-        complete(o, LOOM_ERR_MISMATCH, 0);
+    if (m.kind == msg_kind::rts) {
+        start_pull(ps, o, m);
         return;
     }
     if (m.len > 0) {
@@ -210,7 +161,7 @@ void shm_endpoint::deliver(peer_state& ps, op* o, const early_msg& m) {
 bool shm_endpoint::accept_message(peer_state& ps, const slot_header& h, const char* payload) {
     if (h.kind == uint16_t(msg_kind::control)) {
         // Unsolicited: it needs an op to sit in the completion list until poll hands it out.
-        op* o = take_op(op_kind::recv, ps.rank, h.tag, h.imm, nullptr, 0, control_cookie);
+        op* o = match_.take(ps.rank, h.tag, h.imm, nullptr, 0, control_cookie);
         if (o == nullptr) {
             return false;
         }
@@ -226,29 +177,25 @@ bool shm_endpoint::accept_message(peer_state& ps, const slot_header& h, const ch
     in_ring.remote_gen  = h.op_gen;
     in_ring.kind        = h.kind == uint16_t(msg_kind::eager) ? msg_kind::eager : msg_kind::rts;
     in_ring.data        = const_cast<char*>(payload);
-    if (op* o = ps.posted.find_tag(h.tag); o != nullptr) {
-        ps.posted.remove(o);
+    if (op* o = ps.match.take_posted(h.tag); o != nullptr) {
         deliver(ps, o, in_ring);
         return true;
     }
     // A message of the same call with another signature: the calls differ across ranks.
-    if (op* o = ps.posted.find_mismatch(h.tag, h.imm, same_call_other_imm); o != nullptr) {
-        ps.posted.remove(o);
-        o->imm = h.imm;
-        complete(o, LOOM_ERR_MISMATCH, 0);
+    if (op* o = ps.match.take_posted_contradicting(h.tag, h.imm); o != nullptr) {
+        match_.complete_mismatch(o, h.imm);
     }
-    early_msg* m = ps.early_free;
+    early_msg* m = ps.early_pool.take();
     if (m == nullptr) {
         return false;
     }
-    ps.early_free = m->next;
-    char* keep    = m->data;
-    *m            = in_ring;
-    m->data       = keep;
+    char* keep = m->data;
+    *m         = in_ring;
+    m->data    = keep;
     if (m->kind == msg_kind::eager && m->len > 0) {
         std::memcpy(m->data, payload, m->len);
     }
-    ps.early.push_back(m);
+    ps.match.early.push_back(m);
     return true;
 }
 
@@ -257,26 +204,19 @@ bool shm_endpoint::cancel(uint64_t cookie) {
     if (loop_.cancel(cookie)) {
         return true;
     }
-    op* o = nullptr;
-    for (op& x : ops_) {
-        if (x.cookie == cookie && !x.cancelled && x.state != op_state::free &&
-            x.state != op_state::done) {
-            o = &x;
-            break;
-        }
-    }
+    op* o = match_.find_pending(cookie);
     if (o == nullptr) {
         return false;
     }
     peer_state& ps = peers_[o->peer];
     switch (o->state) {
         case op_state::posted:
-            ps.posted.remove(o);
-            release(o);
+            ps.match.posted.remove(o);
+            match_.release(o);
             break;
         case op_state::queued:
             ps.queued.remove(o);
-            release(o);
+            match_.release(o);
             break;
         case op_state::await_ack: {
             // Revoke, unless the receiver's ack won the race (then the send is simply over).
@@ -293,14 +233,14 @@ bool shm_endpoint::cancel(uint64_t cookie) {
                     ps.bounce_send = nullptr;
                 }
                 ps.await_ack.remove(o);
-                release(o);
+                match_.release(o);
             }
             break;
         }
         case op_state::pull_queued:
             ps.pulls.remove(o);
             ack(ps, o->remote_op, o->remote_gen, LOOM_ERR_PEER_FAILURE);  // frees the sender
-            release(o);
+            match_.release(o);
             break;
         case op_state::pulling:
             // The sender is streaming this message through the channel: drain it into
@@ -308,9 +248,6 @@ bool shm_endpoint::cancel(uint64_t cookie) {
             o->cancelled = true;
             o->buf       = nullptr;
             break;
-        case op_state::free:
-        case op_state::done:
-            return false;
     }
     return true;
 }

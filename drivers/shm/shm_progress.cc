@@ -26,7 +26,7 @@ int shm_endpoint::poll(completion* out, int max) {
         }
         // Periodic work gated by a clock compare (vDSO, no system call): peers are checked
         // for life only every liveness period, and only while something is pending.
-        if (in_use_ > 0) {
+        if (match_.pending()) {
             double now = now_s();
             if (now >= next_liveness_s_) {
                 next_liveness_s_ = now + params_.liveness_s;
@@ -34,7 +34,7 @@ int shm_endpoint::poll(completion* out, int max) {
             }
         }
     }
-    int n = harvest(out, max);
+    int n = match_.harvest(out, max);
     return n + loop_.poll(out + n, max - n);
 }
 
@@ -126,34 +126,18 @@ void shm_endpoint::check_liveness() {
     }
 }
 
-namespace {
-
-int fail_list(intrusive_list<op>& list, intrusive_list<op>& done, loom_status_t code) {
-    int n = 0;
-    while (op* o = list.pop_front()) {
-        o->status = code;
-        o->bytes  = 0;
-        o->state  = op_state::done;
-        done.push_back(o);
-        ++n;
-    }
-    return n;
-}
-
-int fail_ops(peer_state& ps, intrusive_list<op>& done, loom_status_t code) {
+int shm_endpoint::fail_ops(peer_state& ps, loom_status_t code) {
     ps.bounce_send = nullptr;
-    return fail_list(ps.posted, done, code) + fail_list(ps.queued, done, code) +
-           fail_list(ps.await_ack, done, code) + fail_list(ps.pulls, done, code);
+    return match_.fail(ps.match.posted, code) + match_.fail(ps.queued, code) +
+           match_.fail(ps.await_ack, code) + match_.fail(ps.pulls, code);
 }
-
-}  // namespace
 
 void shm_endpoint::fail_peer(peer_state& ps, const char* why, bool orderly_close) {
     ps.failed = true;
     // Receives still waiting on a peer that closed in order (not one that died) are what a
     // teardown leaves, e.g. a forwarder's standing header receives: worth a debug line only.
     bool teardown = orderly_close && ps.queued.empty() && ps.await_ack.empty() && ps.pulls.empty();
-    int n         = fail_ops(ps, done_, LOOM_ERR_PEER_FAILURE);
+    int n         = fail_ops(ps, LOOM_ERR_PEER_FAILURE);
     if (n == 0) {
         return;  // it finished everything we had with it first: nothing failed
     }
@@ -171,21 +155,8 @@ void shm_endpoint::fail_peer(peer_state& ps, const char* why, bool orderly_close
 
 void shm_endpoint::fail_all(loom_status_t code) {
     for (peer_state* ps : active_) {
-        fail_ops(*ps, done_, code);
+        fail_ops(*ps, code);
     }
-}
-
-int shm_endpoint::harvest(completion* out, int max) {
-    int n = 0;
-    while (n < max && !done_.empty()) {
-        op* o = done_.pop_front();
-        if (!o->cancelled) {  // a cancelled op failed by its peer: its caller has moved on
-            out[n++] =
-                completion{o->cookie, o->status, o->peer, o->bytes, o->tag, o->imm, o->withdrawn};
-        }
-        release(o);
-    }
-    return n;
 }
 
 }  // namespace loom::drivers::shm

@@ -69,7 +69,7 @@ bool shm_endpoint::ack(peer_state& ps, uint32_t remote_op, uint32_t remote_gen,
 void shm_endpoint::finish_pull(peer_state& ps, op* o) {
     bool landed = ack(ps, o->remote_op, o->remote_gen, LOOM_SUCCESS);
     if (o->cancelled) {
-        release(o);
+        match_.release(o);
         return;
     }
     o->withdrawn = !landed;
@@ -142,7 +142,7 @@ void shm_endpoint::check_acks(peer_state& ps) {
         if (o != ps.bounce_send && answered) {
             ps.await_ack.remove(o);
             if (o->cancelled) {
-                release(o);
+                match_.release(o);
             } else {
                 complete(o, LOOM_SUCCESS, o->len);
             }
@@ -161,8 +161,8 @@ void shm_endpoint::progress_bounce_send(peer_state& ps) {
         }
         ps.requests_seen = n;
         uint32_t idx     = ps.out_chan->request_op.load(std::memory_order_relaxed);  // after A3
-        op* o            = idx < ops_.size() ? &ops_[idx] : nullptr;
-        if (o == nullptr || o->state != op_state::await_ack || o->peer != ps.rank) {
+        op* o            = match_.at(idx);
+        if (o == nullptr || o->idle || o->state != op_state::await_ack || o->peer != ps.rank) {
             LOOM_LOG_ERROR(log::subsystem::net,
                            "shm: rank %d: bounce request from rank %d names op %u, which is not "
                            "a rendezvous send to it",

@@ -4,7 +4,7 @@
 // Files (STYLE.md G6): tcp_device.cc (settings, bind address, listen socket, socket options
 // and per-peer rings), tcp_conn.cc (address publish, connect/accept handshake naming ranks),
 // tcp_progress.cc (the non-blocking send and receive state machines), tcp_slot_pool.cc (the
-// pool of early-arrival buffers; the (peer, tag) table is drivers/common/match_table.hh),
+// pool of early-arrival buffers; receives and early arrivals meet in drivers/common/matcher.hh),
 // tcp_endpoint.cc (open, the fast-path entry points, failure, close).
 //
 // Connections. Rank i connects to every peer j > i; j accepts. The listen address is the
@@ -59,9 +59,10 @@
 #include <string>
 #include <vector>
 
-#include "drivers/common/call_rule.hh"
+#include "base/intrusive_list.hh"
 #include "drivers/common/completion_ring.hh"
 #include "drivers/common/loopback.hh"
+#include "drivers/common/matcher.hh"
 #include "drivers/driver.hh"
 #include "drivers/tcp/tcp_slot_pool.hh"
 
@@ -180,6 +181,28 @@ struct send_desc {
     // cancel() took it back from the user: it finishes from the driver's copy
     // (peer::copies) and reports no completion.
     bool withdrawn = false;
+    // A rendezvous send whose RTS went: listed in peer::awaiting_cts until the CTS comes.
+    send_desc* next = nullptr;
+    send_desc* prev = nullptr;
+};
+
+/// What a receive-side entry holds for a message, whichever of it and its receive came
+/// first; the matcher's fields are the receive's (buf, len = the expected length, cookie)
+/// and the message's tag and imm (posted: the imm expected).
+enum class rx_kind : uint8_t {
+    posted,         // a receive, nothing arrived yet: peer::match.posted
+    early_eager,    // an eager message first: its payload goes to `slot` (peer::match.early
+                    // until claimed; claimed while incomplete, only rx_state::entry has it)
+    early_rts,      // a rendezvous request first: peer::match.early
+    awaiting_data,  // the receive sent its CTS; the data frame lands in buf: awaiting_data
+};
+struct rx_entry : common::match_op<rx_entry> {
+    rx_kind kind     = rx_kind::posted;
+    bool complete    = false;  // early_eager: the whole payload is in the slot
+    bool claimed     = false;  // early_eager: a receive was posted for it
+    bool mismatch    = false;  // early_eager, claimed: that receive expects another length/imm
+    uint8_t* slot    = nullptr;
+    uint64_t msg_len = 0;  // the message's length
 };
 
 /// Where the payload being read goes.
@@ -194,6 +217,7 @@ struct rx_state {
     uint64_t tag       = 0;
     uint64_t imm       = 0;  // as it came
     uint64_t cookie    = 0;
+    rx_entry* entry    = nullptr;  // sink::slot: the early arrival it fills
 };
 
 struct peer {
@@ -201,13 +225,13 @@ struct peer {
     int fd         = -1;
     bool connected = false;  // part of this endpoint's peer set and handshaken
     bool failed    = false;
-    // The last receive posted for this peer and the last early message from it: a message
-    // of the same call (driver.hh call_tag_mask) with another immediate is a mismatch even
-    // when the full tags differ (the two ranks run different schedules).
-    common::call_records calls;
-    bool stalled   = false;  // a header waits for table or pool space
-    bool watch_out = false;  // EPOLLOUT is armed: frames wait for socket space
-    status error;            // why it failed, naming the peer
+    // Receives posted for this peer and its messages that came first, matched by tag.
+    common::match_lists<rx_entry, rx_entry> match;
+    intrusive_list<rx_entry> awaiting_data;  // receives whose CTS is out
+    intrusive_list<send_desc> awaiting_cts;  // rendezvous sends whose RTS is out
+    bool stalled   = false;                  // a header waits for entry or pool space
+    bool watch_out = false;                  // EPOLLOUT is armed: frames wait for socket space
+    status error;                            // why it failed, naming the peer
     // transmit: a ring of frames, capacity 2 x send_queue + control_frames_per_peer + 1:
     // each send descriptor has at most one frame queued, each CTS/NACK answers one of the
     // peer's sends, control notices are capped, and one goodbye
@@ -281,14 +305,18 @@ class tcp_endpoint final : public endpoint {
     void read_peer(peer& p);
     bool handle_header(peer& p, const header& h);
     bool handle_eager(peer& p, const header& h);
-    /// A message of (tag, imm) arrived with no receive for its tag: if a receive of the same
-    /// call with another immediate is posted, complete it with LOOM_ERR_MISMATCH.
-    void fail_call_mismatch(peer& p, uint64_t tag, uint64_t imm);
+    /// A message of (tag, imm) arrived with no receive for its tag: an entry to keep it as
+    /// an early arrival (null: none left). A receive of the same call with another
+    /// immediate completes with LOOM_ERR_MISMATCH.
+    rx_entry* take_early_entry(peer& p, const header& h, rx_kind kind);
     bool handle_rts(peer& p, const header& h);
     bool handle_cts(peer& p, const header& h, bool nack);
     bool handle_data(peer& p, const header& h);
+    /// The payload of `h` goes into receive `e`'s buffer, or with `drop` nowhere; `e`, off
+    /// every list, returns to the pool.
+    bool take_payload(peer& p, const header& h, rx_entry* e, bool drop);
     void begin_payload(peer& p, sink kind, uint8_t* dst, uint64_t len, uint64_t tag, uint64_t imm,
-                       uint64_t cookie);
+                       uint64_t cookie, rx_entry* entry = nullptr);
     void consume_payload(peer& p, const uint8_t* src, uint64_t n);
     void finish_payload(peer& p);
     bool read_some(peer& p, uint64_t* budget, bool* drained);
@@ -297,7 +325,7 @@ class tcp_endpoint final : public endpoint {
                  const void* payload, int32_t desc);
     bool handle_control(peer& p, const header& h);
     loom_status_t send_control(peer& p, uint64_t tag, uint64_t imm);
-    bool answer_rts(peer& p, entry& e, uint64_t msg_len, uint64_t msg_imm);
+    bool answer_rts(peer& p, rx_entry* e, uint64_t msg_len, uint64_t msg_imm);
     void advance_wire(peer& p, uint64_t sent);
     bool protocol_error(peer& p, const std::string& what);
     // tcp_endpoint.cc
@@ -313,7 +341,7 @@ class tcp_endpoint final : public endpoint {
     void withdraw_send(peer& p, uint32_t d, frame* f);
     /// Removes the unstarted frame at ring position `pos`.
     void remove_frame(peer& p, uint32_t pos);
-    void deliver_early(entry& e);
+    void deliver_early(rx_entry* e);
     void fail_peer(peer& p, const std::string& why, bool graceful = false);
     int fail_peer_entries(peer& p);
     void say_goodbye(peer& p);
@@ -326,10 +354,9 @@ class tcp_endpoint final : public endpoint {
     endpoint_config config_;
     settings settings_;
     fast_path fast_{};
-    std::vector<peer> peers_;      // indexed by rank; connected ones are the peer set
-    std::vector<int> peer_ranks_;  // the connected ranks, for loops
-    match_table table_;            // receive side: posted receives and early arrivals
-    match_table cts_table_;        // send side: rendezvous sends waiting for clear-to-send
+    std::vector<peer> peers_;         // indexed by rank; connected ones are the peer set
+    std::vector<int> peer_ranks_;     // the connected ranks, for loops
+    common::slab<rx_entry> entries_;  // LOOM_TCP_MAX_MESSAGES: receives and early arrivals
     slot_pool pool_;
     common::completion_ring<cq_entry> cq_;
     uint64_t active_            = 0;          // operations posted and not yet completed

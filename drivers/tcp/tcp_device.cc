@@ -234,8 +234,7 @@ status tcp_endpoint::setup_connections() {
         p.staging.assign(staging_bytes, 0);
     }
     size_t n_peers = peer_ranks_.size();
-    table_.init(settings_.max_messages);
-    cts_table_.init(uint32_t(std::max<size_t>(1, n_peers * q)));
+    entries_.init(settings_.max_messages);
     pool_.init(settings_.eager_limit, settings_.unexpected_bytes);
     cq_.init(size_t(n_peers) * q + settings_.max_messages + control_completions_held + 1);
     return status::ok();

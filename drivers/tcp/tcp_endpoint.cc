@@ -18,6 +18,16 @@ namespace {
 // Events taken from epoll per poll(): a batch covers every peer of an 8-rank job at once.
 constexpr int max_events = 16;
 
+// The receive with `cookie` in `list` that is not cancelled yet, or null (cancel: a scan).
+rx_entry* find_cookie(const intrusive_list<rx_entry>& list, uint64_t cookie) {
+    for (rx_entry* e = list.front(); e != nullptr; e = e->next) {
+        if (e->cookie == cookie && !e->cancelled) {
+            return e;
+        }
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 tcp_endpoint::tcp_endpoint(const endpoint_config& config, settings s)
@@ -95,19 +105,20 @@ void tcp_endpoint::complete_send(peer& p, uint32_t desc, loom_status_t st) {
     p.free_descs.push_back(desc);  // capacity reserved at connect: no allocation
 }
 
-void tcp_endpoint::deliver_early(entry& e) {
-    if (e.cancelled) {
+// `e`, claimed and off every list, has its whole payload in the slot.
+void tcp_endpoint::deliver_early(rx_entry* e) {
+    if (e->cancelled) {
         // The receive was cancelled while the payload came into the slot: drop it.
-    } else if (e.mismatch) {
-        complete_recv(e.peer, e.cookie, LOOM_ERR_MISMATCH, 0, e.tag, e.imm);
+    } else if (e->mismatch) {
+        complete_recv(e->peer, e->cookie, LOOM_ERR_MISMATCH, 0, e->tag, e->imm);
     } else {
-        if (e.msg_len > 0) {
-            std::memcpy(e.buf, e.slot, e.msg_len);
+        if (e->msg_len > 0) {
+            std::memcpy(e->buf, e->slot, e->msg_len);
         }
-        complete_recv(e.peer, e.cookie, LOOM_SUCCESS, e.msg_len, e.tag, e.imm);
+        complete_recv(e->peer, e->cookie, LOOM_SUCCESS, e->msg_len, e->tag, e->imm);
     }
-    pool_.put(e.slot, e.msg_len);
-    table_.erase(&e);
+    pool_.put(e->slot, e->msg_len);
+    entries_.put(e);
 }
 
 // A control notice is one header and no send descriptor: it produces no send completion
@@ -160,9 +171,7 @@ loom_status_t tcp_endpoint::post_send(int peer_rank, uint64_t tag, uint64_t imm,
     if (len <= settings_.eager_limit) {
         enqueue(p, frame_type::eager, tag, imm, len, buf, int32_t(d));
     } else {
-        // cts_table_ holds send_queue entries per peer, one per descriptor: always room.
-        entry* e   = cts_table_.insert(peer_rank, dir::send, tag, entry_state::awaiting_cts);
-        e->msg_len = d;
+        p.awaiting_cts.push_back(&p.descs[d]);
         enqueue(p, frame_type::rts, tag, imm, len, nullptr, int32_t(d));
     }
     if (was_empty) {
@@ -185,27 +194,29 @@ loom_status_t tcp_endpoint::post_recv(int peer_rank, uint64_t tag, uint64_t imm,
     if (recvs_outstanding_ >= settings_.max_messages) {
         return LOOM_ERR_NO_RESOURCE;
     }
-    peer& p  = peers_[size_t(peer_rank)];
-    auto* ub = static_cast<uint8_t*>(buf);
-    entry* e = table_.find_unclaimed(peer_rank, tag);
-    if (e == nullptr && !p.failed && p.calls.early.contradicts(tag, imm)) {
+    peer& p           = peers_[size_t(peer_rank)];
+    rx_entry* e       = p.match.take_early(tag);
+    const auto* other = e == nullptr && !p.failed ? p.match.early_contradicting(tag, imm) : nullptr;
+    if (other != nullptr) {
         // A message of this call with another immediate came first: mismatched calls.
         ++recvs_outstanding_;
         ++active_;
-        complete_recv(peer_rank, cookie, LOOM_ERR_MISMATCH, 0, p.calls.early.tag,
-                      p.calls.early.imm);
+        complete_recv(peer_rank, cookie, LOOM_ERR_MISMATCH, 0, other->tag, other->imm);
         return LOOM_SUCCESS;
     }
     if (e == nullptr && !p.failed) {
-        p.calls.posted.remember(tag, imm);
-        e = table_.insert(peer_rank, dir::recv, tag, entry_state::posted);
+        e = entries_.take();
         if (e == nullptr) {
             return LOOM_ERR_NO_RESOURCE;
         }
-        e->buf    = ub;
-        e->cap    = len;
+        *e        = rx_entry{};
+        e->tag    = tag;
         e->imm    = imm;
+        e->peer   = peer_rank;
+        e->buf    = static_cast<char*>(buf);
+        e->len    = len;
         e->cookie = cookie;
+        p.match.posted.push_back(e);
         ++recvs_outstanding_;
         ++active_;
         return LOOM_SUCCESS;
@@ -216,25 +227,26 @@ loom_status_t tcp_endpoint::post_recv(int peer_rank, uint64_t tag, uint64_t imm,
         complete_recv(peer_rank, cookie, LOOM_ERR_PEER_FAILURE, 0, tag, imm);
         return LOOM_SUCCESS;
     }
-    if (e->state == entry_state::early_eager) {
-        // The header is in: the match is decided now, even if the payload is still coming.
+    if (e->kind == rx_kind::early_eager) {
+        // The header is in: the match is decided now, even if the payload is still coming
+        // (then only rx_state::entry holds it, and finish_payload() delivers it).
         e->claimed  = true;
         e->mismatch = e->msg_len != len || e->imm != imm;
-        e->buf      = ub;
-        e->cap      = len;
+        e->buf      = static_cast<char*>(buf);
+        e->len      = len;
         e->cookie   = cookie;
         if (e->complete) {
-            deliver_early(*e);
+            deliver_early(e);
         }
         return LOOM_SUCCESS;
     }
-    // An early rendezvous request (the peer is alive: a failure erases these).
+    // An early rendezvous request (the peer is alive: a failure drops these).
     uint64_t msg_len = e->msg_len, msg_imm = e->imm;
-    e->buf    = ub;
-    e->cap    = len;
+    e->buf    = static_cast<char*>(buf);
+    e->len    = len;
     e->imm    = imm;
     e->cookie = cookie;
-    answer_rts(p, *e, msg_len, msg_imm);
+    answer_rts(p, e, msg_len, msg_imm);
     return LOOM_SUCCESS;
 }
 
@@ -292,26 +304,18 @@ bool tcp_endpoint::cancel_recv(uint64_t cookie) {
             // stream in step; the user's buffer is never written again.
             p.rx.kind = sink::discard;
             p.rx.base = p.rx.dst = nullptr;
-            --recvs_outstanding_;
-            --active_;
-            return true;
-        }
-    }
-    for (uint64_t i = 0; i < table_.capacity(); ++i) {
-        entry& e = table_.at(i);
-        if (e.direction != dir::recv || e.cancelled || e.cookie != cookie) {
-            continue;
-        }
-        if (e.state == entry_state::posted) {  // nothing arrived for it: forget it
-            table_.erase(&e);
-        } else if (e.state == entry_state::awaiting_data ||
-                   (e.state == entry_state::early_eager && e.claimed)) {
-            // The CTS is out (the data frame goes to a sink), or the payload is coming into
-            // an early slot (dropped when complete).
-            e.cancelled = true;
-            e.buf       = nullptr;
+        } else if (rx_entry* e = p.rx.kind == sink::slot ? p.rx.entry : nullptr;
+                   e != nullptr && e->claimed && !e->cancelled && e->cookie == cookie) {
+            e->cancelled = true;  // its payload is still coming: dropped when complete
+            e->buf       = nullptr;
+        } else if (rx_entry* e = find_cookie(p.match.posted, cookie)) {
+            p.match.posted.remove(e);  // nothing arrived for it: forget it
+            entries_.put(e);
+        } else if (rx_entry* e = find_cookie(p.awaiting_data, cookie)) {
+            e->cancelled = true;  // the CTS is out: the data frame goes to a sink
+            e->buf       = nullptr;
         } else {
-            continue;  // an early arrival nobody claimed (its cookie means nothing)
+            continue;
         }
         --recvs_outstanding_;
         --active_;
@@ -385,14 +389,7 @@ bool tcp_endpoint::cancel_send(uint64_t cookie) {
             }
             // Not started: the peer never hears of it.
             if (f.type == frame_type::rts) {
-                for (uint64_t k = 0; k < cts_table_.capacity(); ++k) {
-                    entry& e = cts_table_.at(k);
-                    if (e.state == entry_state::awaiting_cts && e.peer == p.rank &&
-                        e.msg_len == d) {
-                        cts_table_.erase(&e);
-                        break;
-                    }
-                }
+                p.awaiting_cts.remove(&p.descs[d]);
             }
             remove_frame(p, i);
             --p.sends_outstanding;
@@ -402,16 +399,13 @@ bool tcp_endpoint::cancel_send(uint64_t cookie) {
         }
     }
     // Rendezvous sends whose RTS is out, waiting for the CTS.
-    for (uint64_t k = 0; k < cts_table_.capacity(); ++k) {
-        entry& e = cts_table_.at(k);
-        if (e.state != entry_state::awaiting_cts) {
-            continue;
-        }
-        peer& p = peers_[size_t(e.peer)];
-        auto d  = uint32_t(e.msg_len);
-        if (!p.descs[d].withdrawn && p.descs[d].cookie == cookie) {
-            withdraw_send(p, d, nullptr);
-            return true;
+    for (int r : peer_ranks_) {
+        peer& p = peers_[size_t(r)];
+        for (send_desc* s = p.awaiting_cts.front(); s != nullptr; s = s->next) {
+            if (!s->withdrawn && s->cookie == cookie) {
+                withdraw_send(p, uint32_t(s - p.descs.data()), nullptr);
+                return true;
+            }
         }
     }
     return false;
@@ -430,36 +424,39 @@ int tcp_endpoint::fail_peer_entries(peer& p) {
     }
     p.wire_head = p.wire_tail = 0;
     p.control_queued          = 0;
-    // Erasing shifts later entries back into slot i, so i advances only past keepers.
-    for (uint64_t i = 0; i < cts_table_.capacity();) {
-        entry& e = cts_table_.at(i);
-        if (e.state == entry_state::empty || e.peer != p.rank) {
-            ++i;
-            continue;
-        }
-        auto d = uint32_t(e.msg_len);
-        cts_table_.erase(&e);
-        complete_send(p, d, LOOM_ERR_PEER_FAILURE);
+    while (send_desc* s = p.awaiting_cts.pop_front()) {
+        complete_send(p, uint32_t(s - p.descs.data()), LOOM_ERR_PEER_FAILURE);
         ++failed;
     }
-    for (uint64_t i = 0; i < table_.capacity();) {
-        entry& e = table_.at(i);
-        // A complete early arrival still belongs to its receive: keep it deliverable.
-        if (e.state == entry_state::empty || e.peer != p.rank ||
-            (e.state == entry_state::early_eager && e.complete)) {
-            ++i;
-            continue;
+    for (intrusive_list<rx_entry>* list : {&p.match.posted, &p.awaiting_data}) {
+        while (rx_entry* e = list->pop_front()) {
+            if (!e->cancelled) {
+                complete_recv(p.rank, e->cookie, LOOM_ERR_PEER_FAILURE, 0, e->tag, e->imm);
+                ++failed;
+            }
+            entries_.put(e);
         }
-        if (!e.cancelled &&
-            (e.state == entry_state::posted || e.state == entry_state::awaiting_data ||
-             (e.state == entry_state::early_eager && e.claimed))) {
-            complete_recv(p.rank, e.cookie, LOOM_ERR_PEER_FAILURE, 0, e.tag, e.imm);
+    }
+    // A complete early arrival still belongs to its receive: it stays deliverable.
+    for (rx_entry* e = p.match.early.front(); e != nullptr;) {
+        rx_entry* next = e->next;
+        if (e->kind == rx_kind::early_rts || !e->complete) {
+            p.match.early.remove(e);
+            if (e->kind == rx_kind::early_eager) {
+                pool_.put(e->slot, e->msg_len);
+            }
+            entries_.put(e);
+        }
+        e = next;
+    }
+    if (p.rx.kind == sink::slot && p.rx.entry->claimed) {  // off every list, still filling
+        rx_entry* e = p.rx.entry;
+        if (!e->cancelled) {
+            complete_recv(p.rank, e->cookie, LOOM_ERR_PEER_FAILURE, 0, e->tag, e->imm);
             ++failed;
         }
-        if (e.state == entry_state::early_eager) {
-            pool_.put(e.slot, e.msg_len);
-        }
-        table_.erase(&e);
+        pool_.put(e->slot, e->msg_len);
+        entries_.put(e);
     }
     if (p.rx.kind == sink::user) {
         complete_recv(p.rank, p.rx.cookie, LOOM_ERR_PEER_FAILURE, 0, p.rx.tag, p.rx.imm);

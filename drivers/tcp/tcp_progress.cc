@@ -136,8 +136,8 @@ bool tcp_endpoint::protocol_error(peer& p, const std::string& what) {
 }
 
 void tcp_endpoint::begin_payload(peer& p, sink kind, uint8_t* dst, uint64_t len, uint64_t tag,
-                                 uint64_t imm, uint64_t cookie) {
-    p.rx = rx_state{kind, dst, dst, len, len, tag, imm, cookie};
+                                 uint64_t imm, uint64_t cookie, rx_entry* entry) {
+    p.rx = rx_state{kind, dst, dst, len, len, tag, imm, cookie, entry};
     if (len == 0) {
         finish_payload(p);
     }
@@ -157,12 +157,9 @@ void tcp_endpoint::finish_payload(peer& p) {
     if (rx.kind == sink::user) {
         complete_recv(p.rank, rx.cookie, LOOM_SUCCESS, rx.total, rx.tag, rx.imm);
     } else if (rx.kind == sink::slot) {
-        entry* e = table_.find_slot(p.rank, rx.tag, rx.base);
-        if (e != nullptr) {
-            e->complete = true;
-            if (e->claimed) {
-                deliver_early(*e);
-            }
+        rx.entry->complete = true;
+        if (rx.entry->claimed) {
+            deliver_early(rx.entry);
         }
     }
 }
@@ -171,46 +168,40 @@ bool tcp_endpoint::handle_eager(peer& p, const header& h) {
     if (h.len > settings_.eager_limit) {
         return protocol_error(p, "eager frame of " + std::to_string(h.len) + " bytes");
     }
-    if (entry* e = table_.find(p.rank, dir::recv, h.tag, entry_state::posted)) {
-        entry r = *e;
-        table_.erase(e);
-        p.rpos += header_bytes;
-        if (h.len != r.cap || h.imm != r.imm) {
+    if (rx_entry* r = p.match.take_posted(h.tag)) {
+        bool other = h.len != r->len || h.imm != r->imm;
+        if (other) {
             // Another call's message: decided from the header, the payload is dropped.
-            complete_recv(p.rank, r.cookie, LOOM_ERR_MISMATCH, 0, h.tag, h.imm);
-            begin_payload(p, sink::discard, nullptr, h.len, h.tag, h.imm, 0);
-        } else {
-            begin_payload(p, sink::user, r.buf, h.len, h.tag, h.imm, r.cookie);
+            complete_recv(p.rank, r->cookie, LOOM_ERR_MISMATCH, 0, h.tag, h.imm);
         }
-        return true;
+        return take_payload(p, h, r, other);
     }
-    uint8_t* slot = table_.full() ? nullptr : pool_.get(h.len);
+    uint8_t* slot = entries_.in_use() < entries_.size() ? pool_.get(h.len) : nullptr;
     if (slot == nullptr) {
-        stall(p);  // resumes when a receive frees table or pool space
+        stall(p);  // resumes when a receive frees an entry or pool space
         return false;
     }
-    fail_call_mismatch(p, h.tag, h.imm);
-    entry* e   = table_.insert(p.rank, dir::recv, h.tag, entry_state::early_eager);
-    e->slot    = slot;
-    e->msg_len = h.len;
-    e->imm     = h.imm;
+    rx_entry* e = take_early_entry(p, h, rx_kind::early_eager);
+    e->slot     = slot;
     p.rpos += header_bytes;
-    begin_payload(p, sink::slot, slot, h.len, h.tag, h.imm, 0);
+    begin_payload(p, sink::slot, slot, h.len, h.tag, h.imm, 0, e);
     return true;
 }
 
-bool tcp_endpoint::answer_rts(peer& p, entry& e, uint64_t msg_len, uint64_t msg_imm) {
-    uint64_t tag = e.tag;
+// `e`, a receive off every list, meets a rendezvous request of (msg_len, msg_imm).
+bool tcp_endpoint::answer_rts(peer& p, rx_entry* e, uint64_t msg_len, uint64_t msg_imm) {
+    uint64_t tag = e->tag;
     bool queued;
-    if (msg_len != e.cap || msg_imm != e.imm) {
+    if (msg_len != e->len || msg_imm != e->imm) {
         // The sender's buffer is released by the NACK; its send completes with success.
-        complete_recv(p.rank, e.cookie, LOOM_ERR_MISMATCH, 0, tag, msg_imm);
-        table_.erase(&e);
+        complete_recv(p.rank, e->cookie, LOOM_ERR_MISMATCH, 0, tag, msg_imm);
+        entries_.put(e);
         queued = enqueue(p, frame_type::nack, tag, msg_imm, 0, nullptr, -1);
     } else {
-        e.state   = entry_state::awaiting_data;
-        e.msg_len = msg_len;
-        queued    = enqueue(p, frame_type::cts, tag, msg_imm, msg_len, nullptr, -1);
+        e->kind    = rx_kind::awaiting_data;
+        e->msg_len = msg_len;
+        p.awaiting_data.push_back(e);
+        queued = enqueue(p, frame_type::cts, tag, msg_imm, msg_len, nullptr, -1);
     }
     if (!queued) {
         return protocol_error(p, "more rendezvous requests than LOOM_TCP_SEND_QUEUE allows");
@@ -219,70 +210,78 @@ bool tcp_endpoint::answer_rts(peer& p, entry& e, uint64_t msg_len, uint64_t msg_
     return !p.failed;
 }
 
-void tcp_endpoint::fail_call_mismatch(peer& p, uint64_t tag, uint64_t imm) {
-    p.calls.early.remember(tag, imm);
-    if (!p.calls.posted.contradicts(tag, imm)) {
-        return;
+rx_entry* tcp_endpoint::take_early_entry(peer& p, const header& h, rx_kind kind) {
+    // A receive of the same call expecting another immediate: the ranks run other calls.
+    if (rx_entry* r = p.match.take_posted_contradicting(h.tag, h.imm)) {
+        complete_recv(p.rank, r->cookie, LOOM_ERR_MISMATCH, 0, h.tag, h.imm);
+        entries_.put(r);
     }
-    if (entry* e = table_.find(p.rank, dir::recv, p.calls.posted.tag, entry_state::posted)) {
-        entry r = *e;
-        table_.erase(e);
-        complete_recv(p.rank, r.cookie, LOOM_ERR_MISMATCH, 0, tag, imm);
+    rx_entry* e = entries_.take();
+    if (e != nullptr) {
+        *e         = rx_entry{};
+        e->tag     = h.tag;
+        e->imm     = h.imm;
+        e->peer    = p.rank;
+        e->kind    = kind;
+        e->msg_len = h.len;
+        p.match.early.push_back(e);
     }
+    return e;
 }
 
 bool tcp_endpoint::handle_rts(peer& p, const header& h) {
-    entry* e = table_.find(p.rank, dir::recv, h.tag, entry_state::posted);
-    if (e == nullptr) {
-        if (table_.full()) {
-            stall(p);
-            return false;
-        }
-        fail_call_mismatch(p, h.tag, h.imm);
-        e          = table_.insert(p.rank, dir::recv, h.tag, entry_state::early_rts);
-        e->msg_len = h.len;
-        e->imm     = h.imm;
-        p.rpos += header_bytes;
-        return true;
-    }
+    rx_entry* e = p.match.take_posted(h.tag);
     p.rpos += header_bytes;
-    return answer_rts(p, *e, h.len, h.imm);
+    if (e != nullptr) {
+        return answer_rts(p, e, h.len, h.imm);
+    }
+    if (take_early_entry(p, h, rx_kind::early_rts) == nullptr) {
+        p.rpos -= header_bytes;  // the header stays until an entry frees
+        stall(p);
+        return false;
+    }
+    return true;
 }
 
 bool tcp_endpoint::handle_cts(peer& p, const header& h, bool nack) {
-    entry* e = cts_table_.find(p.rank, dir::send, h.tag, entry_state::awaiting_cts);
-    if (e == nullptr) {
+    send_desc* s = p.awaiting_cts.find_tag(h.tag);
+    if (s == nullptr) {
         return protocol_error(
             p, "clear-to-send for tag " + std::to_string(h.tag) + ", which no send waits for");
     }
-    auto d = uint32_t(e->msg_len);
-    cts_table_.erase(e);
+    p.awaiting_cts.remove(s);
+    auto d = uint32_t(s - p.descs.data());
     p.rpos += header_bytes;
     if (nack) {
         complete_send(p, d, LOOM_SUCCESS);  // as drivers/self: the receive reports the mismatch
         return true;
     }
     // Room is certain: this descriptor's RTS has left the ring, so it holds no frame now.
-    const send_desc& s = p.descs[d];
-    enqueue(p, frame_type::data, s.tag, s.imm, s.len, s.buf, int32_t(d));
+    enqueue(p, frame_type::data, s->tag, s->imm, s->len, s->buf, int32_t(d));
     flush(p);
     return !p.failed;
 }
 
 bool tcp_endpoint::handle_data(peer& p, const header& h) {
-    entry* e = table_.find(p.rank, dir::recv, h.tag, entry_state::awaiting_data);
+    rx_entry* e = p.awaiting_data.find_tag(h.tag);
     if (e == nullptr || e->msg_len != h.len) {
         return protocol_error(
             p, "data frame for tag " + std::to_string(h.tag) + " that no clear-to-send asked for");
     }
-    entry r = *e;
-    table_.erase(e);
+    p.awaiting_data.remove(e);
+    // A receive withdrawn after its CTS: the data is read and dropped.
+    return take_payload(p, h, e, e->cancelled);
+}
+
+bool tcp_endpoint::take_payload(peer& p, const header& h, rx_entry* e, bool drop) {
     p.rpos += header_bytes;
-    if (r.cancelled) {  // the receive was withdrawn after its CTS: read the data and drop it
+    if (drop) {
         begin_payload(p, sink::discard, nullptr, h.len, h.tag, h.imm, 0);
     } else {
-        begin_payload(p, sink::user, r.buf, h.len, h.tag, h.imm, r.cookie);
+        begin_payload(p, sink::user, reinterpret_cast<uint8_t*>(e->buf), h.len, h.tag, h.imm,
+                      e->cookie);
     }
+    entries_.put(e);
     return true;
 }
 

@@ -1,5 +1,5 @@
-// The tcp driver's pool of buffers for early (unexpected) small messages; the (peer, tag)
-// table they are matched through is drivers/common/match_table.hh.
+// The tcp driver's pool of buffers for early (unexpected) small messages; they meet their
+// receives through drivers/common/matcher.hh.
 #pragma once
 
 #include <cstddef>
@@ -7,14 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "drivers/common/match_table.hh"
-
 namespace loom::drivers::tcp {
-
-using common::dir;
-using common::entry;
-using common::entry_state;
-using common::match_table;
 
 /// Buffers for early eager messages, in size classes 256 B x 4^k up to the eager limit.
 /// A class grows by one chunk when its free list is empty (the backlog passed its

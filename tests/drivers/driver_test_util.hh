@@ -78,6 +78,29 @@ inline result<std::unique_ptr<drivers::endpoint>> open_connected(const char* dri
     return ep;
 }
 
+/// Opens `driver` by its registry name (shm, tcp, fault:<driver>, fwd:<driver> on the
+/// lattice `fabric`) for one rank and connects it.
+inline result<std::unique_ptr<drivers::endpoint>> open_named(const std::string& driver,
+                                                             const std::string& fabric, int rank,
+                                                             int size, const std::string& job,
+                                                             kv_store* store) {
+    drivers::endpoint_config cfg;
+    cfg.rank      = rank;
+    cfg.size      = size;
+    cfg.job       = job;
+    cfg.store     = store;
+    cfg.timeout_s = 30;
+    cfg.fabric    = fabric;
+    auto ep       = drivers::open(driver, cfg);
+    if (!ep) {
+        return ep.error();
+    }
+    if (status st = (*ep)->connect(); !st.is_ok()) {
+        return st;
+    }
+    return ep;
+}
+
 /// Idle policy for test loops: spin briefly, then yield, then sleep 50 us.
 class backoff {
   public:

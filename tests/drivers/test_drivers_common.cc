@@ -1,32 +1,31 @@
 // drivers/common: the pieces every driver matches through, tested on their own (the driver
 // suites test them again through real endpoints). The loopback matcher: match before and
 // after, mismatch by imm and by length, control tags, cancel of each kind, pool exhaustion,
-// completion order, close. The (peer, direction, tag) table: keys apart, the oldest of two
-// equal keys first, a full table, deletion that keeps every other entry reachable. The
+// completion order, close. The matcher under it: duplicate tags oldest first, the same-call
+// mismatch from either side, pool exhaustion, completions in order, cancel's lookup. The
 // same-call rule and the completion ring.
 #include <cstring>
-#include <random>
 #include <vector>
 
-#include "drivers/common/call_rule.hh"
 #include "drivers/common/completion_ring.hh"
 #include "drivers/common/loopback.hh"
-#include "drivers/common/match_table.hh"
+#include "drivers/common/matcher.hh"
 #include "test_main.hh"
 
 using namespace loom;
 using drivers::completion;
-using drivers::common::completion_ring;
-using drivers::common::dir;
-using drivers::common::entry;
-using drivers::common::entry_state;
-using drivers::common::last_call;
-using drivers::common::loopback;
-using drivers::common::match_table;
-using drivers::common::ref_entry;
-using drivers::common::ref_table;
+namespace common = drivers::common;
+using common::loopback;
 
 namespace {
+
+struct test_op : common::match_op<test_op> {};
+struct test_early {
+    test_early* next = nullptr;
+    test_early* prev = nullptr;
+    uint64_t tag     = 0;
+    uint64_t imm     = 0;
+};
 
 // A tag of call `call` (the call bits of driver.hh call_tag_mask) and message `msg`.
 constexpr uint64_t call_tag(uint64_t call, uint64_t msg) {
@@ -192,131 +191,134 @@ static void loopback_fail_all_completes_the_unmatched(void**) {
     assert_false(lb.pending());
 }
 
-// ---- the (peer, direction, tag) table ----
+// ---- the matcher ----
 
-static void table_keys_are_apart(void**) {
-    match_table t;
-    t.init(8);
-    assert_true(t.capacity() >= 16);
-    entry* a = t.insert(1, dir::recv, 7, entry_state::posted);
-    entry* b = t.insert(2, dir::recv, 7, entry_state::early_eager);
-    entry* c = t.insert(1, dir::send, 7, entry_state::awaiting_cts);
+static void matcher_takes_duplicate_tags_oldest_first(void**) {
+    common::slab<test_early> pool;
+    pool.init(4);
+    common::match_lists<test_op, test_early> lists;
+    for (uint64_t imm : {1, 2, 3}) {  // a duplicating wrapper: tag 7 twice, then tag 8
+        test_early* m = pool.take();
+        m->tag        = imm < 3 ? 7 : 8;
+        m->imm        = imm;
+        lists.early.push_back(m);
+    }
+    assert_int_equal(lists.take_early(7)->imm, 1);
+    assert_int_equal(lists.take_early(7)->imm, 2);
+    assert_null(lists.take_early(7));
+    assert_int_equal(lists.take_early(8)->imm, 3);
+    common::matcher<test_op> m;
+    m.open(4);
+    for (uint64_t cookie : {10, 11}) {
+        test_op* o = m.take(1, 5, 0, nullptr, 0, cookie);
+        lists.posted.push_back(o);
+    }
+    assert_int_equal(lists.take_posted(5)->cookie, 10);
+    assert_int_equal(lists.take_posted(5)->cookie, 11);
+    assert_null(lists.take_posted(5));
+}
+
+static void matcher_finds_the_same_call_from_either_side(void**) {
+    common::slab<test_early> pool;
+    pool.init(2);
+    common::match_lists<test_op, test_early> lists;
+    test_early* e = pool.take();
+    e->tag        = call_tag(3, 1);
+    e->imm        = 9;
+    lists.early.push_back(e);
+    // A receive of another message of call 3 expecting another imm: the calls differ. It
+    // stays listed (nothing of it is delivered); the same imm or another call is no proof.
+    assert_ptr_equal(lists.early_contradicting(call_tag(3, 2), 8), e);
+    assert_null(lists.early_contradicting(call_tag(3, 2), 9));
+    assert_null(lists.early_contradicting(call_tag(4, 2), 8));
+    assert_int_equal(lists.early.size(), 1);
+    common::matcher<test_op> m;
+    m.open(2);
+    test_op* r = m.take(0, call_tag(5, 1), 4, nullptr, 0, 77);
+    lists.posted.push_back(r);
+    assert_null(lists.take_posted_contradicting(call_tag(5, 2), 4));
+    assert_ptr_equal(lists.take_posted_contradicting(call_tag(5, 2), 6), r);
+    assert_true(lists.posted.empty());
+    m.complete_mismatch(r, 6);
+    completion c[2];
+    assert_int_equal(m.harvest(c, 2), 1);
+    assert_int_equal(c[0].status, LOOM_ERR_MISMATCH);
+    assert_int_equal(c[0].imm, 6);  // the immediate that came
+    assert_int_equal(c[0].bytes, 0);
+}
+
+static void matcher_pool_runs_out_and_comes_back(void**) {
+    common::matcher<test_op> m;
+    m.open(2);
+    test_op* a = m.take(0, 1, 0, nullptr, 0, 1);
+    test_op* b = m.take(0, 2, 0, nullptr, 0, 2);
     assert_non_null(a);
     assert_non_null(b);
-    assert_non_null(c);
-    a->cookie = 1, b->cookie = 2, c->cookie = 3;
-    assert_int_equal(t.find(1, dir::recv, 7)->cookie, 1);
-    assert_int_equal(t.find(2, dir::recv, 7)->cookie, 2);
-    assert_int_equal(t.find(1, dir::send, 7)->cookie, 3);
-    assert_null(t.find(3, dir::recv, 7));
-    assert_null(t.find(1, dir::recv, 8));
-    assert_null(t.find(1, dir::recv, 7, entry_state::early_rts));
-    assert_int_equal(t.find_unclaimed(2, 7)->cookie, 2);
-    assert_null(t.find_unclaimed(1, 7));  // a posted receive is not an arrival
-    assert_int_equal(t.size(), 3);
+    assert_null(m.take(0, 3, 0, nullptr, 0, 3));  // the driver answers NO_RESOURCE
+    assert_int_equal(m.in_use(), 2);
+    m.complete(a, LOOM_SUCCESS, 0);
+    assert_null(m.take(0, 3, 0, nullptr, 0, 3));  // back only once poll() handed it out
+    completion c[1];
+    assert_int_equal(m.harvest(c, 1), 1);
+    assert_non_null(m.take(0, 3, 0, nullptr, 0, 3));
+    m.release(b);  // a cancelled one returns without a completion
+    assert_non_null(m.take(0, 4, 0, nullptr, 0, 4));
+    assert_int_equal(m.in_use(), 2);
 }
 
-static void table_equal_keys_come_out_oldest_first(void**) {
-    match_table t;
-    t.init(4);
-    t.insert(0, dir::recv, 5, entry_state::early_eager)->cookie = 1;
-    t.insert(0, dir::recv, 5, entry_state::early_eager)->cookie = 2;
-    entry* first                                                = t.find(0, dir::recv, 5);
-    assert_int_equal(first->cookie, 1);
-    first->claimed = true;
-    assert_int_equal(t.find_unclaimed(0, 5)->cookie, 2);
-    // find_if picks among equal keys by what the entry holds (an index kept in the cookie).
-    entry* second = t.find_if(0, dir::recv, 5, [](const entry& e) { return e.cookie == 2; });
-    assert_non_null(second);
-    assert_int_equal(second->cookie, 2);
-    assert_null(t.find_if(0, dir::recv, 5, [](const entry& e) { return e.cookie == 3; }));
-    t.erase(first);
-    assert_int_equal(t.find(0, dir::recv, 5)->cookie, 2);
-}
-
-static void table_full_refuses_inserts(void**) {
-    match_table t;
-    t.init(3);
-    for (uint64_t i = 0; i < 3; ++i) {
-        assert_non_null(t.insert(0, dir::recv, i, entry_state::posted));
+static void matcher_hands_out_completions_in_order(void**) {
+    common::matcher<test_op> m;
+    m.open(8);
+    test_op* o[6];
+    for (uint64_t i = 0; i < 6; ++i) {
+        o[i] = m.take(int(i), 100 + i, i, nullptr, 0, i);
     }
-    assert_true(t.full());
-    assert_null(t.insert(0, dir::recv, 99, entry_state::posted));
-    t.erase(t.find(0, dir::recv, 1));
-    assert_false(t.full());
-    assert_non_null(t.insert(0, dir::recv, 99, entry_state::posted));
-}
-
-// Random inserts and erases against a plain list: backward-shift deletion must keep every
-// remaining entry reachable from its home slot. Both entry types share the table.
-template <class Table>
-static void erase_keeps_the_rest_reachable() {
-    Table t;
-    t.init(256);
-    std::mt19937_64 rng(13);
-    std::vector<std::pair<int, uint64_t>> live;
-    for (int round = 0; round < 20000; ++round) {
-        bool add = live.empty() || (!t.full() && rng() % 2 == 0);
-        if (add) {
-            int peer     = int(rng() % 8);
-            uint64_t tag = call_tag(rng() % 4, rng() % 64);
-            if (t.find(peer, dir::recv, tag) != nullptr) {
-                continue;
-            }
-            auto* e   = t.insert(peer, dir::recv, tag, entry_state::posted);
-            e->cookie = uint64_t(round);
-            live.push_back({peer, tag});
-        } else {
-            size_t k = rng() % live.size();
-            t.erase(t.find(live[k].first, dir::recv, live[k].second));
-            live[k] = live.back();
-            live.pop_back();
-        }
-        if (round % 97 == 0) {
-            for (auto& [peer, tag] : live) {
-                assert_non_null(t.find(peer, dir::recv, tag));
-            }
-        }
+    for (int i : {3, 1, 4, 0, 5, 2}) {
+        m.complete(o[i], LOOM_SUCCESS, size_t(i));
     }
-    assert_int_equal(t.size(), live.size());
+    o[4]->cancelled = true;  // failed after its cancel: its caller has moved on
+    completion c[8];
+    int n = m.harvest(c, 2);
+    n += m.harvest(c + n, 8 - n);
+    assert_int_equal(n, 5);
+    int want[] = {3, 1, 0, 5, 2};
+    for (int i = 0; i < 5; ++i) {
+        assert_int_equal(c[i].cookie, want[i]);
+        assert_int_equal(c[i].peer, want[i]);
+        assert_int_equal(c[i].tag, 100 + want[i]);
+        assert_int_equal(c[i].bytes, want[i]);
+    }
+    assert_false(m.pending());
 }
 
-static void table_erase_keeps_the_rest_reachable(void**) {
-    erase_keeps_the_rest_reachable<match_table>();
-    erase_keeps_the_rest_reachable<ref_table>();
-}
-
-// The compact table: an index into the endpoint's own pools, a state per entry.
-static void ref_table_names_pool_entries(void**) {
-    ref_table t;
-    t.init(4);
-    t.insert(1, dir::recv, 9, entry_state::posted)->cookie      = 40;
-    t.insert(1, dir::recv, 9, entry_state::early_eager)->cookie = 41;
-    assert_int_equal(t.find(1, dir::recv, 9, entry_state::early_eager)->cookie, 41);
-    ref_entry* posted = t.find(1, dir::recv, 9, entry_state::posted);
-    assert_int_equal(posted->cookie, 40);
-    t.erase(posted);
-    assert_null(t.find(1, dir::recv, 9, entry_state::posted));
-    assert_int_equal(t.find(1, dir::recv, 9)->cookie, 41);
+static void matcher_cancel_finds_only_pending_operations(void**) {
+    common::matcher<test_op> m;
+    m.open(4);
+    test_op* a = m.take(0, 1, 0, nullptr, 0, 50);
+    test_op* b = m.take(0, 2, 0, nullptr, 0, 50);
+    assert_ptr_equal(m.find_pending(50), a);
+    a->cancelled = true;  // being withdrawn: not found twice
+    assert_ptr_equal(m.find_pending(50), b);
+    m.complete(b, LOOM_SUCCESS, 0);  // completed: nothing left to withdraw
+    assert_null(m.find_pending(50));
+    assert_null(m.find_pending(51));
 }
 
 // ---- the same-call rule and the completion ring ----
 
 static void call_rule_needs_same_call_other_imm(void**) {
-    last_call r;
-    assert_false(r.contradicts(call_tag(1, 1), 5));  // nothing seen yet
-    r.remember(call_tag(1, 1), 5);
-    assert_true(r.contradicts(call_tag(1, 2), 6));   // same call, another message and imm
-    assert_false(r.contradicts(call_tag(1, 2), 5));  // same call, same imm
-    assert_false(r.contradicts(call_tag(2, 1), 6));  // another call
-    r.remember(call_tag(0, 1), 5);                   // raw use of a driver: exempt
-    assert_false(r.contradicts(call_tag(0, 2), 6));
-    r.remember(drivers::control_tag_bit | call_tag(3, 1), 5);  // control bit is not a call bit
-    assert_true(r.contradicts(call_tag(3, 9), 4));
+    using drivers::same_call_other_imm;
+    assert_true(same_call_other_imm(call_tag(1, 2), 6, call_tag(1, 1), 5));   // another imm
+    assert_false(same_call_other_imm(call_tag(1, 2), 5, call_tag(1, 1), 5));  // same imm
+    assert_false(same_call_other_imm(call_tag(2, 1), 6, call_tag(1, 1), 5));  // another call
+    assert_false(same_call_other_imm(call_tag(0, 2), 6, call_tag(0, 1), 5));  // raw: exempt
+    // The control bit is not a call bit.
+    assert_true(
+        same_call_other_imm(call_tag(3, 9), 4, drivers::control_tag_bit | call_tag(3, 1), 5));
 }
 
 static void completion_ring_is_fifo_across_wraps(void**) {
-    completion_ring<int> q;
+    common::completion_ring<int> q;
     q.init(5);
     assert_int_equal(q.capacity(), 8);
     assert_true(q.empty());
@@ -344,11 +346,11 @@ int main() {
         cmocka_unit_test(loopback_pool_exhaustion_is_no_resource),
         cmocka_unit_test(loopback_completions_keep_their_order),
         cmocka_unit_test(loopback_fail_all_completes_the_unmatched),
-        cmocka_unit_test(table_keys_are_apart),
-        cmocka_unit_test(table_equal_keys_come_out_oldest_first),
-        cmocka_unit_test(table_full_refuses_inserts),
-        cmocka_unit_test(table_erase_keeps_the_rest_reachable),
-        cmocka_unit_test(ref_table_names_pool_entries),
+        cmocka_unit_test(matcher_takes_duplicate_tags_oldest_first),
+        cmocka_unit_test(matcher_finds_the_same_call_from_either_side),
+        cmocka_unit_test(matcher_pool_runs_out_and_comes_back),
+        cmocka_unit_test(matcher_hands_out_completions_in_order),
+        cmocka_unit_test(matcher_cancel_finds_only_pending_operations),
         cmocka_unit_test(call_rule_needs_same_call_other_imm),
         cmocka_unit_test(completion_ring_is_fifo_across_wraps),
     };

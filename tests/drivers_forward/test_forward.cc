@@ -2,7 +2,10 @@
 // or mesh sends to every other rank through its neighbours only; the data arrives intact and
 // the per-link counters equal what dimension-ordered routing predicts. A mismatch two hops
 // away completes the receive with LOOM_ERR_MISMATCH and delivers nothing; control messages
-// cross several hops.
+// cross several hops. The wrappers' wakers: fault:shm and fwd:shm offer the waker of the
+// endpoint they wrap, so a rank sleeping on them is woken by its peer's send within
+// milliseconds (wake_test_util.hh); a fault wrapper holding a delayed message shortens its
+// own sleep, since nothing would ring it when the message falls due.
 #include <cstring>
 #include <map>
 #include <string>
@@ -14,6 +17,7 @@
 #include "routing/dor.hh"
 #include "test_main.hh"
 #include "topology/topology.hh"
+#include "wake_test_util.hh"
 
 using namespace loom;
 using loom::drivers::completion;
@@ -23,26 +27,6 @@ using loom::test::store_dir;
 namespace {
 
 const size_t sizes[] = {0, 100, 300 * 1024};
-
-result<std::unique_ptr<drivers::endpoint>> open_fwd(const std::string& driver,
-                                                    const std::string& fabric, int rank, int size,
-                                                    const std::string& job, kv_store* store) {
-    drivers::endpoint_config cfg;
-    cfg.rank      = rank;
-    cfg.size      = size;
-    cfg.job       = job;
-    cfg.store     = store;
-    cfg.timeout_s = 30;
-    cfg.fabric    = fabric;
-    auto ep       = drivers::open(driver, cfg);
-    if (!ep) {
-        return ep.error();
-    }
-    if (status st = (*ep)->connect(); !st.is_ok()) {
-        return st;
-    }
-    return ep;
-}
 
 // Every rank keeps polling (it forwards for the others) until all ranks reached `name`.
 bool barrier(const drivers::fast_path& f, file_store& store, const char* name, int rank, int n,
@@ -86,7 +70,7 @@ int all_pairs_rank(const std::string& driver, const std::string& fabric, routing
     auto shape = topology::shape::parse(fabric);
     RANK_CHECK(rank, shape.is_ok(), "shape");
     int n   = shape->size();
-    auto ep = open_fwd(driver, fabric, rank, n, job, &store);
+    auto ep = test::open_named(driver, fabric, rank, n, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
     const auto& f = (*ep)->fast();
     std::map<uint64_t, std::vector<uint8_t>> in, out;
@@ -221,7 +205,7 @@ void tcp_torus_2x2x2(void**) {
 // to rank 8 (four hops).
 int mismatch_rank(int rank, const std::string& job, const std::string& dir) {
     file_store store(dir);
-    auto ep = open_fwd("fwd:shm", "mesh:3x3", rank, 9, job, &store);
+    auto ep = test::open_named("fwd:shm", "mesh:3x3", rank, 9, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
     const auto& f = (*ep)->fast();
     std::vector<completion> extra;
@@ -321,7 +305,7 @@ void mismatch_two_hops_delivers_nothing(void**) {
 int cancel_rank(int rank, const std::string& job, const std::string& dir) {
     const size_t huge = size_t{32} << 20;  // b: long enough to be cancelled while it flows
     file_store store(dir);
-    auto ep = open_fwd("fwd:shm", "ring:4", rank, 4, job, &store);
+    auto ep = test::open_named("fwd:shm", "ring:4", rank, 4, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
     const auto& f = (*ep)->fast();
     std::vector<completion> extra;
@@ -410,6 +394,53 @@ void cancel_across_two_hops(void**) {
     }
 }
 
+// ---- the wrappers' wakers ----
+
+// Both ranks keep polling until the other is done: a fwd rank forwards only while polled.
+int wake_rank(const std::string& driver, bool sender_sleeps, int rank, const std::string& job,
+              const std::string& dir) {
+    test::file_store store(dir);
+    auto ep = test::open_named(driver, "ring:2", rank, 2, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    if (int rc = test::wake::eager_rounds(**ep, driver, rank, sender_sleeps); rc != 0) {
+        return rc;
+    }
+    RANK_CHECK(rank, store.set("done" + std::to_string(rank), "1").is_ok(), "store");
+    deadline until(30);
+    while (!store.get("done" + std::to_string(1 - rank), 0).is_ok() && !until.expired()) {
+        test::poll_for((*ep)->fast(), 0.002, [](const drivers::completion&) {});
+    }
+    return 0;
+}
+
+void run_wake(const char* driver, bool sender_sleeps = false) {
+    test::store_dir dir("wrapwake");
+    std::string job      = test::unique_job("wrapwake");
+    std::string d        = driver;
+    std::string problems = test::run_ranks(
+        2, 60, [&](int rank) { return wake_rank(d, sender_sleeps, rank, job, dir.path); });
+    if (!problems.empty()) {
+        LOOM_FAIL(problems);
+    }
+}
+
+void fault_shm_send_wakes_the_sleeper(void**) {
+    run_wake("fault:shm");
+}
+
+void fwd_shm_send_wakes_the_sleeper(void**) {
+    run_wake("fwd:shm");
+}
+
+// The sender sleeps too: its message, delayed 20 ms in the wrapper, is posted by the poll
+// that follows the shortened sleep, well before the 5 s timeout.
+void fault_delay_shortens_the_sleep(void**) {
+    auto& reg = params::registry::global();
+    assert_true(reg.set("LOOM_FAULT_DELAY_US", "20000").is_ok());
+    run_wake("fault:shm", true);
+    assert_true(reg.set("LOOM_FAULT_DELAY_US", "0").is_ok());
+}
+
 }  // namespace
 
 int main() {
@@ -423,6 +454,9 @@ int main() {
         cmocka_unit_test(shm_ring_4_toward_plus),
         cmocka_unit_test(shm_torus_3x3_tight_resources),
         cmocka_unit_test(tcp_torus_2x2x2),
+        cmocka_unit_test(fault_shm_send_wakes_the_sleeper),
+        cmocka_unit_test(fwd_shm_send_wakes_the_sleeper),
+        cmocka_unit_test(fault_delay_shortens_the_sleep),
     };
     return LOOM_RUN_TESTS("drivers_forward", tests);
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../drivers/wake_test_util.hh"
 #include "tcp_test_util.hh"
 #include "test_main.hh"
 
@@ -18,20 +19,11 @@ using loom::test::file_store;
 
 namespace {
 
-constexpr int64_t sleep_timeout_ns = 5'000'000'000;  // what a lost wake-up would cost
-constexpr double late_s            = 0.1;            // woken later than this: not by the event
-constexpr double hold_s            = 0.2;            // the peer acts after this
-
-double now() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);  // one clock for every process of the host
-    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
-void pause_s(double s) {
-    timespec ts{time_t(s), long((s - double(time_t(s))) * 1e9)};
-    ::nanosleep(&ts, nullptr);
-}
+using test::wake::hold_s;
+using test::wake::late_s;
+using test::wake::now;
+using test::wake::pause_s;
+using test::wake::sleep_until_completion;
 
 result<std::unique_ptr<drivers::endpoint>> open_driver(const std::string& driver, int rank,
                                                        const std::string& job, kv_store* store) {
@@ -42,55 +34,13 @@ result<std::unique_ptr<drivers::endpoint>> open_driver(const std::string& driver
     return test::open_connected("shm", rank, 2, job, store);
 }
 
-/// Sleeps on the endpoint until one completion comes; counts the sleeps.
-int sleep_until_completion(drivers::endpoint& ep, completion* c, int* sleeps) {
-    const drivers::fast_path& f = ep.fast();
-    drivers::waker w            = ep.idle_waker();
-    double give_up              = now() + 20;
-    while (now() < give_up) {
-        uint64_t token = w.arm(w.ctx);
-        int n          = f.poll(f.ctx, c, 1);
-        w.sleep(w.ctx, token, n > 0 ? 0 : sleep_timeout_ns);
-        if (n > 0) {
-            return n;
-        }
-        ++*sleeps;
-    }
-    return 0;
-}
-
-// Rank 1 sleeps on a receive; rank 0 sends after hold_s, the send time in the payload.
+// Rank 1 sleeps on a receive; rank 0 sends after hold_s.
 int eager_rank(const std::string& driver, int rank, const std::string& job,
                const std::string& dir) {
     file_store store(dir);
     auto ep = open_driver(driver, rank, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    RANK_CHECK(rank, bool((*ep)->idle_waker()), "%s offers no waker", driver.c_str());
-    const auto& f = (*ep)->fast();
-    completion c[1];
-    for (int round = 0; round < 3; ++round) {
-        double sent = 0;
-        if (rank == 0) {
-            pause_s(hold_s);
-            sent = now();
-            RANK_CHECK(rank, f.post_send(f.ctx, 1, 7 + round, 0, &sent, sizeof sent, 1) == 0,
-                       "send");
-            RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "send completion");
-            continue;
-        }
-        RANK_CHECK(rank, f.post_recv(f.ctx, 0, 7 + round, 0, &sent, sizeof sent, 2) == 0, "recv");
-        int sleeps = 0;
-        RANK_CHECK(rank, sleep_until_completion(**ep, c, &sleeps) == 1, "no completion");
-        double woke = now();
-        RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].cookie == 2, "status %d",
-                   int(c[0].status));
-        RANK_CHECK(rank, sleeps >= 1, "the receiver never slept");
-        RANK_CHECK(rank, woke - sent < late_s, "round %d: woken %.1f ms after the send", round,
-                   (woke - sent) * 1e3);
-        std::printf("# %s eager round %d: woken %.3f ms after the send (%d sleeps)\n",
-                    driver.c_str(), round, (woke - sent) * 1e3, sleeps);
-    }
-    return 0;
+    return test::wake::eager_rounds(**ep, driver, rank);
 }
 
 // Rank 0 sends a large message and sleeps until it completes; rank 1 posts the receive
