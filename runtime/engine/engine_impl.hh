@@ -131,6 +131,10 @@ class engine_impl final : public engine {
     std::string abort_why_;
     std::thread thread_;
     std::atomic<bool> stop_{false};
+    // Thread mode: the waker the progress thread sleeps on (set under lock_) and whether it
+    // sleeps, so start() rings it only then: a call does not wait out the sleep.
+    drivers::waker sleeping_on_;
+    std::atomic<bool> asleep_{false};
 };
 
 }  // namespace loom::engine

@@ -3,10 +3,12 @@
 // peer's send within milliseconds, not at the timeout. Each case waits 200 ms before the
 // event so the sleeper is surely asleep: an eager message (the ring or the socket rings),
 // and a large one whose sender sleeps until the receiver's acknowledgement (shm: the ack
-// word rings; tcp: the clear-to-send arrives on the socket).
+// word rings; tcp: the clear-to-send arrives on the socket). And a ring from another thread
+// of the sleeper's own process (work handed over) ends its sleep just as soon.
 #include <time.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "tcp_test_util.hh"
@@ -132,6 +134,46 @@ int rendezvous_rank(const std::string& driver, int rank, const std::string& job,
     return 0;
 }
 
+// Rank 1 sleeps with nothing posted; a thread of its own rings its waker after hold_s.
+// Rank 0 waits for rank 1's last message, so no closing connection wakes the sleeper.
+int self_ring_rank(const std::string& driver, int rank, const std::string& job,
+                   const std::string& dir) {
+    file_store store(dir);
+    auto ep = open_driver(driver, rank, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    completion c[1];
+    int done = 0;
+    if (rank == 0) {
+        RANK_CHECK(rank, f.post_recv(f.ctx, 1, 9, 0, &done, sizeof done, 1) == 0, "recv");
+        RANK_CHECK(rank, test::wait_completions(f, c, 1, 60) == 1, "recv completion");
+        return 0;
+    }
+    drivers::waker w = (*ep)->idle_waker();
+    RANK_CHECK(rank, w.ring != nullptr, "%s offers no ring", driver.c_str());
+    for (int round = 0; round < 3; ++round) {
+        double rung        = 0;
+        uint64_t token     = w.arm(w.ctx);
+        std::thread ringer = std::thread([&] {
+            pause_s(hold_s);
+            rung = now();
+            w.ring(w.ctx);
+        });
+        double slept       = now();
+        w.sleep(w.ctx, token, sleep_timeout_ns);
+        double woke = now();
+        ringer.join();
+        RANK_CHECK(rank, woke - slept >= hold_s * 0.9, "round %d: woken before the ring", round);
+        RANK_CHECK(rank, woke - rung < late_s, "round %d: woken %.1f ms after the ring", round,
+                   (woke - rung) * 1e3);
+        std::printf("# %s self ring round %d: woken %.3f ms after the ring\n", driver.c_str(),
+                    round, (woke - rung) * 1e3);
+    }
+    RANK_CHECK(rank, f.post_send(f.ctx, 0, 9, 0, &done, sizeof done, 2) == 0, "send");
+    RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "send completion");
+    return 0;
+}
+
 void run(const char* driver,
          int (*body)(const std::string&, int, const std::string&, const std::string&)) {
     test::store_dir dir("wake");
@@ -150,6 +192,12 @@ void shm_eager_send_wakes_the_sleeper(void**) {
 void shm_ack_wakes_the_sleeping_sender(void**) {
     run("shm", rendezvous_rank);
 }
+void shm_ring_wakes_the_own_sleeper(void**) {
+    run("shm", self_ring_rank);
+}
+void tcp_ring_wakes_the_own_sleeper(void**) {
+    run("tcp", self_ring_rank);
+}
 void tcp_eager_send_wakes_the_sleeper(void**) {
     run("tcp", eager_rank);
 }
@@ -163,6 +211,8 @@ int main() {
     const CMUnitTest tests[] = {
         cmocka_unit_test(shm_eager_send_wakes_the_sleeper),
         cmocka_unit_test(shm_ack_wakes_the_sleeping_sender),
+        cmocka_unit_test(shm_ring_wakes_the_own_sleeper),
+        cmocka_unit_test(tcp_ring_wakes_the_own_sleeper),
         cmocka_unit_test(tcp_eager_send_wakes_the_sleeper),
         cmocka_unit_test(tcp_clear_to_send_wakes_the_sleeping_sender),
     };
