@@ -86,5 +86,10 @@ if [ -e "$LOOM_CALIBRATION_FILE" ]; then
     failures=$((failures + 1))
 fi
 
+# The cost class is what the driver says carries its messages, whatever its name.
+unset LOOM_EXPLAIN
+case_run "fault:tcp is costed as tcp" 2 --transport fault:tcp -- \
+    "$program" --expect-source defaults tcp
+
 echo "run_tuner: $failures failed"
 [ "$failures" -eq 0 ]

@@ -10,8 +10,9 @@
 //    the schedule's bytes: ring all-reduce 2(N-1)/N·M per rank, pairwise all-to-all (N-1)/N·M;
 //  - loom_comm_calibrate measures, writes rank 0's file and every rank adopts the figures.
 // Usage: test_api_tuner WORKDIR (rank files WORKDIR/rank-<r>.txt), or
-//        test_api_tuner --expect-source SOURCE: LOOM_CALIBRATION_FILE as the environment
-//        sets it; every rank's agreed figures come from SOURCE (measured, file, defaults).
+//        test_api_tuner --expect-source SOURCE [CLASS]: LOOM_CALIBRATION_FILE as the
+//        environment sets it; every rank's agreed figures come from SOURCE (measured,
+//        file, defaults), for the cost class CLASS (shm, tcp) when given.
 #include <loom/loom.h>
 #include <unistd.h>
 
@@ -322,7 +323,8 @@ int explain_matches_run() {
 
 }  // namespace
 
-int expect_source(const char* source) {
+// `cost_class` (or null): the calibration's transport, the class of what carries messages.
+int expect_source(const char* source, const char* cost_class) {
     loom_comm_t comm = nullptr;
     if (loom_comm_create(nullptr, &comm) != LOOM_SUCCESS) {
         std::fprintf(stderr, "loom_comm_create: %s\n", loom_last_error_message());
@@ -335,6 +337,8 @@ int expect_source(const char* source) {
     expect(loom_comm_calibration(comm, &cal) == LOOM_SUCCESS, "loom_comm_calibration");
     expect(std::string(cal.source) == source,
            std::string("source ") + cal.source + ", expected " + source);
+    expect(!cost_class || std::string(cal.transport) == cost_class,
+           std::string("cost class ") + cal.transport + ", expected " + cost_class);
     uint64_t alpha_bits = 0;
     std::memcpy(&alpha_bits, &cal.alpha_s, sizeof alpha_bits);
     expect(same_everywhere(comm, alpha_bits), "ranks hold different figures");
@@ -345,15 +349,15 @@ int expect_source(const char* source) {
 }
 
 int main(int argc, char** argv) {
-    if (argc == 3 && std::string(argv[1]) == "--expect-source") {
-        return expect_source(argv[2]);
+    if ((argc == 3 || argc == 4) && std::string(argv[1]) == "--expect-source") {
+        return expect_source(argv[2], argc == 4 ? argv[3] : nullptr);
     }
     if (argc == 2 && std::string(argv[1]) == "--explain-matches-run") {
         return explain_matches_run();
     }
     if (argc != 2) {
         std::fprintf(stderr,
-                     "usage: test_api_tuner WORKDIR | --expect-source SOURCE | "
+                     "usage: test_api_tuner WORKDIR | --expect-source SOURCE [CLASS] | "
                      "--explain-matches-run\n");
         return 2;
     }
