@@ -88,7 +88,7 @@ fi
 
 # The cost class is what the driver says carries its messages, whatever its name.
 unset LOOM_EXPLAIN
-case_run "fault:tcp is costed as tcp" 2 --transport fault:tcp -- \
+case_run "fwd:tcp is costed as tcp" 2 --fabric ring:2 --transport tcp -- \
     "$program" --expect-source defaults tcp
 
 echo "run_tuner: $failures failed"
