@@ -151,12 +151,7 @@ bool engine_impl::poll_once() {
     }
     bool busy = false;
     for (const poll_source& s : sources_) {
-        drivers::completion done[32];
-        int n = s.poll(s.ctx, done, 32);
-        busy |= n > 0;
-        for (int i = 0; i < n; ++i) {
-            on_completion(done[i]);
-        }
+        busy |= poll_source_once(s) > 0;
     }
     for (auto& slot : pool_) {
         request& r = *slot;
@@ -170,6 +165,15 @@ bool engine_impl::poll_once() {
         check_deadlines();
     }
     return busy;
+}
+
+int engine_impl::poll_source_once(const poll_source& s) {
+    drivers::completion done[poll_burst];
+    int n = s.poll(s.ctx, done, poll_burst);
+    for (int i = 0; i < n; ++i) {
+        on_completion(done[i]);
+    }
+    return n;
 }
 
 // Every entry that touches the state comes through here.
@@ -265,11 +269,7 @@ void engine_impl::settle_controls() {
     auto hold    = enter();
     double until = now_s() + settle_controls_s;
     while (!controls_.empty() && now_s() < until) {
-        drivers::completion done[32];
-        int n = fast_.poll(fast_.ctx, done, 32);
-        for (int i = 0; i < n; ++i) {
-            on_completion(done[i]);
-        }
+        poll_source_once(sources_.front());
         flush_controls();
     }
 }

@@ -46,6 +46,9 @@ class engine_impl final : public engine {
     void apply_abort();
     void fail_all(loom_status_t code, const std::string& why);
     bool poll_once();
+    /// Polls one source for up to poll_burst completions and handles them; returns how many.
+    int poll_source_once(const poll_source& s);
+    static constexpr int poll_burst = 32;
     void rest(idle_policy& idle, bool busy);
     void check_deadlines();
     void progress_thread();
