@@ -62,13 +62,9 @@ int sleep_until_completion(drivers::endpoint& ep, completion* c, int* sleeps) {
 }
 
 // Rank 1 sleeps on a receive; rank 0 sends after hold_s, the send time in the payload.
-int eager_rank(const std::string& driver, int rank, const std::string& job,
-               const std::string& dir) {
-    file_store store(dir);
-    auto ep = open_driver(driver, rank, job, &store);
-    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    RANK_CHECK(rank, bool((*ep)->idle_waker()), "%s offers no waker", driver.c_str());
-    const auto& f = (*ep)->fast();
+int eager_rank(const std::string& driver, int rank, drivers::endpoint& ep) {
+    RANK_CHECK(rank, bool(ep.idle_waker()), "%s offers no waker", driver.c_str());
+    const auto& f = ep.fast();
     completion c[1];
     for (int round = 0; round < 3; ++round) {
         double sent = 0;
@@ -82,7 +78,7 @@ int eager_rank(const std::string& driver, int rank, const std::string& job,
         }
         RANK_CHECK(rank, f.post_recv(f.ctx, 0, 7 + round, 0, &sent, sizeof sent, 2) == 0, "recv");
         int sleeps = 0;
-        RANK_CHECK(rank, sleep_until_completion(**ep, c, &sleeps) == 1, "no completion");
+        RANK_CHECK(rank, sleep_until_completion(ep, c, &sleeps) == 1, "no completion");
         double woke = now();
         RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].cookie == 2, "status %d",
                    int(c[0].status));
@@ -97,12 +93,8 @@ int eager_rank(const std::string& driver, int rank, const std::string& job,
 
 // Rank 0 sends a large message and sleeps until it completes; rank 1 posts the receive
 // after hold_s: the completion follows the receiver's acknowledgement, not the timeout.
-int rendezvous_rank(const std::string& driver, int rank, const std::string& job,
-                    const std::string& dir) {
-    file_store store(dir);
-    auto ep = open_driver(driver, rank, job, &store);
-    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    const auto& f = (*ep)->fast();
+int rendezvous_rank(const std::string& driver, int rank, drivers::endpoint& ep) {
+    const auto& f = ep.fast();
     size_t n      = size_t(4) << 20;  // beyond every eager limit
     std::vector<char> buf(n);
     completion c[1];
@@ -121,7 +113,7 @@ int rendezvous_rank(const std::string& driver, int rank, const std::string& job,
     test::fill(buf.data(), n, 3);
     RANK_CHECK(rank, f.post_send(f.ctx, 1, 1, 0, buf.data(), n, 1) == 0, "send");
     int sleeps = 0;
-    RANK_CHECK(rank, sleep_until_completion(**ep, c, &sleeps) == 1, "no completion");
+    RANK_CHECK(rank, sleep_until_completion(ep, c, &sleeps) == 1, "no completion");
     double done = now();
     RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].cookie == 1, "send status");
     RANK_CHECK(rank, f.post_recv(f.ctx, 1, 2, 0, &posted, sizeof posted, 2) == 0, "recv");
@@ -136,12 +128,8 @@ int rendezvous_rank(const std::string& driver, int rank, const std::string& job,
 
 // Rank 1 sleeps with nothing posted; a thread of its own rings its waker after hold_s.
 // Rank 0 waits for rank 1's last message, so no closing connection wakes the sleeper.
-int self_ring_rank(const std::string& driver, int rank, const std::string& job,
-                   const std::string& dir) {
-    file_store store(dir);
-    auto ep = open_driver(driver, rank, job, &store);
-    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    const auto& f = (*ep)->fast();
+int self_ring_rank(const std::string& driver, int rank, drivers::endpoint& ep) {
+    const auto& f = ep.fast();
     completion c[1];
     int done = 0;
     if (rank == 0) {
@@ -149,7 +137,7 @@ int self_ring_rank(const std::string& driver, int rank, const std::string& job,
         RANK_CHECK(rank, test::wait_completions(f, c, 1, 60) == 1, "recv completion");
         return 0;
     }
-    drivers::waker w = (*ep)->idle_waker();
+    drivers::waker w = ep.idle_waker();
     RANK_CHECK(rank, w.ring != nullptr, "%s offers no ring", driver.c_str());
     for (int round = 0; round < 3; ++round) {
         double rung        = 0;
@@ -174,13 +162,17 @@ int self_ring_rank(const std::string& driver, int rank, const std::string& job,
     return 0;
 }
 
-void run(const char* driver,
-         int (*body)(const std::string&, int, const std::string&, const std::string&)) {
+// Runs `body` on two ranks, each with its endpoint of `driver` connected.
+void run(const char* driver, int (*body)(const std::string&, int, drivers::endpoint&)) {
     test::store_dir dir("wake");
-    std::string job = test::unique_job("wake");
-    std::string d   = driver;
-    std::string problems =
-        test::run_ranks(2, 60, [&](int rank) { return body(d, rank, job, dir.path); });
+    std::string job      = test::unique_job("wake");
+    std::string d        = driver;
+    std::string problems = test::run_ranks(2, 60, [&](int rank) {
+        file_store store(dir.path);
+        auto ep = open_driver(d, rank, job, &store);
+        RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+        return body(d, rank, **ep);
+    });
     if (!problems.empty()) {
         LOOM_FAIL(problems);
     }
