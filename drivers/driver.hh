@@ -42,6 +42,10 @@
 
 namespace loom::drivers {
 
+/// What carries an endpoint's messages: the cost class the tuner keeps its calibration and
+/// built-in figures by. A wrapper (fault:, fwd:) reports its inner driver's.
+enum class medium : uint8_t { shared_memory, network, loopback };
+
 struct caps {
     const char* name        = "";
     bool single_copy        = false;  // large messages land without an intermediate copy
@@ -54,6 +58,8 @@ struct caps {
     // `direct` instead (a forwarder's inner driver); "" where `forwards` is false.
     bool forwards      = false;
     const char* direct = "";
+
+    medium carrier = medium::shared_memory;  // what carries the messages (the cost class)
 };
 
 /// The tag layout's control bit, call bits and mismatch rule (base/wire_tag.hh): a message

@@ -12,6 +12,11 @@
 //                                    announcement.
 // A sleep is always bounded: deadlines and liveness checks run between sleeps, and a
 // driver shortens it where progress needs its own polling (a send queued for ring space).
+//
+// Work handed over inside the owner's process (a caller posting while a progress thread
+// sleeps) is published the same way: the poster publishes, then calls ring(ctx); a ring
+// after step 1 ends the sleep of step 3 at once, and work published before step 1 is
+// found by step 2. Posting and arming under one lock keeps that order.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +32,16 @@ struct waker {
     /// announcement. Returns early on a signal, a timeout or a spurious wake alike. Touches
     /// no state that posting changes: it may run while another thread posts.
     void (*sleep)(void* ctx, uint64_t token, int64_t timeout_ns) = nullptr;
+    /// Ends a sleep armed on this waker, from any thread of the owner's process; a ring
+    /// while nobody sleeps is harmless. A system call at most: for hand-overs, not per step.
+    void (*ring)(void* ctx) = nullptr;
 
     explicit operator bool() const { return arm != nullptr && sleep != nullptr; }
     bool same_as(const waker& o) const { return ctx == o.ctx && arm == o.arm && sleep == o.sleep; }
 };
 
-/// The waker of an endpoint class E with public members `uint64_t arm_sleep()` and
-/// `void sleep(uint64_t token, int64_t timeout_ns)`.
+/// The waker of an endpoint class E with public members `uint64_t arm_sleep()`,
+/// `void sleep(uint64_t token, int64_t timeout_ns)` and `void ring()`.
 template <typename E>
 waker waker_of(E* e) {
     return waker{
@@ -42,6 +50,7 @@ waker waker_of(E* e) {
         [](void* c, uint64_t token, int64_t timeout_ns) {
             static_cast<E*>(c)->sleep(token, timeout_ns);
         },
+        [](void* c) { static_cast<E*>(c)->ring(); },
     };
 }
 

@@ -23,6 +23,7 @@ class self_endpoint final : public endpoint {
         c.eager_limit        = 0;     // nothing is copied ahead of its receive
         c.max_message        = SIZE_MAX;
         c.detects_peer_death = false;  // there is no other process
+        c.carrier            = medium::loopback;
         return c;
     }
     status connect() override { return status::ok(); }

@@ -294,6 +294,7 @@ class shm_endpoint final : public endpoint {
     waker idle_waker() override;
     uint64_t arm_sleep();
     void sleep(uint64_t token, int64_t timeout_ns);
+    void ring();
 
   private:
     // shm_conn.cc

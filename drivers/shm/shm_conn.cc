@@ -55,6 +55,7 @@ caps shm_endpoint::capabilities() const {
     c.eager_limit        = params_.slot_bytes - sizeof(slot_header);
     c.max_message        = SIZE_MAX;
     c.detects_peer_death = true;
+    c.carrier            = medium::shared_memory;
     return c;
 }
 

@@ -63,6 +63,11 @@ void shm_endpoint::sleep(uint64_t token, int64_t timeout_ns) {
     sleep_on(own_.header()->bell, uint32_t(token), timeout_ns);
 }
 
+// Work handed over inside the process rings the own doorbell like a peer's message would.
+void shm_endpoint::ring() {
+    ring_if_asleep(own_.header()->bell);
+}
+
 waker shm_endpoint::idle_waker() {
     return waker_of(this);
 }

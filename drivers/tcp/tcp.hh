@@ -252,6 +252,25 @@ struct peer {
     bool wire_full() const { return wire_tail - wire_head > wire_mask; }
 };
 
+// ---- the self-ring of the waker (tcp_wait.cc) ----
+
+/// An eventfd another thread of this process writes to end the endpoint's sleep (work
+/// handed over to a sleeping progress thread). Without one (eventfd failed), ring() does
+/// nothing and a sleep ends at its timeout.
+class wake_event {
+  public:
+    wake_event();
+    ~wake_event();
+    wake_event(const wake_event&)            = delete;
+    wake_event& operator=(const wake_event&) = delete;
+    int fd() const { return fd_; }
+    void ring();
+    void clear();
+
+  private:
+    int fd_ = -1;
+};
+
 // ---- the endpoint (tcp_endpoint.cc) ----
 
 class tcp_endpoint final : public endpoint {
@@ -288,10 +307,11 @@ class tcp_endpoint final : public endpoint {
     /// its unsent bytes; a receive being filled (or whose CTS is out) drains into a discard
     /// sink. No completion either way. False when no pending operation has `cookie`.
     bool cancel(uint64_t cookie);
-    // The waker (tcp_wait.cc): sleeps on wait_fd().
+    // The waker (tcp_wait.cc): sleeps on wait_fd() and on an eventfd that ring() writes.
     waker idle_waker() override;
     uint64_t arm_sleep();
     void sleep(uint64_t token, int64_t timeout_ns);
+    void ring();
 
   private:
     tcp_endpoint(const endpoint_config& config, settings s);
@@ -365,6 +385,7 @@ class tcp_endpoint final : public endpoint {
     std::unique_ptr<common::loopback> loop_;  // peer == own rank
     int epoll_fd_      = -1;
     int stalled_count_ = 0;
+    wake_event bell_;  // tcp_wait.cc
     std::string published_;
     bool closed_ = false;
     status ok_;

@@ -62,6 +62,7 @@ caps tcp_endpoint::capabilities() const {
     c.eager_limit        = settings_.eager_limit;
     c.max_message        = max_frame_len;
     c.detects_peer_death = true;
+    c.carrier            = medium::network;
     return c;
 }
 

@@ -35,6 +35,20 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// The tuner's cost class of what carries the endpoint's messages (tuner::defaults_for): the
+// driver says what it is, whatever its name (fwd:shm, fault:tcp).
+const char* cost_class(const drivers::endpoint& ep) {
+    switch (ep.capabilities().carrier) {
+        case drivers::medium::network:
+            return "tcp";
+        case drivers::medium::loopback:
+            return "self";
+        case drivers::medium::shared_memory:
+            break;
+    }
+    return "shm";
+}
+
 std::string calibration_file(const std::string& configured) {
     return tuner::calibration_path(configured, tuner::params::xdg_cache_home.get(),
                                    tuner::params::home.get());
@@ -71,7 +85,7 @@ status communicator::share_machine_params(std::string* line) {
 }
 
 status communicator::measure(bool thorough, tuner::machine_params* p) {
-    *p        = tuner::defaults_for(settings_.transport);
+    *p        = tuner::defaults_for(cost_class(*endpoint_));
     p->source = "measured";
     p->ranks  = size();
     if (rank() == 0) {
@@ -160,11 +174,11 @@ status communicator::measure(bool thorough, tuner::machine_params* p) {
 }
 
 status communicator::agree_machine_params() {
-    machine_               = tuner::defaults_for(settings_.transport);
+    machine_               = tuner::defaults_for(cost_class(*endpoint_));
     const std::string path = calibration_file(settings_.calibration_file);
     std::string line;
     if (rank() == 0) {
-        auto loaded = tuner::load(path, machine_.host, settings_.transport, size());
+        auto loaded = tuner::load(path, machine_.host, machine_.transport, size());
         if (!loaded) {
             LOOM_LOG_WARN(log::subsystem::init, "rank 0: %s; the tuner uses its defaults",
                           loaded.error().message().c_str());

@@ -32,13 +32,8 @@ bool contains(const std::vector<int32_t>& v, int x) {
 // Before a call starts: what peers already said (a failure notice, a hello) must be seen,
 // so a late rank fails at once instead of completing against a peer that gave up.
 void engine_impl::absorb_arrivals() {
-    drivers::completion done[32];
     for (int pass = 0; pass < 8; ++pass) {
-        int n = fast_.poll(fast_.ctx, done, 32);
-        for (int i = 0; i < n; ++i) {
-            on_completion(done[i]);
-        }
-        if (n < 32) {
+        if (poll_source_once(sources_.front()) < poll_burst) {
             break;
         }
     }

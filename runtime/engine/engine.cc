@@ -43,6 +43,12 @@ engine_impl::engine_impl(const engine_config& config, drivers::endpoint& endpoin
 
 engine_impl::~engine_impl() {
     stop_.store(true, std::memory_order_release);  // R: pairs with the acquire in the loop
+    if (threaded_) {
+        std::lock_guard<std::mutex> hold(lock_);
+        if (asleep_.load(std::memory_order_relaxed)) {
+            sleeping_on_.ring(sleeping_on_.ctx);  // the thread stops now, not after its sleep
+        }
+    }
     if (thread_.joinable()) {
         thread_.join();
     }
@@ -75,6 +81,9 @@ result<request*> engine_impl::start(std::shared_ptr<const plan> p, const call_bu
     }
     if (r->in_progress()) {
         drain(*r);
+    }
+    if (asleep_.load(std::memory_order_relaxed)) {
+        sleeping_on_.ring(sleeping_on_.ctx);  // after the posts, under the lock (waker.hh)
     }
     return r;
 }
@@ -142,12 +151,7 @@ bool engine_impl::poll_once() {
     }
     bool busy = false;
     for (const poll_source& s : sources_) {
-        drivers::completion done[32];
-        int n = s.poll(s.ctx, done, 32);
-        busy |= n > 0;
-        for (int i = 0; i < n; ++i) {
-            on_completion(done[i]);
-        }
+        busy |= poll_source_once(s) > 0;
     }
     for (auto& slot : pool_) {
         request& r = *slot;
@@ -161,6 +165,15 @@ bool engine_impl::poll_once() {
         check_deadlines();
     }
     return busy;
+}
+
+int engine_impl::poll_source_once(const poll_source& s) {
+    drivers::completion done[poll_burst];
+    int n = s.poll(s.ctx, done, poll_burst);
+    for (int i = 0; i < n; ++i) {
+        on_completion(done[i]);
+    }
+    return n;
 }
 
 // Every entry that touches the state comes through here.
@@ -182,7 +195,8 @@ bool engine_impl::progress() {
 // After an idle pass: spin or yield, then sleep until a source has work. The sleep is
 // announced, then one more pass runs, so work published before the announcement is found
 // by the pass and work published after it wakes the sleep (drivers/waker.hh). A refused
-// control message is retried by passes only, so it keeps the caller napping.
+// control message is retried by passes only, so it keeps the caller napping. The progress
+// thread sleeps only on a waker that start() can ring: the caller's posts are work too.
 void engine_impl::rest(idle_policy& idle, bool busy) {
     if (!idle.after_poll(busy)) {
         return;
@@ -195,9 +209,14 @@ void engine_impl::rest(idle_policy& idle, bool busy) {
         if (controls_.empty()) {
             w = common_waker(sources_.data(), static_cast<int>(sources_.size()));
         }
+        if (threaded_ && w.ring == nullptr) {
+            w = {};
+        }
         if (w) {
-            token = w.arm(w.ctx);
-            found = poll_once();
+            token        = w.arm(w.ctx);
+            found        = poll_once();
+            sleeping_on_ = w;
+            asleep_.store(threaded_ && !found, std::memory_order_relaxed);
         }
     }
     if (!w) {
@@ -205,6 +224,7 @@ void engine_impl::rest(idle_policy& idle, bool busy) {
         return;
     }
     w.sleep(w.ctx, token, found ? 0 : max_sleep_ns);  // outside the lock: start() may post
+    asleep_.store(false, std::memory_order_relaxed);
     if (found) {
         idle.reset();
     }
@@ -249,11 +269,7 @@ void engine_impl::settle_controls() {
     auto hold    = enter();
     double until = now_s() + settle_controls_s;
     while (!controls_.empty() && now_s() < until) {
-        drivers::completion done[32];
-        int n = fast_.poll(fast_.ctx, done, 32);
-        for (int i = 0; i < n; ++i) {
-            on_completion(done[i]);
-        }
+        poll_source_once(sources_.front());
         flush_controls();
     }
 }

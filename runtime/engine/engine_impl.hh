@@ -46,6 +46,9 @@ class engine_impl final : public engine {
     void apply_abort();
     void fail_all(loom_status_t code, const std::string& why);
     bool poll_once();
+    /// Polls one source for up to poll_burst completions and handles them; returns how many.
+    int poll_source_once(const poll_source& s);
+    static constexpr int poll_burst = 32;
     void rest(idle_policy& idle, bool busy);
     void check_deadlines();
     void progress_thread();
@@ -131,6 +134,10 @@ class engine_impl final : public engine {
     std::string abort_why_;
     std::thread thread_;
     std::atomic<bool> stop_{false};
+    // Thread mode: the waker the progress thread sleeps on (set under lock_) and whether it
+    // sleeps, so start() rings it only then: a call does not wait out the sleep.
+    drivers::waker sleeping_on_;
+    std::atomic<bool> asleep_{false};
 };
 
 }  // namespace loom::engine

@@ -19,50 +19,45 @@ namespace {
 
 using namespace detail;
 
-// d = a op b; d, a, b pairwise distinct (a may equal b: both are only read).
-template <class T, class Op>
-[[gnu::always_inline]] inline void loop_distinct(T* __restrict d, const T* __restrict a,
-                                                 const T* __restrict b, size_t n) {
+// Runs element(i) for every i < n: whole blocks with a constant inner trip count (the
+// loops that vectorise), then the tail in scalar code. Each element lambda is forced
+// inline: called out of line it hides the __restrict operands and nothing vectorises.
+template <class T, class F>
+[[gnu::always_inline]] inline void blockwise(size_t n, F element) {
     constexpr size_t block = block_bytes / sizeof(T);
     size_t i               = 0;
     for (; i + block <= n; i += block) {
         for (size_t j = 0; j < block; ++j) {
-            d[i + j] = Op::apply(a[i + j], b[i + j]);
+            element(i + j);
         }
     }
     for (; i < n; ++i) {
-        d[i] = Op::apply(a[i], b[i]);
+        element(i);
     }
+}
+
+// d = a op b; d, a, b pairwise distinct (a may equal b: both are only read).
+template <class T, class Op>
+[[gnu::always_inline]] inline void loop_distinct(T* __restrict d, const T* __restrict a,
+                                                 const T* __restrict b, size_t n) {
+    blockwise<T>(
+        n, [&](size_t i) __attribute__((always_inline)) { d[i] = Op::apply(a[i], b[i]); });
 }
 
 // In place: d = d op s (d_first) or d = s op d; keeps the caller's operand order.
 template <class T, class Op, bool d_first>
 [[gnu::always_inline]] inline void loop_into(T* __restrict d, const T* __restrict s, size_t n) {
-    constexpr size_t block = block_bytes / sizeof(T);
-    size_t i               = 0;
-    for (; i + block <= n; i += block) {
-        for (size_t j = 0; j < block; ++j) {
-            d[i + j] = d_first ? Op::apply(d[i + j], s[i + j]) : Op::apply(s[i + j], d[i + j]);
-        }
-    }
-    for (; i < n; ++i) {
-        d[i] = d_first ? Op::apply(d[i], s[i]) : Op::apply(s[i], d[i]);
-    }
+    blockwise<T>(
+        n, [&](size_t i) __attribute__((always_inline)) {
+            d[i] = d_first ? Op::apply(d[i], s[i]) : Op::apply(s[i], d[i]);
+        });
 }
 
 // d = d op d (dst == a == b).
 template <class T, class Op>
 [[gnu::always_inline]] inline void loop_self(T* d, size_t n) {
-    constexpr size_t block = block_bytes / sizeof(T);
-    size_t i               = 0;
-    for (; i + block <= n; i += block) {
-        for (size_t j = 0; j < block; ++j) {
-            d[i + j] = Op::apply(d[i + j], d[i + j]);
-        }
-    }
-    for (; i < n; ++i) {
-        d[i] = Op::apply(d[i], d[i]);
-    }
+    blockwise<T>(
+        n, [&](size_t i) __attribute__((always_inline)) { d[i] = Op::apply(d[i], d[i]); });
 }
 
 template <class T, class Op>
@@ -92,16 +87,8 @@ struct native {
 // division per element; a multiplication by 1/n would not be).
 template <class T>
 void divide_floats(T* __restrict p, size_t count, T by) {
-    constexpr size_t block = block_bytes / sizeof(T);
-    size_t i               = 0;
-    for (; i + block <= count; i += block) {
-        for (size_t j = 0; j < block; ++j) {
-            p[i + j] = p[i + j] / by;
-        }
-    }
-    for (; i < count; ++i) {
-        p[i] = p[i] / by;
-    }
+    blockwise<T>(
+        count, [&](size_t i) __attribute__((always_inline)) { p[i] = p[i] / by; });
 }
 
 template <class T>
@@ -120,61 +107,55 @@ void divide_all(void* buf, size_t count, int n) {
     }
 }
 
+// Calls f(T{}) with the C++ type of a native dtype; does nothing for the 16-bit floats
+// (reduce_half.cc) and unknown dtypes.
+template <class F>
+void with_native_type(loom_dtype_t dtype, F f) {
+    switch (dtype) {
+        case LOOM_INT8:
+            return f(int8_t{});
+        case LOOM_UINT8:
+            return f(uint8_t{});
+        case LOOM_INT32:
+            return f(int32_t{});
+        case LOOM_UINT32:
+            return f(uint32_t{});
+        case LOOM_INT64:
+            return f(int64_t{});
+        case LOOM_UINT64:
+            return f(uint64_t{});
+        case LOOM_FLOAT32:
+            return f(float{});
+        case LOOM_FLOAT64:
+            return f(double{});
+        default:
+            return;
+    }
+}
+
+bool is_sixteen(loom_dtype_t dtype) {
+    return dtype == LOOM_FLOAT16 || dtype == LOOM_BFLOAT16;
+}
+
 }  // namespace
 
 reduce_fn reduce_kernel(loom_dtype_t dtype, loom_op_t op) {
-    switch (dtype) {
-        case LOOM_INT8:
-            return pick<int8_t, native>(op);
-        case LOOM_UINT8:
-            return pick<uint8_t, native>(op);
-        case LOOM_INT32:
-            return pick<int32_t, native>(op);
-        case LOOM_UINT32:
-            return pick<uint32_t, native>(op);
-        case LOOM_INT64:
-            return pick<int64_t, native>(op);
-        case LOOM_UINT64:
-            return pick<uint64_t, native>(op);
-        case LOOM_FLOAT16:
-        case LOOM_BFLOAT16:
-            return sixteen_kernel(dtype, op);
-        case LOOM_FLOAT32:
-            return pick<float, native>(op);
-        case LOOM_FLOAT64:
-            return pick<double, native>(op);
-        default:
-            return nullptr;
+    if (is_sixteen(dtype)) {
+        return sixteen_kernel(dtype, op);
     }
+    reduce_fn fn = nullptr;
+    with_native_type(dtype, [&](auto t) { fn = pick<decltype(t), native>(op); });
+    return fn;
 }
 
 void finish_average(void* buf, loom_dtype_t dtype, size_t count, int n) {
     if (n <= 1) {
         return;
     }
-    switch (dtype) {
-        case LOOM_INT8:
-            return divide_all<int8_t>(buf, count, n);
-        case LOOM_UINT8:
-            return divide_all<uint8_t>(buf, count, n);
-        case LOOM_INT32:
-            return divide_all<int32_t>(buf, count, n);
-        case LOOM_UINT32:
-            return divide_all<uint32_t>(buf, count, n);
-        case LOOM_INT64:
-            return divide_all<int64_t>(buf, count, n);
-        case LOOM_UINT64:
-            return divide_all<uint64_t>(buf, count, n);
-        case LOOM_FLOAT16:
-        case LOOM_BFLOAT16:
-            return sixteen_average(buf, dtype, count, n);
-        case LOOM_FLOAT32:
-            return divide_all<float>(buf, count, n);
-        case LOOM_FLOAT64:
-            return divide_all<double>(buf, count, n);
-        default:
-            return;
+    if (is_sixteen(dtype)) {
+        return sixteen_average(buf, dtype, count, n);
     }
+    with_native_type(dtype, [&](auto t) { divide_all<decltype(t)>(buf, count, n); });
 }
 
 void copy_bytes(void* dst, const void* src, size_t n) {

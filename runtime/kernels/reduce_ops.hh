@@ -80,27 +80,19 @@ struct op_prod {
     }
 };
 
-struct op_min {
+template <bool is_min>
+struct op_min_max {
     template <class T>
     static T apply(T a, T b) {
         if constexpr (std::is_floating_point_v<T>) {
-            return float_min_max<T, true>(a, b);
+            return float_min_max<T, is_min>(a, b);
         } else {
-            return a < b ? a : b;
+            return (is_min ? a < b : a > b) ? a : b;
         }
     }
 };
-
-struct op_max {
-    template <class T>
-    static T apply(T a, T b) {
-        if constexpr (std::is_floating_point_v<T>) {
-            return float_min_max<T, false>(a, b);
-        } else {
-            return a > b ? a : b;
-        }
-    }
-};
+using op_min = op_min_max<true>;
+using op_max = op_min_max<false>;
 
 /// The kernel of `K<T, op>` for each op (avg reduces as sum), nullptr for an unknown op.
 template <class T, template <class, class> class K>

@@ -83,18 +83,9 @@ std::string today() {
 
 }  // namespace
 
-std::string transport_class(std::string_view transport) {
-    for (std::string_view wrapper : {"fwd:", "fault:"}) {
-        if (transport.substr(0, wrapper.size()) == wrapper) {
-            return transport_class(transport.substr(wrapper.size()));
-        }
-    }
-    return std::string(transport.empty() ? "shm" : transport);
-}
-
-machine_params defaults_for(std::string_view transport) {
+machine_params defaults_for(std::string_view cost_class) {
     machine_params p;
-    p.transport = transport_class(transport);
+    p.transport = cost_class;
     if (p.transport == "tcp") {
         p.alpha_s        = 15e-6;
         p.bw_bytes_per_s = 2e9;
@@ -134,7 +125,7 @@ std::string to_line(const machine_params& p) {
     std::snprintf(buf, sizeof buf,
                   "host=%s transport=%s%s alpha_us=%.4g bw_GBps=%.4g reduce_GBps=%.4g "
                   "alpha_switch_us=%.4g source=%s date=%s",
-                  p.host.c_str(), transport_class(p.transport).c_str(),
+                  p.host.c_str(), p.transport.c_str(),
                   p.ranks > 0 ? (" ranks=" + std::to_string(p.ranks)).c_str() : "", p.alpha_s * 1e6,
                   p.bw_bytes_per_s / 1e9, p.reduce_bytes_per_s / 1e9, p.switch_alpha() * 1e6,
                   p.source.c_str(), today().c_str());
@@ -197,12 +188,11 @@ result<machine_params> from_line(std::string_view line) {
 }
 
 result<std::optional<machine_params>> load(const std::string& path, std::string_view host,
-                                           std::string_view transport, int ranks) {
+                                           std::string_view cost_class, int ranks) {
     auto text = read_calibration(path);
     if (!text) {
         return text.error();
     }
-    const std::string cls = transport_class(transport);
     std::optional<machine_params> exact, any_ranks;  // any_ranks: a line without ranks=
     status st = for_each_line(*text, [&](std::string_view line, int number) -> status {
         if (exact) {  // found: the lines after it are not read, as before
@@ -213,7 +203,7 @@ result<std::optional<machine_params>> load(const std::string& path, std::string_
             return status(p.error()).prefix("calibration file " + path + " line " +
                                             std::to_string(number) + ": ");
         }
-        if (p->host != host || p->transport != cls) {
+        if (p->host != host || p->transport != cost_class) {
             return status::ok();
         }
         p->file   = path;
@@ -239,8 +229,8 @@ status save(const std::string& path, const machine_params& p) {
     }
     (void)for_each_line(*text, [&](std::string_view line, int) {
         auto other = from_line(line);
-        if (other && (other->host != p.host || other->transport != transport_class(p.transport) ||
-                      other->ranks != p.ranks)) {
+        if (other &&
+            (other->host != p.host || other->transport != p.transport || other->ranks != p.ranks)) {
             keep.emplace_back(line);
         }
         return status::ok();

@@ -26,7 +26,7 @@ constexpr int max_calibration_ranks = 1 << 24;
 
 struct machine_params {
     std::string host;
-    std::string transport;          // "shm", "tcp", "self", "fwd:shm" …
+    std::string transport;          // the cost class: "shm", "tcp" or "self" (below)
     int ranks                 = 0;  // the communicator size measured; 0: any
     double alpha_s            = 2e-6;
     double bw_bytes_per_s     = 4e9;
@@ -38,12 +38,11 @@ struct machine_params {
     double switch_alpha() const { return alpha_switch_s < 0 ? alpha_s : alpha_switch_s; }
 };
 
-/// The transport's class for calibration: "fwd:shm" and "fault:shm" are measured as shm.
-std::string transport_class(std::string_view transport);
-
-/// Built-in figures of a transport class (a 2-core VM's order of magnitude), used until a
-/// calibration exists.
-machine_params defaults_for(std::string_view transport);
+/// Built-in figures of a cost class (a 2-core VM's order of magnitude), used until a
+/// calibration exists. The classes are what carries the messages, as an endpoint's caps
+/// say (drivers::medium): "shm" (shared memory, and anything unknown), "tcp" (a network),
+/// "self" (the own rank); a wrapper such as fwd:shm or fault:tcp is its inner driver's.
+machine_params defaults_for(std::string_view cost_class);
 
 /// This host's name (gethostname), "localhost" when unknown.
 std::string host_name();
@@ -54,13 +53,13 @@ std::string host_name();
 std::string calibration_path(std::string_view configured, std::string_view xdg_cache_home,
                              std::string_view home);
 
-/// Reads the line for (host, transport class, ranks) from `path` — one with exactly
+/// Reads the line for (host, cost class, ranks) from `path` — one with exactly
 /// `ranks`, else one without ranks= — nullopt when the file or the line is absent. A
 /// malformed line is LOOM_ERR_PARSE naming the file and line.
 result<std::optional<machine_params>> load(const std::string& path, std::string_view host,
-                                           std::string_view transport, int ranks = 0);
+                                           std::string_view cost_class, int ranks = 0);
 
-/// Writes `p` as the line for its (host, transport class, ranks), keeping the others; the
+/// Writes `p` as the line for its (host, cost class, ranks), keeping the others; the
 /// file is replaced atomically (write aside, rename), directories created as needed.
 status save(const std::string& path, const machine_params& p);
 

@@ -67,5 +67,10 @@ if [ -e "$LOOM_CALIBRATION_FILE" ]; then
     fail_case "LOOM_CALIBRATE=off wrote a calibration file"
 fi
 
+# The cost class is what the driver says carries its messages, whatever its name.
+unset LOOM_EXPLAIN
+case_run "fwd:tcp is costed as tcp" 2 --fabric ring:2 --transport tcp -- \
+    "$program" --expect-source defaults tcp
+
 echo "run_tuner: $failures failed"
 [ "$failures" -eq 0 ]

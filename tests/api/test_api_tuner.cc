@@ -10,8 +10,9 @@
 //    the schedule's bytes: ring all-reduce 2(N-1)/N·M per rank, pairwise all-to-all (N-1)/N·M;
 //  - loom_comm_calibrate measures, writes rank 0's file and every rank adopts the figures.
 // Usage: test_api_tuner WORKDIR (rank files WORKDIR/rank-<r>.txt), or
-//        test_api_tuner --expect-source SOURCE: LOOM_CALIBRATION_FILE as the environment
-//        sets it; every rank's agreed figures come from SOURCE (measured, file, defaults).
+//        test_api_tuner --expect-source SOURCE [CLASS]: LOOM_CALIBRATION_FILE as the
+//        environment sets it; every rank's agreed figures come from SOURCE (measured,
+//        file, defaults), for the cost class CLASS (shm, tcp) when given.
 #include <loom/loom.h>
 #include <unistd.h>
 
@@ -285,13 +286,23 @@ void explain_matches_run(rank_context& ctx, const void*) {
 
 // LOOM_CALIBRATION_FILE as the environment sets it: every rank's agreed figures come from
 // `source` (measured, file, defaults).
+// `cost_class` (or null): the calibration's transport, the class of what carries messages.
+struct expected_source {
+    const char* source;
+    const char* cost_class;
+};
+
 void expect_source(rank_context& ctx, const void* raw) {
-    const char* source = static_cast<const char*>(raw);
+    const auto& want = *static_cast<const expected_source*>(raw);
     loom_calibration_t cal;
     cal.struct_size = sizeof cal;
     ctx.check(loom_comm_calibration(ctx.comm, &cal) == LOOM_SUCCESS, "loom_comm_calibration");
-    ctx.check(std::string(cal.source) == source,
-              std::string("source ") + cal.source + ", expected " + source);
+    ctx.check(std::string(cal.source) == want.source,
+              std::string("source ") + cal.source + ", expected " + want.source);
+    if (want.cost_class) {
+        ctx.check(std::string(cal.transport) == want.cost_class,
+                  std::string("cost class ") + cal.transport + ", expected " + want.cost_class);
+    }
     uint64_t alpha_bits = 0;
     std::memcpy(&alpha_bits, &cal.alpha_s, sizeof alpha_bits);
     ctx.check(same_everywhere(ctx.comm, alpha_bits), "ranks hold different figures");
@@ -313,15 +324,16 @@ void agreement_and_calibration(rank_context& ctx, const void* raw) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc == 3 && std::string(argv[1]) == "--expect-source") {
-        return run_from_environment(expect_source, argv[2]);
+    if ((argc == 3 || argc == 4) && std::string(argv[1]) == "--expect-source") {
+        const expected_source want{argv[2], argc == 4 ? argv[3] : nullptr};
+        return run_from_environment(expect_source, &want);
     }
     if (argc == 2 && std::string(argv[1]) == "--explain-matches-run") {
         return run_from_environment(explain_matches_run, nullptr);
     }
     if (argc != 2) {
         std::fprintf(stderr,
-                     "usage: test_api_tuner WORKDIR | --expect-source SOURCE | "
+                     "usage: test_api_tuner WORKDIR | --expect-source SOURCE [CLASS] | "
                      "--explain-matches-run\n");
         return 2;
     }

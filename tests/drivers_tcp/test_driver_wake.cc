@@ -3,10 +3,12 @@
 // peer's send within milliseconds, not at the timeout. Each case waits 200 ms before the
 // event so the sleeper is surely asleep: an eager message (the ring or the socket rings),
 // and a large one whose sender sleeps until the receiver's acknowledgement (shm: the ack
-// word rings; tcp: the clear-to-send arrives on the socket).
+// word rings; tcp: the clear-to-send arrives on the socket). And a ring from another thread
+// of the sleeper's own process (work handed over) ends its sleep just as soon.
 #include <time.h>
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "../drivers/wake_test_util.hh"
@@ -23,6 +25,7 @@ using test::wake::hold_s;
 using test::wake::late_s;
 using test::wake::now;
 using test::wake::pause_s;
+using test::wake::sleep_timeout_ns;
 using test::wake::sleep_until_completion;
 
 result<std::unique_ptr<drivers::endpoint>> open_driver(const std::string& driver, int rank,
@@ -35,22 +38,14 @@ result<std::unique_ptr<drivers::endpoint>> open_driver(const std::string& driver
 }
 
 // Rank 1 sleeps on a receive; rank 0 sends after hold_s.
-int eager_rank(const std::string& driver, int rank, const std::string& job,
-               const std::string& dir) {
-    file_store store(dir);
-    auto ep = open_driver(driver, rank, job, &store);
-    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    return test::wake::eager_rounds(**ep, driver, rank);
+int eager_rank(const std::string& driver, int rank, drivers::endpoint& ep) {
+    return test::wake::eager_rounds(ep, driver, rank);
 }
 
 // Rank 0 sends a large message and sleeps until it completes; rank 1 posts the receive
 // after hold_s: the completion follows the receiver's acknowledgement, not the timeout.
-int rendezvous_rank(const std::string& driver, int rank, const std::string& job,
-                    const std::string& dir) {
-    file_store store(dir);
-    auto ep = open_driver(driver, rank, job, &store);
-    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    const auto& f = (*ep)->fast();
+int rendezvous_rank(const std::string& driver, int rank, drivers::endpoint& ep) {
+    const auto& f = ep.fast();
     size_t n      = size_t(4) << 20;  // beyond every eager limit
     std::vector<char> buf(n);
     completion c[1];
@@ -69,7 +64,7 @@ int rendezvous_rank(const std::string& driver, int rank, const std::string& job,
     test::fill(buf.data(), n, 3);
     RANK_CHECK(rank, f.post_send(f.ctx, 1, 1, 0, buf.data(), n, 1) == 0, "send");
     int sleeps = 0;
-    RANK_CHECK(rank, sleep_until_completion(**ep, c, &sleeps) == 1, "no completion");
+    RANK_CHECK(rank, sleep_until_completion(ep, c, &sleeps) == 1, "no completion");
     double done = now();
     RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].cookie == 1, "send status");
     RANK_CHECK(rank, f.post_recv(f.ctx, 1, 2, 0, &posted, sizeof posted, 2) == 0, "recv");
@@ -82,13 +77,53 @@ int rendezvous_rank(const std::string& driver, int rank, const std::string& job,
     return 0;
 }
 
-void run(const char* driver,
-         int (*body)(const std::string&, int, const std::string&, const std::string&)) {
+// Rank 1 sleeps with nothing posted; a thread of its own rings its waker after hold_s.
+// Rank 0 waits for rank 1's last message, so no closing connection wakes the sleeper.
+int self_ring_rank(const std::string& driver, int rank, drivers::endpoint& ep) {
+    const auto& f = ep.fast();
+    completion c[1];
+    int done = 0;
+    if (rank == 0) {
+        RANK_CHECK(rank, f.post_recv(f.ctx, 1, 9, 0, &done, sizeof done, 1) == 0, "recv");
+        RANK_CHECK(rank, test::wait_completions(f, c, 1, 60) == 1, "recv completion");
+        return 0;
+    }
+    drivers::waker w = ep.idle_waker();
+    RANK_CHECK(rank, w.ring != nullptr, "%s offers no ring", driver.c_str());
+    for (int round = 0; round < 3; ++round) {
+        double rung        = 0;
+        uint64_t token     = w.arm(w.ctx);
+        std::thread ringer = std::thread([&] {
+            pause_s(hold_s);
+            rung = now();
+            w.ring(w.ctx);
+        });
+        double slept       = now();
+        w.sleep(w.ctx, token, sleep_timeout_ns);
+        double woke = now();
+        ringer.join();
+        RANK_CHECK(rank, woke - slept >= hold_s * 0.9, "round %d: woken before the ring", round);
+        RANK_CHECK(rank, woke - rung < late_s, "round %d: woken %.1f ms after the ring", round,
+                   (woke - rung) * 1e3);
+        std::printf("# %s self ring round %d: woken %.3f ms after the ring\n", driver.c_str(),
+                    round, (woke - rung) * 1e3);
+    }
+    RANK_CHECK(rank, f.post_send(f.ctx, 0, 9, 0, &done, sizeof done, 2) == 0, "send");
+    RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "send completion");
+    return 0;
+}
+
+// Runs `body` on two ranks, each with its endpoint of `driver` connected.
+void run(const char* driver, int (*body)(const std::string&, int, drivers::endpoint&)) {
     test::store_dir dir("wake");
-    std::string job = test::unique_job("wake");
-    std::string d   = driver;
-    std::string problems =
-        test::run_ranks(2, 60, [&](int rank) { return body(d, rank, job, dir.path); });
+    std::string job      = test::unique_job("wake");
+    std::string d        = driver;
+    std::string problems = test::run_ranks(2, 60, [&](int rank) {
+        file_store store(dir.path);
+        auto ep = open_driver(d, rank, job, &store);
+        RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+        return body(d, rank, **ep);
+    });
     if (!problems.empty()) {
         LOOM_FAIL(problems);
     }
@@ -99,6 +134,12 @@ void shm_eager_send_wakes_the_sleeper(void**) {
 }
 void shm_ack_wakes_the_sleeping_sender(void**) {
     run("shm", rendezvous_rank);
+}
+void shm_ring_wakes_the_own_sleeper(void**) {
+    run("shm", self_ring_rank);
+}
+void tcp_ring_wakes_the_own_sleeper(void**) {
+    run("tcp", self_ring_rank);
 }
 void tcp_eager_send_wakes_the_sleeper(void**) {
     run("tcp", eager_rank);
@@ -113,6 +154,8 @@ int main() {
     const CMUnitTest tests[] = {
         cmocka_unit_test(shm_eager_send_wakes_the_sleeper),
         cmocka_unit_test(shm_ack_wakes_the_sleeping_sender),
+        cmocka_unit_test(shm_ring_wakes_the_own_sleeper),
+        cmocka_unit_test(tcp_ring_wakes_the_own_sleeper),
         cmocka_unit_test(tcp_eager_send_wakes_the_sleeper),
         cmocka_unit_test(tcp_clear_to_send_wakes_the_sleeping_sender),
     };

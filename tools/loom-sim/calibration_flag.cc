@@ -40,7 +40,7 @@ result<std::optional<tuner::machine_params>> load_calibration(const calibration_
     }
     if (!*p) {
         return invalid_argument("--calibration " + f.file + ": no line for host '" + host +
-                                "', transport '" + tuner::transport_class(transport) + "'" +
+                                "', transport '" + transport + "'" +
                                 (ranks > 0 ? " and " + std::to_string(ranks) + " ranks" : "") +
                                 " (loom-bench calibrate writes one)");
     }

@@ -67,11 +67,11 @@ static void calibration_line_round_trips(void**) {
     assert_string_equal(back->source.c_str(), "measured");
 }
 
-static void calibration_transport_classes(void**) {
-    assert_string_equal(tuner::transport_class("fwd:shm").c_str(), "shm");
-    assert_string_equal(tuner::transport_class("fault:tcp").c_str(), "tcp");
-    assert_string_equal(tuner::transport_class("tcp").c_str(), "tcp");
+static void calibration_cost_classes(void**) {
+    assert_string_equal(tuner::defaults_for("tcp").transport.c_str(), "tcp");
+    assert_string_equal(tuner::defaults_for("self").transport.c_str(), "self");
     assert_true(tuner::defaults_for("tcp").alpha_s > tuner::defaults_for("shm").alpha_s);
+    assert_true(tuner::defaults_for("shm").alpha_s > tuner::defaults_for("self").alpha_s);
     assert_string_equal(tuner::calibration_path("x.txt", "/c", "/h").c_str(), "x.txt");
     assert_string_equal(tuner::calibration_path("", "/c", "/h").c_str(), "/c/loom/calibration.txt");
     assert_string_equal(tuner::calibration_path("", "", "/h").c_str(),
@@ -93,7 +93,7 @@ static void calibration_save_keeps_other_lines(void**) {
     tuner::machine_params a2 = params(4, 4);  // replaces hostA/shm only
     assert_true(tuner::save(path, a2).is_ok());
 
-    auto got_a = tuner::load(path, "hostA", "fwd:shm");  // fwd:shm reads the shm line
+    auto got_a = tuner::load(path, "hostA", "shm");
     auto got_b = tuner::load(path, "hostA", "tcp");
     auto got_c = tuner::load(path, "hostB", "shm");
     assert_true(got_a.is_ok() && got_a->has_value() && got_b.is_ok() && got_b->has_value() &&
@@ -343,7 +343,7 @@ static void explanation_text_names_everything(void**) {
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(calibration_line_round_trips),
-        cmocka_unit_test(calibration_transport_classes),
+        cmocka_unit_test(calibration_cost_classes),
         cmocka_unit_test(calibration_save_keeps_other_lines),
         cmocka_unit_test(calibration_lines_per_rank_count),
         cmocka_unit_test(calibration_malformed_line_is_named),
