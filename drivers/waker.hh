@@ -37,6 +37,13 @@ struct waker {
     void (*ring)(void* ctx) = nullptr;
 
     explicit operator bool() const { return arm != nullptr && sleep != nullptr; }
+    /// ring(ctx) where the waker has one: for wrappers that hand a ring on to the waker
+    /// they sleep on.
+    void ring_if_any() const {
+        if (ring != nullptr) {
+            ring(ctx);
+        }
+    }
     bool same_as(const waker& o) const { return ctx == o.ctx && arm == o.arm && sleep == o.sleep; }
 };
 

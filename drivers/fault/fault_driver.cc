@@ -73,6 +73,7 @@ class fault_endpoint final : public endpoint {
     void sleep(uint64_t token, int64_t timeout_ns) {
         inner_waker_.sleep(inner_waker_.ctx, token, std::min(timeout_ns, sleep_cap_ns_));
     }
+    void ring() { inner_waker_.ring_if_any(); }
 
   private:
     uint32_t take_op(uint64_t cookie, uint32_t inner_pending);

@@ -143,6 +143,7 @@ class forward_endpoint final : public endpoint {
         int64_t cap = stirred_.load(std::memory_order_relaxed) ? 0 : sleep_cap_ns_;
         inner_waker_.sleep(inner_waker_.ctx, token, std::min(timeout_ns, cap));
     }
+    void ring() { inner_waker_.ring_if_any(); }
 
   private:
     int take_op();
