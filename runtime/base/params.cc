@@ -9,32 +9,20 @@ extern char** environ;
 namespace loom::params {
 namespace {
 
-bool parse_int(std::string_view v, int64_t* out) {
-    if (v.empty()) {
-        return false;
-    }
-    std::string s(v);
-    char* end   = nullptr;
-    long long x = std::strtoll(s.c_str(), &end, 10);
-    if (*end != '\0') {
-        return false;
-    }
-    *out = x;
-    return true;
-}
-
-bool parse_real(std::string_view v, double* out) {
+// The one parser of integers and numbers: validation and get() read a value alike.
+template <typename T>
+bool parse(std::string_view v, T* out) {
     if (v.empty()) {
         return false;
     }
     std::string s(v);
     char* end = nullptr;
-    double x  = std::strtod(s.c_str(), &end);
-    if (*end != '\0') {
-        return false;
+    if constexpr (std::is_same_v<T, double>) {
+        *out = std::strtod(s.c_str(), &end);
+    } else {
+        *out = std::strtoll(s.c_str(), &end, 10);
     }
-    *out = x;
-    return true;
+    return *end == '\0';
 }
 
 std::string quoted(const param& p, std::string_view value) {
@@ -70,17 +58,13 @@ status validate(const param& p, std::string_view value) {
     switch (p.kind) {
         case type::integer: {
             int64_t x;
-            if (!parse_int(value, &x)) {
-                return invalid_argument(quoted(p, value) + " is not an integer");
-            }
-            return status::ok();
+            return parse(value, &x) ? status::ok()
+                                    : invalid_argument(quoted(p, value) + " is not an integer");
         }
         case type::real: {
             double x;
-            if (!parse_real(value, &x)) {
-                return invalid_argument(quoted(p, value) + " is not a number");
-            }
-            return status::ok();
+            return parse(value, &x) ? status::ok()
+                                    : invalid_argument(quoted(p, value) + " is not a number");
         }
         case type::boolean:
             if (value == "0" || value == "1" || value == "true" || value == "false") {
@@ -132,14 +116,12 @@ std::string handle::text() const {
 
 int64_t int_param::get() const {
     int64_t x = 0;
-    parse_int(text(), &x);
-    return x;
+    return parse(text(), &x) ? x : 0;
 }
 
 double real_param::get() const {
     double x = 0;
-    parse_real(text(), &x);
-    return x;
+    return parse(text(), &x) ? x : 0;
 }
 
 bool bool_param::get() const {
@@ -147,9 +129,9 @@ bool bool_param::get() const {
     return v == "1" || v == "true";
 }
 
-component::component(std::string_view name, std::initializer_list<const handle*> handles)
-    : name_(name), handles_(handles) {
-    registry::global().add(*this);
+handle::handle(component& owner, const param& declaration) : declaration_(declaration) {
+    registry::global().add(declaration_, owner.name(), owner.handles_.size());
+    owner.handles_.push_back(this);
 }
 
 registry& registry::global() {
@@ -157,7 +139,8 @@ registry& registry::global() {
     return instance;
 }
 
-void registry::add_locked(const param& p, std::string_view component, size_t order) {
+void registry::add(const param& p, std::string_view component, size_t order) {
+    std::lock_guard lock(mutex_);
     if (long i = index_of(p.name); i >= 0) {
         // A program that links a component twice (a static copy beside libloom's) registers
         // the same declaration twice: one parameter. Two different declarations are a bug.
@@ -169,7 +152,8 @@ void registry::add_locked(const param& p, std::string_view component, size_t ord
     entries_.push_back(entry{&p, component, order, std::string(p.default_value), false, false});
 }
 
-void registry::load_locked() const {
+std::unique_lock<std::mutex> registry::loaded() const {
+    std::unique_lock lock(mutex_);
     for (entry& e : entries_) {
         if (e.loaded) {
             continue;
@@ -192,14 +176,7 @@ void registry::load_locked() const {
         e.value = env;
         e.set   = true;
     }
-}
-
-void registry::add(const component& c) {
-    std::lock_guard lock(mutex_);
-    size_t order = 0;
-    for (const handle* h : c.handles()) {
-        add_locked(h->declaration(), c.name(), order++);
-    }
+    return lock;
 }
 
 long registry::index_of(std::string_view name) const {
@@ -211,15 +188,9 @@ long registry::index_of(std::string_view name) const {
     return -1;
 }
 
-std::pair<std::string, bool> registry::read(const handle& h) {
-    std::lock_guard lock(mutex_);
-    long i = index_of(h.name());
-    if (i < 0) {
-        add_locked(h.declaration(), "", 0);
-        i = static_cast<long>(entries_.size()) - 1;
-    }
-    load_locked();
-    const entry& e = entries_[static_cast<size_t>(i)];
+std::pair<std::string, bool> registry::read(const handle& h) const {
+    auto lock      = loaded();
+    const entry& e = entries_[static_cast<size_t>(index_of(h.name()))];
     return {e.value, e.set};
 }
 
@@ -236,37 +207,32 @@ std::vector<const registry::entry*> registry::sorted(bool foreign) const {
     return out;
 }
 
-std::vector<const param*> registry::all() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
+std::vector<const param*> registry::declarations(bool foreign) const {
+    auto lock = loaded();
     std::vector<const param*> out;
-    for (const entry* e : sorted(false)) {
+    for (const entry* e : sorted(foreign)) {
         out.push_back(e->declaration);
     }
     return out;
+}
+
+std::vector<const param*> registry::all() const {
+    return declarations(false);
 }
 
 std::vector<const param*> registry::foreign() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
-    std::vector<const param*> out;
-    for (const entry* e : sorted(true)) {
-        out.push_back(e->declaration);
-    }
-    return out;
+    return declarations(true);
 }
 
 const param* registry::find(std::string_view name) const {
-    std::lock_guard lock(mutex_);
-    load_locked();
-    long i = index_of(name);
+    auto lock = loaded();
+    long i    = index_of(name);
     return i < 0 ? nullptr : entries_[static_cast<size_t>(i)].declaration;
 }
 
 status registry::set(std::string_view name, std::string_view value) {
-    std::lock_guard lock(mutex_);
-    load_locked();
-    long i = index_of(name);
+    auto lock = loaded();
+    long i    = index_of(name);
     if (i < 0) {
         return invalid_argument("unknown parameter " + std::string(name));
     }
@@ -280,8 +246,7 @@ status registry::set(std::string_view name, std::string_view value) {
 }
 
 status registry::load_status() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
+    auto lock = loaded();
     return load_status_;
 }
 
@@ -291,8 +256,7 @@ bool is_secret(std::string_view name) {
 }
 
 std::string registry::describe() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
+    auto lock = loaded();
     std::ostringstream out;
     for (const entry* e : sorted(false)) {
         const param& p = *e->declaration;
@@ -320,8 +284,7 @@ std::string registry::describe() const {
 }
 
 std::string registry::markdown() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
+    auto lock = loaded();
     std::ostringstream out;
     out << "| variable | default | unit | meaning |\n| --- | --- | --- | --- |\n";
     for (const entry* e : sorted(false)) {
@@ -338,8 +301,7 @@ std::string registry::markdown() const {
 }
 
 std::vector<std::string> registry::unknown_variables() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
+    auto lock = loaded();
     std::vector<std::string> out;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
         std::string_view var(*e);
