@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <type_traits>
 
 extern char** environ;
 
@@ -29,10 +30,16 @@ std::string quoted(const param& p, std::string_view value) {
     return std::string(p.name) + "='" + std::string(value) + "'";
 }
 
-bool same(const param& a, const param& b) {
-    return a.name == b.name && a.kind == b.kind && a.default_value == b.default_value &&
-           a.unit == b.unit && a.choices == b.choices && a.description == b.description &&
-           a.flags == b.flags;
+// Whether `value` is one of `choices`, "a|b|c".
+bool is_choice(std::string_view choices, std::string_view value) {
+    for (size_t at = 0; at < choices.size();) {
+        size_t end = std::min(choices.find('|', at), choices.size());
+        if (choices.substr(at, end - at) == value) {
+            return true;
+        }
+        at = end + 1;
+    }
+    return false;
 }
 
 // A markdown cell: `|` would end it, `<x>` would read as an HTML tag.
@@ -55,37 +62,31 @@ std::string cell(std::string_view text) {
 }  // namespace
 
 status validate(const param& p, std::string_view value) {
+    int64_t integer = 0;
+    double real     = 0;
+    bool valid      = true;
+    std::string why;
     switch (p.kind) {
-        case type::integer: {
-            int64_t x;
-            return parse(value, &x) ? status::ok()
-                                    : invalid_argument(quoted(p, value) + " is not an integer");
-        }
-        case type::real: {
-            double x;
-            return parse(value, &x) ? status::ok()
-                                    : invalid_argument(quoted(p, value) + " is not a number");
-        }
+        case type::integer:
+            valid = parse(value, &integer);
+            why   = " is not an integer";
+            break;
+        case type::real:
+            valid = parse(value, &real);
+            why   = " is not a number";
+            break;
         case type::boolean:
-            if (value == "0" || value == "1" || value == "true" || value == "false") {
-                return status::ok();
-            }
-            return invalid_argument(quoted(p, value) + " is not a boolean (0|1|true|false)");
-        case type::choice: {
-            std::stringstream ss{std::string(p.choices)};
-            std::string item;
-            while (std::getline(ss, item, '|')) {
-                if (item == value) {
-                    return status::ok();
-                }
-            }
-            return invalid_argument(quoted(p, value) + ": allowed values are " +
-                                    std::string(p.choices));
-        }
+            valid = value == "0" || value == "1" || value == "true" || value == "false";
+            why   = " is not a boolean (0|1|true|false)";
+            break;
+        case type::choice:
+            valid = is_choice(p.choices, value);
+            why   = ": allowed values are " + std::string(p.choices);
+            break;
         case type::string:
-            return status::ok();
+            break;
     }
-    return internal_error("unknown parameter type");
+    return valid ? status::ok() : invalid_argument(quoted(p, value) + why);
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -144,7 +145,7 @@ void registry::add(const param& p, std::string_view component, size_t order) {
     if (long i = index_of(p.name); i >= 0) {
         // A program that links a component twice (a static copy beside libloom's) registers
         // the same declaration twice: one parameter. Two different declarations are a bug.
-        if (!same(*entries_[static_cast<size_t>(i)].declaration, p) && load_status_.is_ok()) {
+        if (*entries_[static_cast<size_t>(i)].declaration != p && load_status_.is_ok()) {
             load_status_ = internal_error(std::string(p.name) + " is declared twice, differently");
         }
         return;

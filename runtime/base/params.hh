@@ -37,8 +37,8 @@ enum flag : unsigned {
     /// Its value is never printed (the job secret, in-network tickets).
     secret = 1u << 0,
     /// A variable another launcher sets (Open MPI, MPICH/Hydra, Slurm, PMIx) or the system's
-    /// (TMPDIR, HOME): read here like a parameter, but not loom's setting, so all() does not
-    /// list it and its value is checked by the code that reads it, not at load.
+    /// (TMPDIR, HOME, PATH): read here like a parameter, but not loom's setting, so all()
+    /// does not list it and its value is checked by the code that reads it, not at load.
     foreign = 1u << 1,
 };
 
@@ -53,6 +53,7 @@ struct param {
 
     bool is_secret() const { return (flags & secret) != 0; }
     bool is_foreign() const { return (flags & foreign) != 0; }
+    bool operator==(const param&) const = default;
 };
 
 class component;
@@ -142,7 +143,7 @@ bool is_secret(std::string_view name);
 
 class registry {
   public:
-    /// The process-wide registry; components register into it as they start, and the
+    /// The process-wide registry; handles register into it as they are constructed, and the
     /// environment is read on first use.
     static registry& global();
 
