@@ -131,7 +131,7 @@ bool bool_param::get() const {
 }
 
 handle::handle(component& owner, const param& declaration) : declaration_(declaration) {
-    registry::global().add(declaration_, owner.name(), owner.handles_.size());
+    registry::global().add(declaration_, owner.name());
     owner.handles_.push_back(this);
 }
 
@@ -140,7 +140,7 @@ registry& registry::global() {
     return instance;
 }
 
-void registry::add(const param& p, std::string_view component, size_t order) {
+void registry::add(const param& p, std::string_view component) {
     std::lock_guard lock(mutex_);
     if (long i = index_of(p.name); i >= 0) {
         // A program that links a component twice (a static copy beside libloom's) registers
@@ -150,7 +150,11 @@ void registry::add(const param& p, std::string_view component, size_t order) {
         }
         return;
     }
-    entries_.push_back(entry{&p, component, order, std::string(p.default_value), false, false});
+    // Kept in listing order: by component name, then in declaration order.
+    auto after =
+        std::upper_bound(entries_.begin(), entries_.end(), component,
+                         [](std::string_view c, const entry& e) { return c < e.component; });
+    entries_.insert(after, entry{&p, component, std::string(p.default_value), false, false});
 }
 
 std::unique_lock<std::mutex> registry::loaded() const {
@@ -195,24 +199,13 @@ std::pair<std::string, bool> registry::read(const handle& h) const {
     return {e.value, e.set};
 }
 
-std::vector<const registry::entry*> registry::sorted(bool foreign) const {
-    std::vector<const entry*> out;
-    for (const entry& e : entries_) {
-        if (e.declaration->is_foreign() == foreign) {
-            out.push_back(&e);
-        }
-    }
-    std::sort(out.begin(), out.end(), [](const entry* a, const entry* b) {
-        return a->component != b->component ? a->component < b->component : a->order < b->order;
-    });
-    return out;
-}
-
 std::vector<const param*> registry::declarations(bool foreign) const {
     auto lock = loaded();
     std::vector<const param*> out;
-    for (const entry* e : sorted(foreign)) {
-        out.push_back(e->declaration);
+    for (const entry& e : entries_) {
+        if (e.declaration->is_foreign() == foreign) {
+            out.push_back(e.declaration);
+        }
     }
     return out;
 }
@@ -259,11 +252,14 @@ bool is_secret(std::string_view name) {
 std::string registry::describe() const {
     auto lock = loaded();
     std::ostringstream out;
-    for (const entry* e : sorted(false)) {
-        const param& p = *e->declaration;
+    for (const entry& e : entries_) {
+        const param& p = *e.declaration;
+        if (p.is_foreign()) {
+            continue;
+        }
         // Secrets are never printed (a --config listing ends up in logs and bug reports).
-        bool hidden = p.is_secret() && !e->value.empty();
-        out << p.name << "=" << (hidden ? "(set, not shown)" : e->value) << "  (default "
+        bool hidden = p.is_secret() && !e.value.empty();
+        out << p.name << "=" << (hidden ? "(set, not shown)" : e.value) << "  (default "
             << p.default_value;
         if (!p.unit.empty()) {
             out << ", " << p.unit;
@@ -275,21 +271,20 @@ std::string registry::describe() const {
     }
     // Foreign variables only when set: they are context (which launcher started us), not
     // settings, and a list of every launcher's unset variables would hide loom's own.
-    for (const entry* e : sorted(true)) {
-        if (e->set) {
-            out << e->declaration->name << "=" << e->value << "  (read from the launcher)  "
-                << e->declaration->description << "\n";
+    for (const entry& e : entries_) {
+        if (e.declaration->is_foreign() && e.set) {
+            out << e.declaration->name << "=" << e.value << "  (read from the launcher)  "
+                << e.declaration->description << "\n";
         }
     }
     return out.str();
 }
 
 std::string registry::markdown() const {
-    auto lock = loaded();
     std::ostringstream out;
     out << "| variable | default | unit | meaning |\n| --- | --- | --- | --- |\n";
-    for (const entry* e : sorted(false)) {
-        const param& p = *e->declaration;
+    for (const param* declaration : all()) {
+        const param& p = *declaration;
         out << "| `" << p.name << "` | "
             << (p.default_value.empty() ? "—" : "`" + std::string(p.default_value) + "`") << " | "
             << p.unit << " | ";

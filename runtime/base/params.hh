@@ -173,15 +173,14 @@ class registry {
     struct entry {
         const param* declaration;
         std::string_view component;
-        size_t order;  // declaration order within the component
         std::string value;
         bool set;
         bool loaded;  // value read from the environment (on first use, not at registration)
     };
 
     registry() = default;
-    // Appends a declaration, its value still to be read.
-    void add(const param& p, std::string_view component, size_t order);
+    // Adds a declaration, its value still to be read.
+    void add(const param& p, std::string_view component);
     // Index of `name` in entries_, -1 if unknown. Call with mutex_ held.
     long index_of(std::string_view name) const;
     // Takes mutex_ and reads the environment's value of every declaration not read yet: on
@@ -190,11 +189,10 @@ class registry {
     // The value of `h` and whether it was set.
     std::pair<std::string, bool> read(const handle& h) const;
     // The declarations, foreign or not, by component name, then in declaration order.
-    std::vector<const entry*> sorted(bool foreign) const;
     std::vector<const param*> declarations(bool foreign) const;
 
     mutable std::mutex mutex_;
-    mutable std::vector<entry> entries_;
+    mutable std::vector<entry> entries_;  // by component name, then in declaration order
     mutable status load_status_;
 };
 
