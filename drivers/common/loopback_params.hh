@@ -6,9 +6,11 @@
 
 namespace loom::drivers::common::params {
 
-extern const loom::params::int_param max_ops;
+/// Each handle below names it, and so registers itself there.
+inline loom::params::component component{"self"};
 
-/// The declarations above, registered when this component's code is linked.
-extern const loom::params::component component;
+inline const loom::params::int_param max_ops{
+    component, "LOOM_SELF_MAX_OPS", "4096", "operations",
+    "operations the self driver keeps posted at once; more is LOOM_ERR_NO_RESOURCE"};
 
 }  // namespace loom::drivers::common::params

@@ -5,14 +5,26 @@
 
 namespace loom::drivers::fault::params {
 
-extern const loom::params::real_param drop;
-extern const loom::params::real_param dup;
-extern const loom::params::real_param reorder;
-extern const loom::params::int_param delay_us;
-extern const loom::params::int_param seed;
-extern const loom::params::int_param max_ops;
+/// Each handle below names it, and so registers itself there.
+inline loom::params::component component{"fault"};
 
-/// The declarations above, registered when this component's code is linked.
-extern const loom::params::component component;
+inline const loom::params::real_param drop{
+    component, "LOOM_FAULT_DROP", "0", "probability",
+    "chance that fault:<driver> drops a send (reported sent, never posted)"};
+inline const loom::params::real_param dup{
+    component, "LOOM_FAULT_DUP", "0", "probability",
+    "chance that fault:<driver> posts a send twice (messages up to the eager limit)"};
+inline const loom::params::real_param reorder{
+    component, "LOOM_FAULT_REORDER", "0", "probability",
+    "chance that fault:<driver> holds a send back and posts it after the next one"};
+inline const loom::params::int_param delay_us{
+    component, "LOOM_FAULT_DELAY_US", "0", "us",
+    "how long fault:<driver> holds every send before posting it"};
+inline const loom::params::int_param seed{
+    component, "LOOM_FAULT_SEED", "1", "",
+    "seed of fault:<driver>'s decisions (mixed with the rank)"};
+inline const loom::params::int_param max_ops{
+    component, "LOOM_FAULT_MAX_OPS", "65536", "operations",
+    "operations in flight through fault:<driver>; one more is LOOM_ERR_NO_RESOURCE"};
 
 }  // namespace loom::drivers::fault::params

@@ -6,10 +6,16 @@
 
 namespace loom::routing::params {
 
-extern const loom::params::string_param fabric;
-extern const loom::params::choice_param route_ties;
+/// Each handle below names it, and so registers itself there.
+inline loom::params::component component{"routing"};
 
-/// The declarations above, registered when this component's code is linked.
-extern const loom::params::component component;
+inline const loom::params::string_param fabric{
+    component, "LOOM_FABRIC", "",
+    "shape fwd:<driver> routes over (torus:4x4, mesh:3x3, ring:8); endpoint_config.fabric "
+    "overrides; set by loomrun --fabric"};
+inline const loom::params::choice_param route_ties{
+    component, "LOOM_ROUTE_TIES", "toward-plus", "toward-plus|source-parity",
+    "which way fwd:<driver> takes an antipodal tie on an even wrapping dimension (ERRATA A10); "
+    "the forwarder and the dor-relay algorithm both follow it"};
 
 }  // namespace loom::routing::params

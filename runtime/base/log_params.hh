@@ -5,9 +5,11 @@
 
 namespace loom::log::params {
 
-extern const loom::params::choice_param level;
+/// Each handle below names it, and so registers itself there.
+inline loom::params::component component{"log"};
 
-/// The declarations above, registered when this component's code is linked.
-extern const loom::params::component component;
+inline const loom::params::choice_param level{component, "LOOM_LOG_LEVEL", "warn",
+                                              "error|warn|info|debug|trace",
+                                              "how much loom logs to stderr"};
 
 }  // namespace loom::log::params

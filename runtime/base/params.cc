@@ -3,48 +3,43 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <type_traits>
 
 extern char** environ;
 
 namespace loom::params {
 namespace {
 
-bool parse_int(std::string_view v, int64_t* out) {
-    if (v.empty()) {
-        return false;
-    }
-    std::string s(v);
-    char* end   = nullptr;
-    long long x = std::strtoll(s.c_str(), &end, 10);
-    if (*end != '\0') {
-        return false;
-    }
-    *out = x;
-    return true;
-}
-
-bool parse_real(std::string_view v, double* out) {
+// The one parser of integers and numbers: validation and get() read a value alike.
+template <typename T>
+bool parse(std::string_view v, T* out) {
     if (v.empty()) {
         return false;
     }
     std::string s(v);
     char* end = nullptr;
-    double x  = std::strtod(s.c_str(), &end);
-    if (*end != '\0') {
-        return false;
+    if constexpr (std::is_same_v<T, double>) {
+        *out = std::strtod(s.c_str(), &end);
+    } else {
+        *out = std::strtoll(s.c_str(), &end, 10);
     }
-    *out = x;
-    return true;
+    return *end == '\0';
 }
 
 std::string quoted(const param& p, std::string_view value) {
     return std::string(p.name) + "='" + std::string(value) + "'";
 }
 
-bool same(const param& a, const param& b) {
-    return a.name == b.name && a.kind == b.kind && a.default_value == b.default_value &&
-           a.unit == b.unit && a.choices == b.choices && a.description == b.description &&
-           a.flags == b.flags;
+// Whether `value` is one of `choices`, "a|b|c".
+bool is_choice(std::string_view choices, std::string_view value) {
+    for (size_t at = 0; at < choices.size();) {
+        size_t end = std::min(choices.find('|', at), choices.size());
+        if (choices.substr(at, end - at) == value) {
+            return true;
+        }
+        at = end + 1;
+    }
+    return false;
 }
 
 // A markdown cell: `|` would end it, `<x>` would read as an HTML tag.
@@ -67,41 +62,31 @@ std::string cell(std::string_view text) {
 }  // namespace
 
 status validate(const param& p, std::string_view value) {
+    int64_t integer = 0;
+    double real     = 0;
+    bool valid      = true;
+    std::string why;
     switch (p.kind) {
-        case type::integer: {
-            int64_t x;
-            if (!parse_int(value, &x)) {
-                return invalid_argument(quoted(p, value) + " is not an integer");
-            }
-            return status::ok();
-        }
-        case type::real: {
-            double x;
-            if (!parse_real(value, &x)) {
-                return invalid_argument(quoted(p, value) + " is not a number");
-            }
-            return status::ok();
-        }
+        case type::integer:
+            valid = parse(value, &integer);
+            why   = " is not an integer";
+            break;
+        case type::real:
+            valid = parse(value, &real);
+            why   = " is not a number";
+            break;
         case type::boolean:
-            if (value == "0" || value == "1" || value == "true" || value == "false") {
-                return status::ok();
-            }
-            return invalid_argument(quoted(p, value) + " is not a boolean (0|1|true|false)");
-        case type::choice: {
-            std::stringstream ss{std::string(p.choices)};
-            std::string item;
-            while (std::getline(ss, item, '|')) {
-                if (item == value) {
-                    return status::ok();
-                }
-            }
-            return invalid_argument(quoted(p, value) + ": allowed values are " +
-                                    std::string(p.choices));
-        }
+            valid = value == "0" || value == "1" || value == "true" || value == "false";
+            why   = " is not a boolean (0|1|true|false)";
+            break;
+        case type::choice:
+            valid = is_choice(p.choices, value);
+            why   = ": allowed values are " + std::string(p.choices);
+            break;
         case type::string:
-            return status::ok();
+            break;
     }
-    return internal_error("unknown parameter type");
+    return valid ? status::ok() : invalid_argument(quoted(p, value) + why);
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -132,14 +117,12 @@ std::string handle::text() const {
 
 int64_t int_param::get() const {
     int64_t x = 0;
-    parse_int(text(), &x);
-    return x;
+    return parse(text(), &x) ? x : 0;
 }
 
 double real_param::get() const {
     double x = 0;
-    parse_real(text(), &x);
-    return x;
+    return parse(text(), &x) ? x : 0;
 }
 
 bool bool_param::get() const {
@@ -147,9 +130,9 @@ bool bool_param::get() const {
     return v == "1" || v == "true";
 }
 
-component::component(std::string_view name, std::initializer_list<const handle*> handles)
-    : name_(name), handles_(handles) {
-    registry::global().add(*this);
+handle::handle(component& owner, const param& declaration) : declaration_(declaration) {
+    registry::global().add(declaration_, owner.name());
+    owner.handles_.push_back(this);
 }
 
 registry& registry::global() {
@@ -157,19 +140,25 @@ registry& registry::global() {
     return instance;
 }
 
-void registry::add_locked(const param& p, std::string_view component, size_t order) {
+void registry::add(const param& p, std::string_view component) {
+    std::lock_guard lock(mutex_);
     if (long i = index_of(p.name); i >= 0) {
         // A program that links a component twice (a static copy beside libloom's) registers
         // the same declaration twice: one parameter. Two different declarations are a bug.
-        if (!same(*entries_[static_cast<size_t>(i)].declaration, p) && load_status_.is_ok()) {
+        if (*entries_[static_cast<size_t>(i)].declaration != p && load_status_.is_ok()) {
             load_status_ = internal_error(std::string(p.name) + " is declared twice, differently");
         }
         return;
     }
-    entries_.push_back(entry{&p, component, order, std::string(p.default_value), false, false});
+    // Kept in listing order: by component name, then in declaration order.
+    auto after =
+        std::upper_bound(entries_.begin(), entries_.end(), component,
+                         [](std::string_view c, const entry& e) { return c < e.component; });
+    entries_.insert(after, entry{&p, component, std::string(p.default_value), false, false});
 }
 
-void registry::load_locked() const {
+std::unique_lock<std::mutex> registry::loaded() const {
+    std::unique_lock lock(mutex_);
     for (entry& e : entries_) {
         if (e.loaded) {
             continue;
@@ -192,14 +181,7 @@ void registry::load_locked() const {
         e.value = env;
         e.set   = true;
     }
-}
-
-void registry::add(const component& c) {
-    std::lock_guard lock(mutex_);
-    size_t order = 0;
-    for (const handle* h : c.handles()) {
-        add_locked(h->declaration(), c.name(), order++);
-    }
+    return lock;
 }
 
 long registry::index_of(std::string_view name) const {
@@ -211,62 +193,40 @@ long registry::index_of(std::string_view name) const {
     return -1;
 }
 
-std::pair<std::string, bool> registry::read(const handle& h) {
-    std::lock_guard lock(mutex_);
-    long i = index_of(h.name());
-    if (i < 0) {
-        add_locked(h.declaration(), "", 0);
-        i = static_cast<long>(entries_.size()) - 1;
-    }
-    load_locked();
-    const entry& e = entries_[static_cast<size_t>(i)];
+std::pair<std::string, bool> registry::read(const handle& h) const {
+    auto lock      = loaded();
+    const entry& e = entries_[static_cast<size_t>(index_of(h.name()))];
     return {e.value, e.set};
 }
 
-std::vector<const registry::entry*> registry::sorted(bool foreign) const {
-    std::vector<const entry*> out;
+std::vector<const param*> registry::declarations(bool foreign) const {
+    auto lock = loaded();
+    std::vector<const param*> out;
     for (const entry& e : entries_) {
         if (e.declaration->is_foreign() == foreign) {
-            out.push_back(&e);
+            out.push_back(e.declaration);
         }
     }
-    std::sort(out.begin(), out.end(), [](const entry* a, const entry* b) {
-        return a->component != b->component ? a->component < b->component : a->order < b->order;
-    });
     return out;
 }
 
 std::vector<const param*> registry::all() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
-    std::vector<const param*> out;
-    for (const entry* e : sorted(false)) {
-        out.push_back(e->declaration);
-    }
-    return out;
+    return declarations(false);
 }
 
 std::vector<const param*> registry::foreign() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
-    std::vector<const param*> out;
-    for (const entry* e : sorted(true)) {
-        out.push_back(e->declaration);
-    }
-    return out;
+    return declarations(true);
 }
 
 const param* registry::find(std::string_view name) const {
-    std::lock_guard lock(mutex_);
-    load_locked();
-    long i = index_of(name);
+    auto lock = loaded();
+    long i    = index_of(name);
     return i < 0 ? nullptr : entries_[static_cast<size_t>(i)].declaration;
 }
 
 status registry::set(std::string_view name, std::string_view value) {
-    std::lock_guard lock(mutex_);
-    load_locked();
-    long i = index_of(name);
+    auto lock = loaded();
+    long i    = index_of(name);
     if (i < 0) {
         return invalid_argument("unknown parameter " + std::string(name));
     }
@@ -280,8 +240,7 @@ status registry::set(std::string_view name, std::string_view value) {
 }
 
 status registry::load_status() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
+    auto lock = loaded();
     return load_status_;
 }
 
@@ -291,14 +250,16 @@ bool is_secret(std::string_view name) {
 }
 
 std::string registry::describe() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
+    auto lock = loaded();
     std::ostringstream out;
-    for (const entry* e : sorted(false)) {
-        const param& p = *e->declaration;
+    for (const entry& e : entries_) {
+        const param& p = *e.declaration;
+        if (p.is_foreign()) {
+            continue;
+        }
         // Secrets are never printed (a --config listing ends up in logs and bug reports).
-        bool hidden = p.is_secret() && !e->value.empty();
-        out << p.name << "=" << (hidden ? "(set, not shown)" : e->value) << "  (default "
+        bool hidden = p.is_secret() && !e.value.empty();
+        out << p.name << "=" << (hidden ? "(set, not shown)" : e.value) << "  (default "
             << p.default_value;
         if (!p.unit.empty()) {
             out << ", " << p.unit;
@@ -310,22 +271,20 @@ std::string registry::describe() const {
     }
     // Foreign variables only when set: they are context (which launcher started us), not
     // settings, and a list of every launcher's unset variables would hide loom's own.
-    for (const entry* e : sorted(true)) {
-        if (e->set) {
-            out << e->declaration->name << "=" << e->value << "  (read from the launcher)  "
-                << e->declaration->description << "\n";
+    for (const entry& e : entries_) {
+        if (e.declaration->is_foreign() && e.set) {
+            out << e.declaration->name << "=" << e.value << "  (read from the launcher)  "
+                << e.declaration->description << "\n";
         }
     }
     return out.str();
 }
 
 std::string registry::markdown() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
     std::ostringstream out;
     out << "| variable | default | unit | meaning |\n| --- | --- | --- | --- |\n";
-    for (const entry* e : sorted(false)) {
-        const param& p = *e->declaration;
+    for (const param* declaration : all()) {
+        const param& p = *declaration;
         out << "| `" << p.name << "` | "
             << (p.default_value.empty() ? "—" : "`" + std::string(p.default_value) + "`") << " | "
             << p.unit << " | ";
@@ -338,8 +297,7 @@ std::string registry::markdown() const {
 }
 
 std::vector<std::string> registry::unknown_variables() const {
-    std::lock_guard lock(mutex_);
-    load_locked();
+    auto lock = loaded();
     std::vector<std::string> out;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
         std::string_view var(*e);

@@ -1,23 +1,24 @@
-// The one parameter registry (STYLE.md G8). A component declares its settings next to its
-// code, as typed handles (name, type, default, unit, choices, description) grouped in a
-// params::component, and reads them through the handles: a misspelt handle does not
-// compile. The environment is read here and nowhere else, on the registry's first use; an
-// invalid value is an error, never silently ignored.
+// The one parameter registry (STYLE.md G8). A component declares its settings in its
+// `*_params.hh`, each once: a typed handle (name, type, default, unit, choices,
+// description) that names its component and so registers itself there. Code reads the
+// handles, so a misspelt name does not compile. The environment is read here and nowhere
+// else, on the registry's first use; an invalid value is an error, never silently ignored.
 //
 //   // shm_params.hh
 //   namespace loom::drivers::shm::params {
-//   extern const loom::params::int_param slot_bytes;
-//   extern const loom::params::component component;
+//   inline loom::params::component component{"shm"};
+//   inline const loom::params::int_param slot_bytes{component, "LOOM_SHM_SLOT_BYTES", "4096",
+//                                                   "bytes", "..."};
 //   }
-//   // shm_params.cc
-//   constinit const int_param slot_bytes{"LOOM_SHM_SLOT_BYTES", "4096", "bytes", "..."};
-//   const component component{"shm", {&slot_bytes}};
 //   // shm_device.cc
 //   int64_t slot = shm::params::slot_bytes.get();
+//
+// The declarations are inline variables: every file that includes the header defines them,
+// in the header's order, before anything that file itself defines, so a handle is always
+// constructed (and registered) before code that names it runs.
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -36,8 +37,8 @@ enum flag : unsigned {
     /// Its value is never printed (the job secret, in-network tickets).
     secret = 1u << 0,
     /// A variable another launcher sets (Open MPI, MPICH/Hydra, Slurm, PMIx) or the system's
-    /// (TMPDIR, HOME): read here like a parameter, but not loom's setting, so all() does not
-    /// list it and its value is checked by the code that reads it, not at load.
+    /// (TMPDIR, HOME, PATH): read here like a parameter, but not loom's setting, so all()
+    /// does not list it and its value is checked by the code that reads it, not at load.
     foreign = 1u << 1,
 };
 
@@ -52,13 +53,16 @@ struct param {
 
     bool is_secret() const { return (flags & secret) != 0; }
     bool is_foreign() const { return (flags & foreign) != 0; }
+    bool operator==(const param&) const = default;
 };
 
-/// A declared parameter. Handles are constant-initialised objects, so reading one never
-/// depends on the order in which translation units start.
+class component;
+
+/// A declared parameter. Constructing one registers it with its component and the
+/// registry; it cannot be copied, as the registry keeps its address.
 class handle {
   public:
-    constexpr explicit handle(const param& declaration) : declaration_(declaration) {}
+    handle(component& owner, const param& declaration);
     handle(const handle&)            = delete;
     handle& operator=(const handle&) = delete;
 
@@ -75,53 +79,52 @@ class handle {
 
 class int_param : public handle {
   public:
-    constexpr int_param(std::string_view name, std::string_view default_value,
-                        std::string_view unit, std::string_view description, unsigned flags = none)
-        : handle(param{name, type::integer, default_value, unit, "", description, flags}) {}
+    int_param(component& owner, std::string_view name, std::string_view default_value,
+              std::string_view unit, std::string_view description, unsigned flags = none)
+        : handle(owner, param{name, type::integer, default_value, unit, "", description, flags}) {}
     /// The value; 0 for an unset foreign variable without a default.
     int64_t get() const;
 };
 
 class real_param : public handle {
   public:
-    constexpr real_param(std::string_view name, std::string_view default_value,
-                         std::string_view unit, std::string_view description)
-        : handle(param{name, type::real, default_value, unit, "", description}) {}
+    real_param(component& owner, std::string_view name, std::string_view default_value,
+               std::string_view unit, std::string_view description)
+        : handle(owner, param{name, type::real, default_value, unit, "", description}) {}
     double get() const;
 };
 
 class string_param : public handle {
   public:
-    constexpr string_param(std::string_view name, std::string_view default_value,
-                           std::string_view description, unsigned flags = none)
-        : handle(param{name, type::string, default_value, "", "", description, flags}) {}
+    string_param(component& owner, std::string_view name, std::string_view default_value,
+                 std::string_view description, unsigned flags = none)
+        : handle(owner, param{name, type::string, default_value, "", "", description, flags}) {}
     std::string get() const { return text(); }
 };
 
 class bool_param : public handle {
   public:
-    constexpr bool_param(std::string_view name, std::string_view default_value,
-                         std::string_view description)
-        : handle(param{name, type::boolean, default_value, "", "", description}) {}
+    bool_param(component& owner, std::string_view name, std::string_view default_value,
+               std::string_view description)
+        : handle(owner, param{name, type::boolean, default_value, "", "", description}) {}
     /// True for 1 or true.
     bool get() const;
 };
 
 class choice_param : public handle {
   public:
-    constexpr choice_param(std::string_view name, std::string_view default_value,
-                           std::string_view choices, std::string_view description)
-        : handle(param{name, type::choice, default_value, "", choices, description}) {}
+    choice_param(component& owner, std::string_view name, std::string_view default_value,
+                 std::string_view choices, std::string_view description)
+        : handle(owner, param{name, type::choice, default_value, "", choices, description}) {}
     /// One of the declared choices.
     std::string get() const { return text(); }
 };
 
-/// A component's declarations. Constructing one (a namespace-scope object beside the
-/// handles it lists) registers them; the registry reads and validates their values from the
-/// environment on its first use after that.
+/// A component's declarations, in the order its handles were constructed (their order in
+/// its header). The registry lists parameters by component name, then in that order.
 class component {
   public:
-    component(std::string_view name, std::initializer_list<const handle*> handles);
+    constexpr explicit component(std::string_view name) : name_(name) {}
     component(const component&)            = delete;
     component& operator=(const component&) = delete;
 
@@ -129,6 +132,7 @@ class component {
     const std::vector<const handle*>& handles() const { return handles_; }
 
   private:
+    friend class handle;
     std::string_view name_;
     std::vector<const handle*> handles_;
 };
@@ -139,7 +143,7 @@ bool is_secret(std::string_view name);
 
 class registry {
   public:
-    /// The process-wide registry; components register into it as they start, and the
+    /// The process-wide registry; handles register into it as they are constructed, and the
     /// environment is read on first use.
     static registry& global();
 
@@ -166,32 +170,29 @@ class registry {
 
   private:
     friend class handle;
-    friend class component;
     struct entry {
         const param* declaration;
         std::string_view component;
-        size_t order;  // declaration order within the component
         std::string value;
         bool set;
         bool loaded;  // value read from the environment (on first use, not at registration)
     };
 
     registry() = default;
-    void add(const component& c);
+    // Adds a declaration, its value still to be read.
+    void add(const param& p, std::string_view component);
     // Index of `name` in entries_, -1 if unknown. Call with mutex_ held.
     long index_of(std::string_view name) const;
-    // Appends a declaration, its value still to be read. Call with mutex_ held.
-    void add_locked(const param& p, std::string_view component, size_t order);
-    // Reads the environment's value of every declaration not read yet: on first use, as a
-    // program may setenv() before it creates its first communicator. Call with mutex_ held.
-    void load_locked() const;
-    // The value of `h` and whether it was set; a handle no component listed is registered
-    // alone on first use.
-    std::pair<std::string, bool> read(const handle& h);
-    std::vector<const entry*> sorted(bool foreign) const;
+    // Takes mutex_ and reads the environment's value of every declaration not read yet: on
+    // first use, as a program may setenv() before it creates its first communicator.
+    std::unique_lock<std::mutex> loaded() const;
+    // The value of `h` and whether it was set.
+    std::pair<std::string, bool> read(const handle& h) const;
+    // The declarations, foreign or not, by component name, then in declaration order.
+    std::vector<const param*> declarations(bool foreign) const;
 
     mutable std::mutex mutex_;
-    mutable std::vector<entry> entries_;
+    mutable std::vector<entry> entries_;  // by component name, then in declaration order
     mutable status load_status_;
 };
 

@@ -20,9 +20,8 @@ std::span<const loom::params::component* const> parameter_components() {
             &log::params::component, &routing::params::component,   &tuner::params::component,
             &inc::params::component, &bootstrap::params::component, &comm::params::component,
         };
-        for (const loom::params::component* c : drivers::parameter_components()) {
-            all.push_back(c);
-        }
+        auto of_drivers = drivers::parameter_components();
+        all.insert(all.end(), of_drivers.begin(), of_drivers.end());
         return all;
     }();
     return list;

@@ -5,13 +5,29 @@
 
 namespace loom::tuner::params {
 
-extern const loom::params::choice_param port_model;
-extern const loom::params::string_param calibration_file;
-extern const loom::params::choice_param calibrate;
-extern const loom::params::string_param xdg_cache_home;
-extern const loom::params::string_param home;
+using loom::params::flag;
 
-/// The declarations above, registered when this component's code is linked.
-extern const loom::params::component component;
+/// Each handle below names it, and so registers itself there.
+inline loom::params::component component{"tuner"};
+
+inline const loom::params::choice_param port_model{
+    component, "LOOM_PORT_MODEL", "per-edge", "per-edge|single-port",
+    "cost-model port model: every rank pair has its own full-duplex link (per-edge, as the "
+    "reference texts assume) or each rank has one full-duplex port into a switch"};
+inline const loom::params::string_param calibration_file{
+    component, "LOOM_CALIBRATION_FILE", "",
+    "the calibration file (one line per host and transport: alpha, BW, reduction throughput); "
+    "unset: $XDG_CACHE_HOME/loom/calibration.txt, else ~/.cache/loom/calibration.txt"};
+inline const loom::params::choice_param calibrate{
+    component, "LOOM_CALIBRATE", "auto", "auto|off",
+    "auto: a communicator whose host and transport have no line in the calibration file measures "
+    "alpha and BW (ranks 0 and 1, tens of ms) and rank 0 writes it; off: never measure, use the "
+    "file's line or the built-in defaults"};
+inline const loom::params::string_param xdg_cache_home{
+    component, "XDG_CACHE_HOME", "",
+    "where the calibration file lives by default (loom/calibration.txt under it)", flag::foreign};
+inline const loom::params::string_param home{
+    component, "HOME", "",
+    "without XDG_CACHE_HOME, the calibration file is ~/.cache/loom/calibration.txt", flag::foreign};
 
 }  // namespace loom::tuner::params

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench.hh"
+#include "bootstrap/bootstrap_params.hh"
 
 namespace loom::bench {
 namespace {
@@ -60,8 +61,7 @@ double memcpy_gbps() {
 // communicator exists: rank 0 measures memcpy while the others wait for the rendezvous
 // (asleep), not while they poll in a barrier on the same cores.
 bool likely_rank0() {
-    const char* r = std::getenv("LOOM_RANK");
-    return r == nullptr || std::strcmp(r, "0") == 0;
+    return !bootstrap::params::rank.is_set() || bootstrap::params::rank.get() == 0;
 }
 
 // --algo all without loom_comm_explain (a loom that cannot explain yet): the catalogue's

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench.hh"
+#include "comm/comm_params.hh"
 
 namespace loom::bench {
 namespace {
@@ -43,11 +44,10 @@ std::string human_bytes(uint64_t bytes) {
 
 void print_header(const header_info& h) {
     const options& o      = *h.o;
-    const char* transport = std::getenv("LOOM_TRANSPORT");
-    std::string how       = transport != nullptr && *transport != '\0'
-                                ? std::string(transport) + " (LOOM_TRANSPORT)"
-                            : h.n == 1 ? std::string("self (default for one rank)")
-                                       : std::string("shm (default)");
+    std::string transport = comm::params::transport.get();
+    std::string how       = !transport.empty() ? transport + " (LOOM_TRANSPORT)"
+                            : h.n == 1         ? std::string("self (default for one rank)")
+                                               : std::string("shm (default)");
     std::printf("# loom-bench %s, loom %s: N = %d ranks, transport %s\n", collective_name(o.coll),
                 loom_version(), h.n, how.c_str());
     std::printf("# algorithm: %s%s\n", algo_origin(o),

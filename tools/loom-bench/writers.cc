@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.hh"
+#include "comm/comm_params.hh"
 
 extern char** environ;
 
@@ -74,11 +75,10 @@ std::string gnuplot_quoted(const std::string& s) {
 
 run_info describe_run(const options& o, int n) {
     run_info info;
-    info.collective       = collective_name(o.coll);
-    info.nranks           = n;
-    const char* transport = std::getenv("LOOM_TRANSPORT");
-    info.transport        = transport != nullptr ? transport : "";
-    char host[256]        = {};
+    info.collective = collective_name(o.coll);
+    info.nranks     = n;
+    info.transport  = comm::params::transport.get();
+    char host[256]  = {};
     if (gethostname(host, sizeof host - 1) == 0) {
         info.host = host;
     }

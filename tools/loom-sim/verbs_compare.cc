@@ -27,6 +27,7 @@
 
 #include "base/check.hh"
 #include "loom_sim.hh"
+#include "loom_sim_params.hh"
 #include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
@@ -367,8 +368,7 @@ json to_json(const comparison& c, const std::string& plot) {
 
 // The first executable "gnuplot" on PATH; empty if none.
 std::string find_gnuplot() {
-    const char* path = std::getenv("PATH");
-    std::string dirs = path != nullptr ? path : "";
+    std::string dirs = params::path.get();
     size_t at        = 0;
     while (at <= dirs.size()) {
         size_t end      = dirs.find(':', at);

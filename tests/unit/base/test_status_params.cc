@@ -17,12 +17,12 @@ using namespace loom;
 
 // Handles of every type, declared here as a component would declare its own.
 namespace test_params {
-constinit const params::int_param count{"LOOM_TEST_COUNT", "7", "items", "an integer"};
-constinit const params::real_param ratio{"LOOM_TEST_RATIO", "0.5", "", "a number"};
-constinit const params::string_param label{"LOOM_TEST_LABEL", "plain", "a string"};
-constinit const params::bool_param flag{"LOOM_TEST_FLAG", "false", "a boolean"};
-constinit const params::choice_param mode{"LOOM_TEST_MODE", "a", "a|b", "a choice"};
-const params::component component{"test", {&count, &ratio, &label, &flag, &mode}};
+params::component component{"test"};
+const params::int_param count{component, "LOOM_TEST_COUNT", "7", "items", "an integer"};
+const params::real_param ratio{component, "LOOM_TEST_RATIO", "0.5", "", "a number"};
+const params::string_param label{component, "LOOM_TEST_LABEL", "plain", "a string"};
+const params::bool_param flag{component, "LOOM_TEST_FLAG", "false", "a boolean"};
+const params::choice_param mode{component, "LOOM_TEST_MODE", "a", "a|b", "a choice"};
 }  // namespace test_params
 
 static void every_status_has_a_distinct_string(void**) {
@@ -147,6 +147,28 @@ static void the_catalog_declares_every_component_once(void**) {
                      std::getenv("OMPI_COMM_WORLD_RANK") != nullptr);
 }
 
+// A handle registers itself with the component it names, in declaration order, so the
+// component's list, the registry and the misspelling check all know it with no second list.
+static void a_handle_is_listed_by_its_component(void**) {
+    const auto& handles = test_params::component.handles();
+    assert_int_equal(handles.size(), 5);
+    assert_ptr_equal(handles[0], &test_params::count);
+    assert_ptr_equal(handles[2], &test_params::label);
+    assert_ptr_equal(handles[4], &test_params::mode);
+    assert_ptr_equal(tuner::params::component.handles().front(), &tuner::params::port_model);
+    assert_ptr_equal(params::registry::global().find("LOOM_TEST_MODE"),
+                     &test_params::mode.declaration());
+    assert_int_equal(setenv("LOOM_TEST_CUONT", "1", 1), 0);
+    auto lines = params::registry::global().unknown_variables();
+    unsetenv("LOOM_TEST_CUONT");
+    bool named = false;
+    for (const std::string& line : lines) {
+        named = named ||
+                line == "LOOM_TEST_CUONT is not a loom parameter; did you mean LOOM_TEST_COUNT?";
+    }
+    assert_true(named);
+}
+
 static void the_markdown_table_has_a_row_per_parameter(void**) {
     const auto& reg   = params::registry::global();
     std::string table = reg.markdown();
@@ -190,8 +212,8 @@ static void a_misspelt_variable_names_the_closest_parameter(void**) {
 static void a_component_registered_late_reads_the_environment(void**) {
     assert_true(params::registry::global().load_status().is_ok());
     assert_int_equal(setenv("LOOM_TEST_LATE", "5", 1), 0);
-    static constinit const params::int_param late{"LOOM_TEST_LATE", "1", "", "registered late"};
-    static const params::component component{"late", {&late}};
+    static params::component component{"late"};
+    static const params::int_param late{component, "LOOM_TEST_LATE", "1", "", "registered late"};
     assert_int_equal(late.get(), 5);
     unsetenv("LOOM_TEST_LATE");
     assert_true(late.is_set());
@@ -208,6 +230,7 @@ int main() {
         cmocka_unit_test(secrets_are_never_printed),
         cmocka_unit_test(typed_handles_read_defaults_and_set_values),
         cmocka_unit_test(the_catalog_declares_every_component_once),
+        cmocka_unit_test(a_handle_is_listed_by_its_component),
         cmocka_unit_test(the_markdown_table_has_a_row_per_parameter),
         cmocka_unit_test(a_misspelt_variable_names_the_closest_parameter),
         cmocka_unit_test(a_component_registered_late_reads_the_environment),
