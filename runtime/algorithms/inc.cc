@@ -38,8 +38,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::region;
-
 status build_inc(const call& c, int rank, schedule::builder& b) {
     const bool pushes      = c.coll != collective::broadcast || rank == c.root;
     const bool pulls       = c.coll != collective::reduce || rank == c.root;

@@ -33,8 +33,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::buffer_id;
-
 std::vector<int> identity_ring(int n) {
     std::vector<int> members(n);
     for (int i = 0; i < n; ++i) {

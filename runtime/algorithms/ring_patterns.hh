@@ -41,6 +41,16 @@ struct phase_end {
     schedule::step_id last_recv = schedule::no_step;
 };
 
+/// A local copy that waits for both ends of the phase before: how a phase with one member
+/// (or a rotated scratch) takes its input.
+schedule::step_id copy_after(schedule::builder& b, schedule::region dst, schedule::region src,
+                             phase_end after);
+
+/// The all-gathers' first move: this member's own block to its place `mine` in the
+/// destination, after the phase before; no_step where it is there already.
+schedule::step_id place_own(schedule::builder& b, schedule::region own, schedule::region mine,
+                            phase_end after);
+
 /// Ring reduce-scatter: position p ends with block p, reduced over all members, in
 /// `final_dst`. Reads `in` (never written); partial sums of the other blocks go to `acc`.
 /// Step t = 1..n-1: send block (p-t) mod n, receive block (p-t-1) mod n and reduce it.

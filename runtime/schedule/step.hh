@@ -79,9 +79,9 @@ struct step {
     uint32_t tag       = 0;
     int32_t peer       = -1;  // rank for send/recv*; contributor count for inc_*; else -1
     uint32_t first_dep = 0;   // index into rank_schedule::deps
-    region dst;               // written by recv*, local_*, inc_pull
-    region src;               // read by send, recv_reduce, local_*, inc_push
-    region aux;               // recv_copy's second destination; local_reduce's 2nd operand
+    region dst{};             // written by recv*, local_*, inc_pull
+    region src{};             // read by send, recv_reduce, local_*, inc_push
+    region aux{};             // recv_copy's second destination; local_reduce's 2nd operand
 };
 
 bool is_receive(step_kind k);   // recv, recv_reduce, recv_copy
