@@ -35,14 +35,6 @@ int dissemination_blocks(int n, int d) {
 
 }  // namespace
 
-std::vector<int> identity_members(int n) {
-    std::vector<int> members(n);
-    for (int i = 0; i < n; ++i) {
-        members[i] = i;
-    }
-    return members;
-}
-
 bool uses_rotation(int n) {
     return n > 1 && !is_pow2(n);
 }

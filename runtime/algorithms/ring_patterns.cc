@@ -4,6 +4,14 @@
 
 namespace loom::algorithms {
 
+std::vector<int> identity_members(int n) {
+    std::vector<int> members(n);
+    for (int i = 0; i < n; ++i) {
+        members[i] = i;
+    }
+    return members;
+}
+
 block_layout block_layout::even(int64_t count, int n) {
     block_layout l;
     l.bounds.resize(n + 1);

@@ -24,6 +24,9 @@ struct block_layout {
     int64_t total() const { return bounds.back(); }
 };
 
+/// members[i] = i: the flat group 0..n-1.
+std::vector<int> identity_members(int n);
+
 /// A buffer and an offset in it: where a vector starts.
 struct vector_at {
     schedule::buffer_id buf;

@@ -75,6 +75,10 @@ bool parse_step_kind(std::string_view name, step_kind* out) {
     return false;
 }
 
+region* named_region(step& s, std::string_view key) {
+    return key == "dst" ? &s.dst : key == "src" ? &s.src : key == "aux" ? &s.aux : nullptr;
+}
+
 std::string_view buffer_name(buffer_id b) {
     // In the enumerators' order.
     static constexpr std::string_view names[] = {"none", "in", "out", "tmp"};

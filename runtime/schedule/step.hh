@@ -24,8 +24,10 @@
 // tag receives the reduction of all of them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 namespace loom::schedule {
 
@@ -83,6 +85,13 @@ struct step {
     region src{};             // read by send, recv_reduce, local_*, inc_push
     region aux{};             // recv_copy's second destination; local_reduce's 2nd operand
 };
+
+/// A step's regions with their names in both printed forms, in printing order.
+inline std::array<std::pair<const char*, const region*>, 3> step_regions(const step& s) {
+    return {{{"dst", &s.dst}, {"src", &s.src}, {"aux", &s.aux}}};
+}
+/// The region a printed form names `key` ("dst", "src", "aux"), else nullptr.
+region* named_region(step& s, std::string_view key);
 
 bool is_receive(step_kind k);   // recv, recv_reduce, recv_copy
 bool is_transfer(step_kind k);  // send or a receive
