@@ -37,7 +37,6 @@ phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& memb
         return {no_step, copy_after(b, final_dst, in.all(blocks.total()), after)};
     }
     int right = members[mod(me + 1, n)], left = members[mod(me - 1, n)];
-    phase_end end     = after;
     step_id prev_recv = after.last_recv, prev_send = after.last_send;
     for (int t = 1; t < n; ++t) {
         int send_block = mod(me - t, n), recv_block = mod(me - t - 1, n);
@@ -47,9 +46,7 @@ phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& memb
         prev_recv      = b.recv_reduce(left, dst, in.block(blocks, recv_block),
                                        {t == 1 ? after.last_recv : prev_recv, after.last_send}, tag);
     }
-    end.last_send = prev_send;
-    end.last_recv = prev_recv;
-    return end;
+    return {prev_send, prev_recv};
 }
 
 phase_end ring_allgather(schedule::builder& b, const std::vector<int>& members, int me,

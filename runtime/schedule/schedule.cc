@@ -3,14 +3,22 @@
 #include <algorithm>
 
 namespace loom::schedule {
+namespace {
+
+// An enumerator's name from a table in the enumerators' order; "?" outside it.
+template <class E, size_t N>
+std::string_view name_in(const std::string_view (&names)[N], E e) {
+    auto i = static_cast<size_t>(e);
+    return i < N ? names[i] : "?";
+}
+
+}  // namespace
 
 std::string_view collective_name(collective c) {
-    // In the enumerators' order.
     static constexpr std::string_view names[] = {
         "broadcast", "reduce", "allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv"};
     static_assert(std::size(names) == collective_count);
-    auto i = static_cast<size_t>(c);
-    return i < std::size(names) ? names[i] : "?";
+    return name_in(names, c);
 }
 
 bool parse_collective(std::string_view name, collective* out) {
@@ -48,13 +56,11 @@ bool is_inc(step_kind k) {
 }
 
 std::string_view step_kind_name(step_kind k) {
-    // In the enumerators' order.
     static constexpr std::string_view names[] = {"send",      "recv",         "recv_reduce",
                                                  "recv_copy", "local_reduce", "local_copy",
                                                  "inc_push",  "inc_pull"};
     static_assert(std::size(names) == step_kind_count);
-    auto i = static_cast<size_t>(k);
-    return i < std::size(names) ? names[i] : "?";
+    return name_in(names, k);
 }
 
 bool parse_step_kind(std::string_view name, step_kind* out) {
@@ -80,11 +86,9 @@ region* named_region(step& s, std::string_view key) {
 }
 
 std::string_view buffer_name(buffer_id b) {
-    // In the enumerators' order.
     static constexpr std::string_view names[] = {"none", "in", "out", "tmp"};
     static_assert(std::size(names) == 4);
-    auto i = static_cast<size_t>(b);
-    return i < std::size(names) ? names[i] : "?";
+    return name_in(names, b);
 }
 
 bool parse_buffer(std::string_view name, buffer_id* out) {
