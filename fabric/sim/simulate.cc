@@ -149,17 +149,7 @@ result<report> simulate(const algorithms::algorithm& a, const algorithms::call& 
     if (status st = check_fabric(fc, c.nranks); !st) {
         return st;
     }
-    schedule::schedule_info info;
-    info.coll       = c.coll;
-    info.nranks     = c.nranks;
-    info.count      = c.count;
-    info.root       = c.root;
-    info.peer       = c.peer;
-    info.dtype_size = c.dtype_size;
-    info.algorithm  = std::string(a.name);
-    info.topology   = c.topo.to_string();
-    info.segments   = c.segments;
-    info.channels   = c.channels;
+    schedule::schedule_info info = algorithms::schedule_info_for(a, c);
     detail::engine e(fc, info, o);
     if (status st = e.init(); !st) {
         return st;

@@ -109,6 +109,8 @@ std::string names_for(collective coll);
 status check_call(const algorithm& a, const call& c);
 /// One rank's steps (channels applied).
 result<schedule::rank_schedule> generate_rank(const algorithm& a, const call& c, int rank);
+/// The header of `a`'s schedule for call `c`.
+schedule::schedule_info schedule_info_for(const algorithm& a, const call& c);
 /// The whole schedule, every rank, with its info filled in.
 result<schedule::schedule> generate(const algorithm& a, const call& c);
 /// The query for a call (M = `bytes`).

@@ -28,9 +28,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::no_step;
-using schedule::step_id;
-
 status build_pairwise(const call& c, int rank, schedule::builder& b) {
     const int n       = c.nranks;
     const int64_t blk = c.count;

@@ -69,10 +69,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
-
 // One chunk as this rank sees it: its route position and where it is now.
 struct chunk {
     routing::transit t;       // t.length (hops of the whole route) leads the message order

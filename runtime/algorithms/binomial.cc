@@ -57,11 +57,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::buffer_id;
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
-
 // Tags: the allreduce's two phases use opposite directions of every pair anyway (reduce
 // edges go toward smaller v, broadcast edges toward larger v); distinct tags keep the
 // matching obvious to a reader of the printed schedule.

@@ -43,10 +43,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
-
 // Slots moved in round k: |{ j < n : bit k of j set }|.
 int64_t slots_in_round(int64_t n, int k) {
     int64_t period = int64_t{2} << k, half = int64_t{1} << k;

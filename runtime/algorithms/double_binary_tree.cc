@@ -80,10 +80,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
-
 // One rank's place in one tree: parent (-1 at the root) and up to two children.
 struct tree_node {
     int parent = -1;

@@ -6,10 +6,6 @@
 
 namespace loom::algorithms {
 
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
-
 namespace {
 
 // Blocks [first, first + nblocks) of a vector in natural order.
@@ -39,14 +35,6 @@ int dissemination_blocks(int n, int d) {
 
 }  // namespace
 
-std::vector<int> identity_members(int n) {
-    std::vector<int> members(n);
-    for (int i = 0; i < n; ++i) {
-        members[i] = i;
-    }
-    return members;
-}
-
 bool uses_rotation(int n) {
     return n > 1 && !is_pow2(n);
 }
@@ -56,9 +44,7 @@ phase_end halving_reduce_scatter(schedule::builder& b, const std::vector<int>& m
                                  region final_dst, phase_end after, uint32_t tag) {
     int n = static_cast<int>(members.size());
     if (n == 1) {
-        step_id c =
-            b.local_copy(final_dst, in.all(blocks.total()), {after.last_send, after.last_recv});
-        return {after.last_send, c};
+        return {after.last_send, copy_after(b, final_dst, in.all(blocks.total()), after)};
     }
     // [lo, lo + 2d) is the block range this position still reduces; the partner at distance d
     // reduces the same range, so the two split it and each sends the half the other keeps.
@@ -83,10 +69,7 @@ phase_end doubling_allgather(schedule::builder& b, const std::vector<int>& membe
                              const block_layout& blocks, region own, vector_at dst, phase_end after,
                              uint32_t tag) {
     int n        = static_cast<int>(members.size());
-    step_id copy = no_step;
-    if (!(own == dst.block(blocks, me))) {
-        copy = b.local_copy(dst.block(blocks, me), own, {after.last_send, after.last_recv});
-    }
+    step_id copy = place_own(b, own, dst.block(blocks, me), after);
     if (n == 1) {
         return {after.last_send, copy == no_step ? after.last_recv : copy};
     }
@@ -109,19 +92,15 @@ phase_end dissemination_reduce_scatter(schedule::builder& b, const std::vector<i
                                        uint32_t tag) {
     int n = static_cast<int>(members.size());
     if (n == 1) {
-        step_id c =
-            b.local_copy(final_dst, in.all(blocks.total()), {after.last_send, after.last_recv});
-        return {after.last_send, c};
+        return {after.last_send, copy_after(b, final_dst, in.all(blocks.total()), after)};
     }
     // Rotate the input into scratch: blocks [me, n) first, then blocks [0, me).
     int64_t total = blocks.total(), split = blocks.offset(me);
-    step_id head = b.local_copy(rotated_range(rot, blocks, me, 0, n - me),
-                                {in.offset + split, total - split, in.buf},
-                                {after.last_send, after.last_recv});
+    step_id head = copy_after(b, rotated_range(rot, blocks, me, 0, n - me),
+                              {in.offset + split, total - split, in.buf}, after);
     step_id tail = no_step;
     if (me > 0) {
-        tail = b.local_copy(rotated_range(rot, blocks, me, n - me, me), in.all(split),
-                            {after.last_send, after.last_recv});
+        tail = copy_after(b, rotated_range(rot, blocks, me, n - me, me), in.all(split), after);
     }
     // Before the step at distance d this position holds partial sums for rotated positions
     // [0, min(2d, n)). It sends [d, d + c) to me+d (for which they are positions [0, c)) and
@@ -145,15 +124,11 @@ phase_end dissemination_allgather(schedule::builder& b, const std::vector<int>& 
                                   const block_layout& blocks, region own, vector_at rot,
                                   vector_at dst, phase_end after, uint32_t tag) {
     int n        = static_cast<int>(members.size());
-    step_id copy = no_step;
-    if (!(own == dst.block(blocks, me))) {
-        copy = b.local_copy(dst.block(blocks, me), own, {after.last_send, after.last_recv});
-    }
+    step_id copy = place_own(b, own, dst.block(blocks, me), after);
     if (n == 1) {
         return {after.last_send, copy == no_step ? after.last_recv : copy};
     }
-    step_id seed =
-        b.local_copy(rotated_range(rot, blocks, me, 0, 1), own, {after.last_send, after.last_recv});
+    step_id seed = copy_after(b, rotated_range(rot, blocks, me, 0, 1), own, after);
     // Before the step at distance d this position holds rotated positions [0, d); it sends
     // [0, c) to me-d (where they land at [d, d + c)) and receives me+d's [0, c) into its own
     // [d, d + c), c = min(d, n-d).

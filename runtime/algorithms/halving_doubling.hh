@@ -66,7 +66,4 @@ phase_end recursive_allgather(schedule::builder& b, const std::vector<int>& memb
 /// needs a scratch vector that overlaps neither the final block nor the destination.
 bool uses_rotation(int n);
 
-/// members[i] = i: the flat group 0..n-1.
-std::vector<int> identity_members(int n);
-
 }  // namespace loom::algorithms

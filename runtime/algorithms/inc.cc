@@ -38,8 +38,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::region;
-
 status build_inc(const call& c, int rank, schedule::builder& b) {
     const bool pushes      = c.coll != collective::broadcast || rank == c.root;
     const bool pulls       = c.coll != collective::reduce || rank == c.root;
@@ -66,37 +64,24 @@ cost cost_inc(const cost_query& q) {
     return k;
 }
 
-const algorithm allreduce_inc{"inc",
-                              collective::allreduce,
-                              "every rank pushes into the aggregation node, which sums all "
-                              "contributions and multicasts the result",
-                              "2α_switch + (1+1/P)·M/BW",
-                              "any N, any count; needs an aggregation node",
-                              any_call,
-                              build_inc,
-                              cost_inc,
-                              true,
-                              true};
-const algorithm reduce_inc{"inc",
-                           collective::reduce,
-                           "every rank pushes into the aggregation node; the root pulls the sum",
-                           "2α_switch + (1+1/P)·M/BW",
-                           "any N, any count, any root; needs an aggregation node",
-                           any_call,
-                           build_inc,
-                           cost_inc,
-                           true,
-                           true};
-const algorithm broadcast_inc{"inc",
-                              collective::broadcast,
-                              "the root pushes into the aggregation node, which multicasts it",
-                              "2α_switch + (1+1/P)·M/BW",
-                              "any N, any count, any root; needs an aggregation node",
-                              any_call,
-                              build_inc,
-                              cost_inc,
-                              true,
-                              true};
+// The three primitives differ only in who pushes and who pulls (build_inc).
+constexpr algorithm inc_for(collective coll, std::string_view summary,
+                            std::string_view constraints) {
+    return {"inc",    coll, summary, "2α_switch + (1+1/P)·M/BW", constraints, any_call, build_inc,
+            cost_inc, true, true};
+}
+
+constexpr algorithm allreduce_inc =
+    inc_for(collective::allreduce,
+            "every rank pushes into the aggregation node, which sums all contributions and "
+            "multicasts the result",
+            "any N, any count; needs an aggregation node");
+constexpr algorithm reduce_inc = inc_for(
+    collective::reduce, "every rank pushes into the aggregation node; the root pulls the sum",
+    "any N, any count, any root; needs an aggregation node");
+constexpr algorithm broadcast_inc =
+    inc_for(collective::broadcast, "the root pushes into the aggregation node, which multicasts it",
+            "any N, any count, any root; needs an aggregation node");
 
 }  // namespace
 

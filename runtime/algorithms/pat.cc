@@ -48,10 +48,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
-
 // The shape shared by all ranks: distances, arrival order, per-round sets (as work indices).
 struct pat_plan {
     int n = 1;

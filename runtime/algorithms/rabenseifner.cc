@@ -39,8 +39,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::buffer_id;
-
 status build_allreduce(const call& c, int rank, schedule::builder& b) {
     int n = c.nranks;
     vector_at in{buffer_id::input, 0}, out{buffer_id::output, 0}, tmp{buffer_id::scratch, 0};

@@ -47,11 +47,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::buffer_id;
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
-
 // Virtual rank v of the fold's core (N' = 2^⌊log2N⌋ ranks, r folded pairs) to real rank.
 int fold_real(int v, int folded) {
     return v < folded ? 2 * v : v + folded;

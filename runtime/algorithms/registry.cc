@@ -168,21 +168,25 @@ result<schedule::rank_schedule> generate_rank(const algorithm& a, const call& c,
     return out;
 }
 
+schedule::schedule_info schedule_info_for(const algorithm& a, const call& c) {
+    return {c.coll,
+            c.nranks,
+            c.count,
+            c.root,
+            c.peer,
+            c.dtype_size,
+            std::string(a.name),
+            c.topo.to_string(),
+            c.segments,
+            c.channels};
+}
+
 result<schedule::schedule> generate(const algorithm& a, const call& c) {
     if (status st = check_call(a, c); !st) {
         return st;
     }
     schedule::schedule s;
-    s.info.coll       = c.coll;
-    s.info.nranks     = c.nranks;
-    s.info.count      = c.count;
-    s.info.root       = c.root;
-    s.info.peer       = c.peer;
-    s.info.dtype_size = c.dtype_size;
-    s.info.algorithm  = std::string(a.name);
-    s.info.topology   = c.topo.to_string();
-    s.info.segments   = c.segments;
-    s.info.channels   = c.channels;
+    s.info = schedule_info_for(a, c);
     s.ranks.reserve(c.nranks);
     for (int r = 0; r < c.nranks; ++r) {
         auto rs = generate_rank(a, c, r);

@@ -33,16 +33,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::buffer_id;
-
-std::vector<int> identity_ring(int n) {
-    std::vector<int> members(n);
-    for (int i = 0; i < n; ++i) {
-        members[i] = i;
-    }
-    return members;
-}
-
 // The chain from the root: members[k] = (root + k) mod N.
 std::vector<int> chain_from_root(int n, int root) {
     std::vector<int> members(n);
@@ -53,7 +43,7 @@ std::vector<int> chain_from_root(int n, int root) {
 }
 
 status build_allreduce(const call& c, int rank, schedule::builder& b) {
-    auto members = identity_ring(c.nranks);
+    auto members = identity_members(c.nranks);
     vector_at in{buffer_id::input, 0}, out{buffer_id::output, 0};
     auto blocks = block_layout::even(c.count, c.nranks);
     auto rs = ring_reduce_scatter(b, members, rank, blocks, in, out, out.block(blocks, rank), {});
@@ -62,7 +52,7 @@ status build_allreduce(const call& c, int rank, schedule::builder& b) {
 }
 
 status build_reduce_scatter(const call& c, int rank, schedule::builder& b) {
-    auto members = identity_ring(c.nranks);
+    auto members = identity_members(c.nranks);
     b.need_scratch(c.count);
     ring_reduce_scatter(b, members, rank, block_layout::even(c.count, c.nranks),
                         {buffer_id::input, 0}, {buffer_id::scratch, 0},
@@ -71,7 +61,7 @@ status build_reduce_scatter(const call& c, int rank, schedule::builder& b) {
 }
 
 status build_allgather(const call& c, int rank, schedule::builder& b) {
-    auto members = identity_ring(c.nranks);
+    auto members = identity_members(c.nranks);
     ring_allgather(b, members, rank, block_layout::even(c.count, c.nranks),
                    schedule::in(0, schedule::block_size(c.count, c.nranks, rank)),
                    {buffer_id::output, 0}, {});

@@ -4,8 +4,13 @@
 
 namespace loom::algorithms {
 
-using schedule::no_step;
-using schedule::step_id;
+std::vector<int> identity_members(int n) {
+    std::vector<int> members(n);
+    for (int i = 0; i < n; ++i) {
+        members[i] = i;
+    }
+    return members;
+}
 
 block_layout block_layout::even(int64_t count, int n) {
     block_layout l;
@@ -16,17 +21,22 @@ block_layout block_layout::even(int64_t count, int n) {
     return l;
 }
 
+step_id copy_after(schedule::builder& b, region dst, region src, phase_end after) {
+    return b.local_copy(dst, src, {after.last_send, after.last_recv});
+}
+
+step_id place_own(schedule::builder& b, region own, region mine, phase_end after) {
+    return own == mine ? no_step : copy_after(b, mine, own, after);
+}
+
 phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& members, int me,
                               const block_layout& blocks, vector_at in, vector_at acc,
-                              schedule::region final_dst, phase_end after, uint32_t tag) {
+                              region final_dst, phase_end after, uint32_t tag) {
     int n = static_cast<int>(members.size());
     if (n == 1) {
-        step_id c =
-            b.local_copy(final_dst, in.all(blocks.total()), {after.last_send, after.last_recv});
-        return {no_step, c};
+        return {no_step, copy_after(b, final_dst, in.all(blocks.total()), after)};
     }
     int right = members[mod(me + 1, n)], left = members[mod(me - 1, n)];
-    phase_end end     = after;
     step_id prev_recv = after.last_recv, prev_send = after.last_send;
     for (int t = 1; t < n; ++t) {
         int send_block = mod(me - t, n), recv_block = mod(me - t - 1, n);
@@ -36,20 +46,14 @@ phase_end ring_reduce_scatter(schedule::builder& b, const std::vector<int>& memb
         prev_recv      = b.recv_reduce(left, dst, in.block(blocks, recv_block),
                                        {t == 1 ? after.last_recv : prev_recv, after.last_send}, tag);
     }
-    end.last_send = prev_send;
-    end.last_recv = prev_recv;
-    return end;
+    return {prev_send, prev_recv};
 }
 
 phase_end ring_allgather(schedule::builder& b, const std::vector<int>& members, int me,
-                         const block_layout& blocks, schedule::region own, vector_at dst,
-                         phase_end after, uint32_t tag) {
+                         const block_layout& blocks, region own, vector_at dst, phase_end after,
+                         uint32_t tag) {
     int n        = static_cast<int>(members.size());
-    step_id copy = no_step;
-    auto mine    = dst.block(blocks, me);
-    if (!(own == mine)) {
-        copy = b.local_copy(mine, own, {after.last_send, after.last_recv});
-    }
+    step_id copy = place_own(b, own, dst.block(blocks, me), after);
     if (n == 1) {
         return {no_step, copy == no_step ? after.last_recv : copy};
     }
@@ -72,8 +76,7 @@ phase_end chain_broadcast(schedule::builder& b, const std::vector<int>& members,
     int n = static_cast<int>(members.size());
     phase_end end{after.last_send, after.last_recv};
     if (me == 0 && !(src.all(count) == dst.all(count))) {
-        end.last_recv =
-            b.local_copy(dst.all(count), src.all(count), {after.last_send, after.last_recv});
+        end.last_recv = copy_after(b, dst.all(count), src.all(count), after);
     }
     if (n == 1) {
         return end;
@@ -81,10 +84,10 @@ phase_end chain_broadcast(schedule::builder& b, const std::vector<int>& members,
     int next = me + 1 < n ? members[me + 1] : -1, prev = me > 0 ? members[me - 1] : -1;
     step_id prev_send = after.last_send, prev_recv = after.last_recv;
     for (int s = 0; s < segments; ++s) {
-        schedule::region seg_src{src.offset + segment_offset(count, segments, s),
-                                 segment_size(count, segments, s), src.buf};
-        schedule::region seg_dst{dst.offset + segment_offset(count, segments, s),
-                                 segment_size(count, segments, s), dst.buf};
+        region seg_src{src.offset + segment_offset(count, segments, s),
+                       segment_size(count, segments, s), src.buf};
+        region seg_dst{dst.offset + segment_offset(count, segments, s),
+                       segment_size(count, segments, s), dst.buf};
         step_id got = no_step;
         if (prev >= 0) {
             got = prev_recv = b.recv(prev, seg_dst, {prev_recv}, tag);
@@ -108,17 +111,16 @@ phase_end chain_reduce(schedule::builder& b, const std::vector<int>& members, in
                        uint32_t tag) {
     int n = static_cast<int>(members.size());
     if (n == 1) {
-        step_id c = b.local_copy(dst.all(count), in.all(count), {after.last_send, after.last_recv});
-        return {after.last_send, c};
+        return {after.last_send, copy_after(b, dst.all(count), in.all(count), after)};
     }
     int toward_root = me > 0 ? members[me - 1] : -1, from_leaf = me + 1 < n ? members[me + 1] : -1;
     step_id prev_send = after.last_send, prev_recv = after.last_recv;
     for (int s = 0; s < segments; ++s) {
         int64_t off = segment_offset(count, segments, s), len = segment_size(count, segments, s);
-        schedule::region seg_in{in.offset + off, len, in.buf};
-        schedule::region out = me == 0 ? schedule::region{dst.offset + off, len, dst.buf}
-                                       : schedule::region{acc.offset + off, len, acc.buf};
-        step_id got          = no_step;
+        region seg_in{in.offset + off, len, in.buf};
+        region out  = me == 0 ? region{dst.offset + off, len, dst.buf}
+                              : region{acc.offset + off, len, acc.buf};
+        step_id got = no_step;
         if (from_leaf >= 0) {
             got = prev_recv =
                 b.recv_reduce(from_leaf, out, seg_in, {prev_recv, after.last_send}, tag);

@@ -24,6 +24,9 @@ struct block_layout {
     int64_t total() const { return bounds.back(); }
 };
 
+/// members[i] = i: the flat group 0..n-1.
+std::vector<int> identity_members(int n);
+
 /// A buffer and an offset in it: where a vector starts.
 struct vector_at {
     schedule::buffer_id buf;
@@ -40,6 +43,16 @@ struct phase_end {
     schedule::step_id last_send = schedule::no_step;
     schedule::step_id last_recv = schedule::no_step;
 };
+
+/// A local copy that waits for both ends of the phase before: how a phase with one member
+/// (or a rotated scratch) takes its input.
+schedule::step_id copy_after(schedule::builder& b, schedule::region dst, schedule::region src,
+                             phase_end after);
+
+/// The all-gathers' first move: this member's own block to its place `mine` in the
+/// destination, after the phase before; no_step where it is there already.
+schedule::step_id place_own(schedule::builder& b, schedule::region own, schedule::region mine,
+                            phase_end after);
 
 /// Ring reduce-scatter: position p ends with block p, reduced over all members, in
 /// `final_dst`. Reads `in` (never written); partial sums of the other blocks go to `acc`.

@@ -21,8 +21,6 @@
 namespace loom::algorithms {
 namespace {
 
-using schedule::buffer_id;
-
 status build_direct(const call& c, int rank, schedule::builder& b) {
     auto all_in = schedule::in(0, c.count), all_out = schedule::out(0, c.count);
     if (c.root == c.peer) {

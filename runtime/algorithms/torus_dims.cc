@@ -91,11 +91,6 @@ cost torus_dims_not_applicable(const topology::shape& t) {
 
 namespace {
 
-using schedule::buffer_id;
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
-
 // The last steps of a phase: everything the next phase must wait for. A ring phase fills
 // two (phase_end); an open-line phase up to four (two directions, sends and receives).
 struct ends {

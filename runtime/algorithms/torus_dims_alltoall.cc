@@ -57,10 +57,6 @@ cost torus_dims_not_applicable(const topology::shape& t);  // torus_dims.cc
 
 namespace {
 
-using schedule::buffer_id;
-using schedule::no_step;
-using schedule::region;
-using schedule::step_id;
 using schedule::step_kind;
 
 // One phase's line: d positions; a packet is `outer` runs of `stride` chunks of `count`.

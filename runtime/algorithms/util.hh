@@ -8,6 +8,12 @@
 
 namespace loom::algorithms {
 
+// The schedule vocabulary every generator speaks.
+using schedule::buffer_id;
+using schedule::no_step;
+using schedule::region;
+using schedule::step_id;
+
 inline int ceil_log2(int64_t n) {
     int k = 0;
     while ((int64_t{1} << k) < n) {

@@ -155,17 +155,7 @@ result<cached_plan> communicator::build_plan(const algorithms::call& c,
     if (!steps) {
         return steps.error();
     }
-    schedule::schedule_info info;
-    info.coll       = c.coll;
-    info.nranks     = c.nranks;
-    info.count      = c.count;
-    info.root       = c.root;
-    info.peer       = c.peer;
-    info.dtype_size = c.dtype_size;
-    info.algorithm  = std::string(algo.name);
-    info.topology   = c.topo.to_string();
-    info.segments   = c.segments;
-    info.channels   = c.channels;
+    schedule::schedule_info info = algorithms::schedule_info_for(algo, c);
     cached_plan out;
     out.signature = call_signature(kind, c, algo.name, dtype, op);
     auto p        = engine::compile(info, *steps, dtype, out.signature);

@@ -3,25 +3,22 @@
 #include <algorithm>
 
 namespace loom::schedule {
+namespace {
+
+// An enumerator's name from a table in the enumerators' order; "?" outside it.
+template <class E, size_t N>
+std::string_view name_in(const std::string_view (&names)[N], E e) {
+    auto i = static_cast<size_t>(e);
+    return i < N ? names[i] : "?";
+}
+
+}  // namespace
 
 std::string_view collective_name(collective c) {
-    switch (c) {
-        case collective::broadcast:
-            return "broadcast";
-        case collective::reduce:
-            return "reduce";
-        case collective::allreduce:
-            return "allreduce";
-        case collective::reduce_scatter:
-            return "reduce_scatter";
-        case collective::allgather:
-            return "allgather";
-        case collective::alltoall:
-            return "alltoall";
-        case collective::sendrecv:
-            return "sendrecv";
-    }
-    return "?";
+    static constexpr std::string_view names[] = {
+        "broadcast", "reduce", "allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv"};
+    static_assert(std::size(names) == collective_count);
+    return name_in(names, c);
 }
 
 bool parse_collective(std::string_view name, collective* out) {
@@ -59,25 +56,11 @@ bool is_inc(step_kind k) {
 }
 
 std::string_view step_kind_name(step_kind k) {
-    switch (k) {
-        case step_kind::send:
-            return "send";
-        case step_kind::recv:
-            return "recv";
-        case step_kind::recv_reduce:
-            return "recv_reduce";
-        case step_kind::recv_copy:
-            return "recv_copy";
-        case step_kind::local_reduce:
-            return "local_reduce";
-        case step_kind::local_copy:
-            return "local_copy";
-        case step_kind::inc_push:
-            return "inc_push";
-        case step_kind::inc_pull:
-            return "inc_pull";
-    }
-    return "?";
+    static constexpr std::string_view names[] = {"send",      "recv",         "recv_reduce",
+                                                 "recv_copy", "local_reduce", "local_copy",
+                                                 "inc_push",  "inc_pull"};
+    static_assert(std::size(names) == step_kind_count);
+    return name_in(names, k);
 }
 
 bool parse_step_kind(std::string_view name, step_kind* out) {
@@ -98,18 +81,14 @@ bool parse_step_kind(std::string_view name, step_kind* out) {
     return false;
 }
 
+region* named_region(step& s, std::string_view key) {
+    return key == "dst" ? &s.dst : key == "src" ? &s.src : key == "aux" ? &s.aux : nullptr;
+}
+
 std::string_view buffer_name(buffer_id b) {
-    switch (b) {
-        case buffer_id::none:
-            return "none";
-        case buffer_id::input:
-            return "in";
-        case buffer_id::output:
-            return "out";
-        case buffer_id::scratch:
-            return "tmp";
-    }
-    return "?";
+    static constexpr std::string_view names[] = {"none", "in", "out", "tmp"};
+    static_assert(std::size(names) == 4);
+    return name_in(names, b);
 }
 
 bool parse_buffer(std::string_view name, buffer_id* out) {
@@ -236,77 +215,39 @@ step_id builder::add(step s, const std::vector<step_id>& deps) {
     return push(s, deps.begin(), deps.end());
 }
 
+// Each step kind fills only the fields it uses (step.hh); the rest keep their defaults.
 step_id builder::send(int peer, region src, deps_list deps, uint32_t tag) {
-    step s{};
-    s.kind = step_kind::send;
-    s.peer = peer;
-    s.src  = src;
-    s.tag  = tag;
-    return add(s, deps);
+    return add({.kind = step_kind::send, .tag = tag, .peer = peer, .src = src}, deps);
 }
 
 step_id builder::recv(int peer, region dst, deps_list deps, uint32_t tag) {
-    step s{};
-    s.kind = step_kind::recv;
-    s.peer = peer;
-    s.dst  = dst;
-    s.tag  = tag;
-    return add(s, deps);
+    return add({.kind = step_kind::recv, .tag = tag, .peer = peer, .dst = dst}, deps);
 }
 
 step_id builder::recv_reduce(int peer, region dst, region src, deps_list deps, uint32_t tag) {
-    step s{};
-    s.kind = step_kind::recv_reduce;
-    s.peer = peer;
-    s.dst  = dst;
-    s.src  = src;
-    s.tag  = tag;
-    return add(s, deps);
+    return add({.kind = step_kind::recv_reduce, .tag = tag, .peer = peer, .dst = dst, .src = src},
+               deps);
 }
 
 step_id builder::recv_copy(int peer, region dst, region aux, deps_list deps, uint32_t tag) {
-    step s{};
-    s.kind = step_kind::recv_copy;
-    s.peer = peer;
-    s.dst  = dst;
-    s.aux  = aux;
-    s.tag  = tag;
-    return add(s, deps);
+    return add({.kind = step_kind::recv_copy, .tag = tag, .peer = peer, .dst = dst, .aux = aux},
+               deps);
 }
 
 step_id builder::local_reduce(region dst, region src, region aux, deps_list deps) {
-    step s{};
-    s.kind = step_kind::local_reduce;
-    s.dst  = dst;
-    s.src  = src;
-    s.aux  = aux;
-    return add(s, deps);
+    return add({.kind = step_kind::local_reduce, .dst = dst, .src = src, .aux = aux}, deps);
 }
 
 step_id builder::local_copy(region dst, region src, deps_list deps) {
-    step s{};
-    s.kind = step_kind::local_copy;
-    s.dst  = dst;
-    s.src  = src;
-    return add(s, deps);
+    return add({.kind = step_kind::local_copy, .dst = dst, .src = src}, deps);
 }
 
 step_id builder::inc_push(region src, uint32_t slot, int contributors, deps_list deps) {
-    step s{};
-    s.kind = step_kind::inc_push;
-    s.src  = src;
-    s.tag  = slot;
-    s.peer = contributors;
-    return add(s, deps);
+    return add({.kind = step_kind::inc_push, .tag = slot, .peer = contributors, .src = src}, deps);
 }
 
 step_id builder::inc_pull(region dst, uint32_t slot, int contributors, deps_list deps) {
-    step s{};
-    s.kind = step_kind::inc_pull;
-    s.dst  = dst;
-    s.tag  = slot;
-    s.peer = contributors;
-    return add(s, deps);
+    return add({.kind = step_kind::inc_pull, .tag = slot, .peer = contributors, .dst = dst}, deps);
 }
 
 void builder::need_scratch(int64_t count) {

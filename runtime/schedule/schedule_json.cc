@@ -92,12 +92,8 @@ status parse_step(const json& j, rank_schedule* rs, const std::string& where) {
             st = get_int(j, "peer", &s.peer, where, true);
         } else if (key == "tag") {
             st = get_int(j, "tag", &s.tag, where, true);
-        } else if (key == "dst") {
-            st = parse_region(*it, &s.dst, where + " dst");
-        } else if (key == "src") {
-            st = parse_region(*it, &s.src, where + " src");
-        } else if (key == "aux") {
-            st = parse_region(*it, &s.aux, where + " aux");
+        } else if (region* r = named_region(s, key)) {
+            st = parse_region(*it, r, where + " " + key);
         } else if (key == "deps") {
             if (!it->is_array()) {
                 return parse_error(where + ": \"deps\" must be an array of step indices");
@@ -232,14 +228,10 @@ std::string to_json(const schedule& s, int indent) {
             if (st.tag) {
                 j["tag"] = st.tag;
             }
-            if (st.dst.buf != buffer_id::none) {
-                j["dst"] = region_json(st.dst);
-            }
-            if (st.src.buf != buffer_id::none) {
-                j["src"] = region_json(st.src);
-            }
-            if (st.aux.buf != buffer_id::none) {
-                j["aux"] = region_json(st.aux);
+            for (auto [key, r] : step_regions(st)) {
+                if (r->buf != buffer_id::none) {
+                    j[key] = region_json(*r);
+                }
             }
             if (st.ndeps) {
                 j["deps"] = std::vector<step_id>(rs.deps_of(st), rs.deps_of(st) + st.ndeps);

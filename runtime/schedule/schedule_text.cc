@@ -145,12 +145,8 @@ status parse_step_line(const line_reader& lr, rank_schedule* rs) {
             ok = to_number(val, &s.peer);
         } else if (key == "tag") {
             ok = to_number(val, &s.tag);
-        } else if (key == "dst") {
-            ok = parse_region(val, &s.dst);
-        } else if (key == "src") {
-            ok = parse_region(val, &s.src);
-        } else if (key == "aux") {
-            ok = parse_region(val, &s.aux);
+        } else if (region* r = named_region(s, key)) {
+            ok = parse_region(val, r);
         } else if (key == "deps") {
             size_t pos = 0;
             while (ok && pos <= val.size()) {
@@ -202,9 +198,9 @@ std::string to_text(const schedule& s) {
             if (st.tag != 0) {
                 out << " tag=" << st.tag;
             }
-            print_region(out, "dst", st.dst);
-            print_region(out, "src", st.src);
-            print_region(out, "aux", st.aux);
+            for (auto [key, r] : step_regions(st)) {
+                print_region(out, key, *r);
+            }
             if (st.ndeps) {
                 out << " deps=";
                 for (int d = 0; d < st.ndeps; ++d) {

@@ -24,8 +24,10 @@
 // tag receives the reduction of all of them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 namespace loom::schedule {
 
@@ -79,10 +81,17 @@ struct step {
     uint32_t tag       = 0;
     int32_t peer       = -1;  // rank for send/recv*; contributor count for inc_*; else -1
     uint32_t first_dep = 0;   // index into rank_schedule::deps
-    region dst;               // written by recv*, local_*, inc_pull
-    region src;               // read by send, recv_reduce, local_*, inc_push
-    region aux;               // recv_copy's second destination; local_reduce's 2nd operand
+    region dst{};             // written by recv*, local_*, inc_pull
+    region src{};             // read by send, recv_reduce, local_*, inc_push
+    region aux{};             // recv_copy's second destination; local_reduce's 2nd operand
 };
+
+/// A step's regions with their names in both printed forms, in printing order.
+inline std::array<std::pair<const char*, const region*>, 3> step_regions(const step& s) {
+    return {{{"dst", &s.dst}, {"src", &s.src}, {"aux", &s.aux}}};
+}
+/// The region a printed form names `key` ("dst", "src", "aux"), else nullptr.
+region* named_region(step& s, std::string_view key);
 
 bool is_receive(step_kind k);   // recv, recv_reduce, recv_copy
 bool is_transfer(step_kind k);  // send or a receive

@@ -102,21 +102,17 @@ status check_step(const schedule& s, int rank, step_id i) {
             return check_region(s, rank, i, st.dst, "destination", true);
         case step_kind::recv_reduce:
         case step_kind::local_copy:
-            if (!(r = check_region(s, rank, i, st.dst, "destination", true))) {
+        case step_kind::recv_copy: {
+            // recv_copy's second operand is a second destination; the others read a source.
+            bool copy            = st.kind == step_kind::recv_copy;
+            const region& second = copy ? st.aux : st.src;
+            if (!(r = check_region(s, rank, i, st.dst, "destination", true)) ||
+                !(r = check_region(s, rank, i, second, copy ? "second destination" : "source",
+                                   copy))) {
                 return r;
             }
-            if (!(r = check_region(s, rank, i, st.src, "source", false))) {
-                return r;
-            }
-            return same_count(st.dst, st.src);
-        case step_kind::recv_copy:
-            if (!(r = check_region(s, rank, i, st.dst, "destination", true))) {
-                return r;
-            }
-            if (!(r = check_region(s, rank, i, st.aux, "second destination", true))) {
-                return r;
-            }
-            return same_count(st.dst, st.aux);
+            return same_count(st.dst, second);
+        }
         case step_kind::local_reduce:
             for (auto [reg, role, w] :
                  {std::tuple{st.dst, "destination", true}, std::tuple{st.src, "source", false},
