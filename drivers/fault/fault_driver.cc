@@ -10,8 +10,8 @@
 #include "base/clock.hh"
 #include "base/log.hh"
 #include "drivers/fault/fault.hh"
-#include "drivers/fault/fault_dice.hh"
 #include "drivers/fault/fault_params.hh"
+#include "drivers/fault_dice.hh"
 #include "drivers/registry_internal.hh"
 
 namespace loom::drivers {
@@ -100,7 +100,7 @@ fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_conf
     : inner_(std::move(inner)), config_(c) {
     name_      = std::string("fault:") + inner_->capabilities().name;
     fast_      = fast_path_of(this);
-    dice_      = dice(c, rank_seed(c.seed, rank));
+    dice_      = dice(c.drop, c.dup, c.reorder, rank_seed(c.seed, rank));
     dup_limit_ = inner_->capabilities().eager_limit;
     ops_.resize(c.max_ops);
     free_ops_.resize(c.max_ops);
