@@ -42,6 +42,8 @@ class fault_datagram final : public datagram_endpoint {
     bool alive() const override { return inner_->alive(); }
     std::string describe() const override { return inner_->describe() + " (lossy)"; }
     const datagram_stats& stats() const override { return inner_->stats(); }
+    // A frame held back by a reorder goes out on the next pass's recv(), before any sleep.
+    waker idle_waker() override { return inner_->idle_waker(); }
 
   private:
     void release_held() {

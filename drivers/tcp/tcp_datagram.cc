@@ -8,6 +8,7 @@
 // stays framed. Receiving reads into one fixed buffer and hands out complete frames in place.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -26,6 +27,11 @@ constexpr size_t max_packet     = datagram_max_frame;
 constexpr size_t max_frame      = frame_prefix + max_packet;
 constexpr size_t send_buffer    = 256 * 1024;  // ~30 full frames behind a slow peer
 constexpr size_t receive_buffer = 64 * 1024;   // several frames per recv syscall
+
+/// The big-endian length before each frame.
+size_t frame_length(const uint8_t* prefix) {
+    return size_t(prefix[0]) << 24 | size_t(prefix[1]) << 16 | size_t(prefix[2]) << 8 | prefix[3];
+}
 
 class tcp_datagram final : public datagram_endpoint {
   public:
@@ -46,8 +52,25 @@ class tcp_datagram final : public datagram_endpoint {
         return address_ + (fd_ >= 0 ? " (fd " + std::to_string(fd_) + ")" : " (closed)");
     }
     const datagram_stats& stats() const override { return stats_; }
+    waker idle_waker() override { return waker_of(this); }
+
+    // The waker. A whole frame already read into in_ needs no sleep (token bit 0); else the
+    // socket turns readable when the next bytes come, or writable when output waits for
+    // room (bit 1). Level-triggered: bytes that came between arm and sleep end it at once.
+    uint64_t arm_sleep() const {
+        return (whole_frame_buffered() ? 1 : 0) | (out_start_ < out_end_ ? 2 : 0);
+    }
+    void sleep(uint64_t token, int64_t timeout_ns) const {
+        if ((token & 1) != 0 || fd_ < 0 || timeout_ns <= 0) {
+            return;
+        }
+        pollfd p{fd_, short(POLLIN | ((token & 2) != 0 ? POLLOUT : 0)), 0};
+        timespec t{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+        ::ppoll(&p, 1, &t, nullptr);
+    }
 
   private:
+    bool whole_frame_buffered() const;
     void flush();
     bool append(const uint8_t* bytes, size_t len);
     void fail(int err);
@@ -148,13 +171,18 @@ void tcp_datagram::send(const uint8_t* packet, size_t len) {
     stats_.bytes_sent += len;
 }
 
+bool tcp_datagram::whole_frame_buffered() const {
+    size_t have = in_end_ - in_start_;
+    return have >= frame_prefix && have >= frame_prefix + frame_length(in_.get() + in_start_);
+}
+
 bool tcp_datagram::recv(const uint8_t** packet, size_t* len) {
     flush();
     for (int attempt = 0; attempt < 2; ++attempt) {
         size_t have = in_end_ - in_start_;
         if (have >= frame_prefix) {
             const uint8_t* p = in_.get() + in_start_;
-            size_t frame_len = size_t(p[0]) << 24 | size_t(p[1]) << 16 | size_t(p[2]) << 8 | p[3];
+            size_t frame_len = frame_length(p);
             if (frame_len > max_packet) {
                 // The stream is out of step (or not a loom peer): nothing after it can be
                 // trusted, so the link closes.

@@ -3,6 +3,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.hh"
@@ -32,7 +33,7 @@ int inc_halves(schedule::collective coll, int rank, int root) {
 
 inc_offload::inc_offload(const inc_plan& plan, int rank,
                          std::unique_ptr<drivers::datagram_endpoint> l)
-    : plan_(plan), rank_(rank), link_(std::move(l)), client_([&] {
+    : plan_(plan), rank_(rank), link_(std::move(l)), link_waker_(link_->idle_waker()), client_([&] {
           inc::client_config c;
           c.job           = plan.job;
           c.comm          = plan.comm;
@@ -254,6 +255,26 @@ int inc_offload::poll(engine::offload_completion* out, int max) {
         }
     }
     return n;
+}
+
+bool inc_offload::pending() const {
+    return std::any_of(segments_.begin(), segments_.end(), [](const segment& s) { return s.used; });
+}
+
+drivers::waker inc_offload::idle_waker() {
+    return link_waker_ ? drivers::waker_of(this) : drivers::waker{};
+}
+
+uint64_t inc_offload::arm_sleep() {
+    wake_by_s_ = running_ != nullptr ? client_.next_timer_s() : now_s();
+    return link_waker_.arm(link_waker_.ctx);
+}
+
+void inc_offload::sleep(uint64_t token, int64_t timeout_ns) {
+    double until_timer_ns = (wake_by_s_ - now_s()) * 1e9;
+    int64_t ns = until_timer_ns < double(timeout_ns) ? std::max<int64_t>(0, int64_t(until_timer_ns))
+                                                     : timeout_ns;
+    link_waker_.sleep(link_waker_.ctx, token, ns);
 }
 
 bool inc_offload::cancel(uint64_t cookie) {
