@@ -1,8 +1,6 @@
 // The in-network offload (inc_offload.hh).
 #include "comm/inc_offload.hh"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -53,13 +51,7 @@ inc_offload::~inc_offload() {
 
 void inc_offload::retire() {
     if (link_ && link_->alive() && !dead_) {
-        inc::header h;
-        h.kind        = inc::packet_kind::leave;
-        h.job         = plan_.job;
-        h.comm        = plan_.comm;
-        h.contributor = uint32_t(rank_);
-        uint8_t packet[inc::header_bytes];
-        link_->send(packet, inc::encode(h, nullptr, packet));
+        inc::leave_node(*link_, plan_.job, plan_.comm, uint32_t(rank_));
     }
     retired_ = true;
     dead_    = true;
@@ -90,38 +82,10 @@ status inc_offload::join() {
     req.parent_index   = plan_.parent_index;
     // The join and its answer ride the lossy path like everything else: ask again until
     // the node answers or the deadline passes.
-    inc::joiner j(plan_.job, plan_.comm, uint32_t(rank_), req, plan_.ticket, 0.05);
-    const double give_up = now_s() + plan_.timeout_s;
-    while (now_s() < give_up) {
-        if (!link_->alive()) {
-            return status(LOOM_ERR_PEER_FAILURE,
-                          "aggregation node " + plan_.address + " closed the connection");
-        }
-        j.tick(*link_, now_s());
-        const uint8_t* in = nullptr;
-        size_t n          = 0;
-        if (!link_->recv(&in, &n)) {
-            sched_yield();
-            continue;
-        }
-        inc::header r;
-        const uint8_t* payload = nullptr;
-        if (inc::parse(in, n, &r, &payload) != inc::parse_error::none || !j.on_packet(r, payload)) {
-            continue;
-        }
-        if (j.current() == inc::joiner::state::joined) {
-            return status::ok();
-        }
-        if (j.current() == inc::joiner::state::refused) {
-            return status(j.refusal() == LOOM_SUCCESS ? LOOM_ERR_NO_RESOURCE : j.refusal(),
-                          "aggregation node " + plan_.address + " refused: " + j.reason());
-        }
-    }
-    bool challenged = j.current() != inc::joiner::state::awaiting_challenge;
-    return status(LOOM_ERR_TIMEOUT,
-                  "aggregation node " + plan_.address +
-                      (challenged ? " did not answer the join" : " sent no challenge") +
-                      " within " + std::to_string(plan_.timeout_s) + " s");
+    auto slots = inc::join_node(*link_, plan_.job, plan_.comm, uint32_t(rank_), req,
+                                plan_.timeout_s, plan_.ticket, 0.05);
+    return slots ? status::ok()
+                 : status(slots.error()).prefix("aggregation node " + plan_.address + ": ");
 }
 
 inc_offload::segment* inc_offload::find_or_add(uint32_t seq, uint32_t slot) {
