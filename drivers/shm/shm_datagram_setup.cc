@@ -34,25 +34,6 @@ constexpr size_t max_pending     = 64;  // connections whose segment has not arr
 
 using net::errno_text;
 
-struct unix_address {
-    sockaddr_un addr{};
-    socklen_t len = 0;
-};
-
-/// The abstract socket address of shm:NAME; an invalid argument when NAME does not fit.
-result<unix_address> socket_address(std::string_view name) {
-    unix_address out;
-    std::string path = std::string(1, '\0') + "loom-inc-" + std::string(name);
-    if (name.empty() || path.size() > sizeof out.addr.sun_path) {
-        return invalid_argument("'shm:" + std::string(name) + "': NAME must be 1.." +
-                                std::to_string(sizeof out.addr.sun_path - 10) + " characters");
-    }
-    out.addr.sun_family = AF_UNIX;
-    std::memcpy(out.addr.sun_path, path.data(), path.size());
-    out.len = socklen_t(offsetof(sockaddr_un, sun_path) + path.size());
-    return out;
-}
-
 constexpr int required_seals = F_SEAL_SHRINK | F_SEAL_SEAL;
 
 /// True when no process can shrink the segment any more (a memfd sealed by its creator).
@@ -196,6 +177,39 @@ int dial(const unix_address& to, const deadline& until, std::string* why) {
 
 }  // namespace
 
+namespace dgram {
+
+result<unix_address> socket_address(std::string_view name) {
+    unix_address out;
+    std::string path = std::string(1, '\0') + "loom-inc-" + std::string(name);
+    if (name.empty() || path.size() > sizeof out.addr.sun_path) {
+        return invalid_argument("'shm:" + std::string(name) + "': NAME must be 1.." +
+                                std::to_string(sizeof out.addr.sun_path - 10) + " characters");
+    }
+    out.addr.sun_family = AF_UNIX;
+    std::memcpy(out.addr.sun_path, path.data(), path.size());
+    out.len = socklen_t(offsetof(sockaddr_un, sun_path) + path.size());
+    return out;
+}
+
+ssize_t send_with_fd(int sock, const void* bytes, size_t len, int fd) {
+    iovec iov{const_cast<void*>(bytes), len};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov        = &iov;
+    msg.msg_iovlen     = 1;
+    msg.msg_control    = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cmsg      = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level   = SOL_SOCKET;
+    cmsg->cmsg_type    = SCM_RIGHTS;
+    cmsg->cmsg_len     = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+    return ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+}  // namespace dgram
+
 result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view name,
                                                             double timeout_s) {
     std::string address = "shm:" + std::string(name);
@@ -231,19 +245,7 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view nam
     loom::ring_spsc_init(rings);
     loom::ring_spsc_init(rings + ring_bytes());
 
-    iovec iov{&h, sizeof h};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov        = &iov;
-    msg.msg_iovlen     = 1;
-    msg.msg_control    = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cmsg      = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level   = SOL_SOCKET;
-    cmsg->cmsg_type    = SCM_RIGHTS;
-    cmsg->cmsg_len     = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
-    ssize_t sent = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    ssize_t sent = send_with_fd(sock, &h, sizeof h, fd);
     ::close(fd);  // the node has its own copy now; the mapping keeps ours
     // The node answers one byte once it has mapped the segment (it accepts from its poll
     // loop, so this waits for that loop, within the deadline).

@@ -26,6 +26,7 @@
 
 #include "base/spsc_ring.hh"
 #include "drivers/datagram.hh"
+#include "drivers/shm/shm_datagram.hh"
 #include "inc/node/ticket.hh"
 #include "switch_harness.hh"
 #include "test_main.hh"
@@ -373,11 +374,9 @@ struct raw_shm_member {
 };
 
 bool shm_handshake(const std::string& address, bool seal, raw_shm_member* m) {
-    constexpr uint32_t slots      = 256,
-                       slot_bytes = (4 + header_bytes + max_payload_bytes + 63) / 64 * 64;
-    const size_t ring             = ring_spsc_bytes(slots, slot_bytes);
-    m->bytes                      = cache_line + 2 * ring;
-    m->fd = memfd_create("hostile", MFD_CLOEXEC | (seal ? MFD_ALLOW_SEALING : 0u));
+    using namespace drivers::shm::dgram;
+    m->bytes = segment_bytes();
+    m->fd    = memfd_create("hostile", MFD_CLOEXEC | (seal ? MFD_ALLOW_SEALING : 0u));
     assert_true(m->fd >= 0);
     assert_int_equal(ftruncate(m->fd, off_t(m->bytes)), 0);
     if (seal) {
@@ -385,32 +384,16 @@ bool shm_handshake(const std::string& address, bool seal, raw_shm_member* m) {
     }
     m->seg = mmap(nullptr, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
     assert_true(m->seg != MAP_FAILED);
-    uint32_t h[4] = {0x4c4d5348u, 1, slots, slot_bytes};
-    std::memcpy(m->seg, h, sizeof h);
+    segment_header h{segment_magic, segment_version, ring_slots, slot_bytes};
+    std::memcpy(m->seg, &h, sizeof h);
     ring_spsc_init(static_cast<char*>(m->seg) + cache_line);
-    ring_spsc_init(static_cast<char*>(m->seg) + cache_line + ring);
-    std::string path = std::string(1, '\0') + "loom-inc-" + address.substr(4);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.data(), path.size());
+    ring_spsc_init(static_cast<char*>(m->seg) + cache_line + ring_bytes());
+    auto to = socket_address(address.substr(4));
     m->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (connect(m->sock, reinterpret_cast<sockaddr*>(&addr),
-                socklen_t(offsetof(sockaddr_un, sun_path) + path.size())) != 0) {
+    if (!to || connect(m->sock, reinterpret_cast<const sockaddr*>(&to->addr), to->len) != 0) {
         return false;
     }
-    iovec iov{h, sizeof h};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov        = &iov;
-    msg.msg_iovlen     = 1;
-    msg.msg_control    = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c         = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level      = SOL_SOCKET;
-    c->cmsg_type       = SCM_RIGHTS;
-    c->cmsg_len        = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &m->fd, sizeof(int));
-    assert_int_equal(sendmsg(m->sock, &msg, MSG_NOSIGNAL), ssize_t(sizeof h));
+    assert_int_equal(send_with_fd(m->sock, &h, sizeof h, m->fd), ssize_t(sizeof h));
     timeval tv{5, 0};
     setsockopt(m->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char ok = 0;
