@@ -82,30 +82,40 @@ result<std::vector<socket_address>> resolve(const host_port& where, bool passive
     return out;
 }
 
+namespace {
+
+// The first of `addresses` that `use` (bind, connect: 0 or an errno) accepts on a fresh
+// non-blocking TCP socket: that socket; -1 and *err the last errno when none does.
+template <class Use>
+int first_accepted(const std::vector<socket_address>& addresses, int* err, Use use) {
+    for (const socket_address& a : addresses) {
+        int fd = ::socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        *err   = fd < 0 ? errno : use(fd, a);
+        if (*err == 0) {
+            return fd;
+        }
+        if (fd >= 0) {
+            ::close(fd);
+        }
+    }
+    return -1;
+}
+
+}  // namespace
+
 result<int> listen_tcp(const host_port& where, int backlog, bool reuse_address, int* err) {
     int unused = 0;
     err        = err != nullptr ? err : &unused;
     *err       = 0;
     LOOM_ASSIGN(std::vector<socket_address> addresses, resolve(where, true));
     *err   = EADDRNOTAVAIL;
-    int fd = -1;
-    for (size_t i = 0; i < addresses.size() && fd < 0; ++i) {
-        const socket_address& a = addresses[i];
-        fd = ::socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            *err = errno;
-            continue;
-        }
+    int fd = first_accepted(addresses, err, [&](int s, const socket_address& a) {
         int one = 1;
         if (reuse_address) {
-            ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         }
-        if (::bind(fd, reinterpret_cast<const sockaddr*>(&a.addr), a.len) != 0) {
-            *err = errno;
-            ::close(fd);
-            fd = -1;
-        }
-    }
+        return ::bind(s, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 ? 0 : errno;
+    });
     if (fd >= 0 && ::listen(fd, backlog) != 0) {
         *err = errno;
         ::close(fd);
@@ -130,28 +140,21 @@ uint16_t local_port(int fd) {
 
 int connect_tcp(const std::vector<socket_address>& addresses, const deadline& until,
                 double attempt_s, std::string* why) {
-    int fd = -1;
-    for (size_t i = 0; i < addresses.size() && fd < 0; ++i) {
-        const socket_address& a = addresses[i];
-        fd = ::socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            *why = "socket(): " + errno_text(errno);
-            continue;
-        }
-        int err = ::connect(fd, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 ? 0 : errno;
-        if (err == EINPROGRESS) {
+    int err = 0;
+    int fd  = first_accepted(addresses, &err, [&](int s, const socket_address& a) {
+        int e = ::connect(s, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 ? 0 : errno;
+        if (e == EINPROGRESS) {
             deadline attempt(std::min(attempt_s, until.remaining_s()));
-            err            = -wait_fd(fd, POLLOUT, attempt);
-            socklen_t size = sizeof err;
-            if (err == 0) {
-                ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &size);
+            e              = -wait_fd(s, POLLOUT, attempt);
+            socklen_t size = sizeof e;
+            if (e == 0) {
+                ::getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &size);
             }
         }
-        if (err != 0) {
-            *why = errno_text(err);
-            ::close(fd);
-            fd = -1;
-        }
+        return e;
+    });
+    if (fd < 0) {
+        *why = errno_text(err);
     }
     return fd;
 }
