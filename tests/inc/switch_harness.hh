@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,5 +60,12 @@ struct step {
 status run_rank(const std::string& address, uint32_t job, uint32_t comm, uint32_t member,
                 const join_request& req, const std::vector<step>& steps,
                 std::string_view ticket = {});
+
+/// Runs rank(r) for r in 0..n-1, each in its own thread, while `meanwhile` (if any) runs in
+/// the caller's; returns the ranks' statuses once all are done.
+std::vector<status> run_ranks(uint32_t n, const std::function<status(uint32_t)>& rank,
+                              const std::function<void()>& meanwhile = {});
+/// Fails the test naming the first rank whose status is an error.
+void check_ranks(const std::vector<status>& res);
 
 }  // namespace loom::inc::test

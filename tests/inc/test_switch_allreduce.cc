@@ -54,18 +54,11 @@ std::string allreduce_through(const std::string& address, uint32_t job, uint32_t
             fin[r][i] = float_input(r, i);
         }
     }
-    std::vector<status> res(ranks);
-    std::vector<std::thread> threads;
-    for (uint32_t r = 0; r < ranks; ++r) {
-        threads.emplace_back([&, r] {
-            step a{1, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
-            step b{2, LOOM_FLOAT32, {}, fin[r].data(), fout[r].data(), count};
-            res[r] = run_rank(address, job, comm, r, flat(ranks, true), {a, b});
-        });
-    }
-    for (auto& t : threads) {
-        t.join();
-    }
+    std::vector<status> res  = run_ranks(ranks, [&](uint32_t r) {
+        step a{1, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
+        step b{2, LOOM_FLOAT32, {}, fin[r].data(), fout[r].data(), count};
+        return run_rank(address, job, comm, r, flat(ranks, true), {a, b});
+    });
     std::vector<float> fwant = fin[0];
     auto add                 = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
     for (uint32_t r = 1; r < ranks; ++r) {

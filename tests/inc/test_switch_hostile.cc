@@ -154,30 +154,22 @@ void forger_beside_a_real_job(void**) {
     std::vector<std::vector<int32_t>> in(ranks, std::vector<int32_t>(count));
     std::vector<std::vector<std::vector<int32_t>>> out(
         ranks, std::vector<std::vector<int32_t>>(calls, std::vector<int32_t>(count)));
-    std::vector<status> res(ranks);
-    std::vector<std::thread> threads;
     for (uint32_t r = 0; r < ranks; ++r) {
         for (size_t i = 0; i < count; ++i) {
             in[r][i] = int32_t(r * 7 + i);
         }
-        threads.emplace_back([&, r] {
-            std::vector<step> steps;
-            for (uint32_t c = 0; c < calls; ++c) {
-                steps.push_back({c + 1, LOOM_INT32, {}, in[r].data(), out[r][c].data(), count});
-            }
-            res[r] = run_rank(s.address, job, comm, r, flat(ranks), steps, key.ticket(job));
-        });
     }
-    for (auto& t : threads) {
-        t.join();
-    }
+    check_ranks(run_ranks(ranks, [&](uint32_t r) {
+        std::vector<step> steps;
+        for (uint32_t c = 0; c < calls; ++c) {
+            steps.push_back({c + 1, LOOM_INT32, {}, in[r].data(), out[r][c].data(), count});
+        }
+        return run_rank(s.address, job, comm, r, flat(ranks), steps, key.ticket(job));
+    }));
     done = true;
     forger.join();
     size_t wrong = 0;
     for (uint32_t r = 0; r < ranks; ++r) {
-        if (!res[r]) {
-            LOOM_FAIL("rank " + std::to_string(r) + ": " + res[r].to_string());
-        }
         for (uint32_t c = 0; c < calls; ++c) {
             for (size_t i = 0; i < count; ++i) {
                 if (out[r][c][i] != int32_t(42 + 4 * i)) {
