@@ -35,6 +35,9 @@ struct program {
     int signal_number = 0;
 };
 
+/// Fails the test with every rank's report when one did not exit 0.
+void expect_all_ok(const std::vector<outcome>& out);
+
 /// Runs a program to completion (or the deadline) and captures stdout and stderr.
 outcome run_program(const program& p, double deadline_s);
 /// Runs several programs at once, all children of this process, and waits for all.
