@@ -97,10 +97,10 @@ class joiner {
     std::string reason_;
 };
 
-/// Builds a control packet (join, leave, stats_query, …) with a byte payload into `out`
-/// (header_bytes + text.size() bytes); returns its length.
+/// Builds a control packet (join, leave, stats_query, joined, nack, …) with a byte payload
+/// into `out` (header_bytes + payload.size() bytes); returns its length.
 size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
-                      std::string_view payload, uint8_t* out);
+                      std::string_view payload, uint8_t* out, uint32_t seq = 0, uint32_t slot = 0);
 
 /// On a new link: waits for the node's challenge, sends a join for (job, comm) as `member`
 /// (signed with `ticket`, the raw 32 bytes, unless empty; again every resend_s > 0 over a
