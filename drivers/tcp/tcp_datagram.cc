@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/byte_order.hh"
 #include "drivers/tcp/tcp_datagram.hh"
 
 namespace loom::drivers::tcp {
@@ -27,11 +28,6 @@ constexpr size_t max_packet     = datagram_max_frame;
 constexpr size_t max_frame      = frame_prefix + max_packet;
 constexpr size_t send_buffer    = 256 * 1024;  // ~30 full frames behind a slow peer
 constexpr size_t receive_buffer = 64 * 1024;   // several frames per recv syscall
-
-/// The big-endian length before each frame.
-size_t frame_length(const uint8_t* prefix) {
-    return size_t(prefix[0]) << 24 | size_t(prefix[1]) << 16 | size_t(prefix[2]) << 8 | prefix[3];
-}
 
 class tcp_datagram final : public datagram_endpoint {
   public:
@@ -138,8 +134,8 @@ void tcp_datagram::send(const uint8_t* packet, size_t len) {
         ++stats_.send_dropped;
         return;
     }
-    uint8_t prefix[frame_prefix] = {uint8_t(len >> 24), uint8_t(len >> 16), uint8_t(len >> 8),
-                                    uint8_t(len)};
+    uint8_t prefix[frame_prefix];
+    be::put32(prefix, uint32_t(len));
     size_t frame = frame_prefix + len, done = 0;
     if (out_start_ == out_end_) {
         // Nothing queued ahead of it: straight to the socket, prefix and packet in one call.
@@ -173,7 +169,7 @@ void tcp_datagram::send(const uint8_t* packet, size_t len) {
 
 bool tcp_datagram::whole_frame_buffered() const {
     size_t have = in_end_ - in_start_;
-    return have >= frame_prefix && have >= frame_prefix + frame_length(in_.get() + in_start_);
+    return have >= frame_prefix && have >= frame_prefix + be::get32(in_.get() + in_start_);
 }
 
 bool tcp_datagram::recv(const uint8_t** packet, size_t* len) {
@@ -182,7 +178,7 @@ bool tcp_datagram::recv(const uint8_t** packet, size_t* len) {
         size_t have = in_end_ - in_start_;
         if (have >= frame_prefix) {
             const uint8_t* p = in_.get() + in_start_;
-            size_t frame_len = frame_length(p);
+            size_t frame_len = be::get32(p);
             if (frame_len > max_packet) {
                 // The stream is out of step (or not a loom peer): nothing after it can be
                 // trusted, so the link closes.

@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include "base/check.hh"
+#include "base/hash.hh"
 #include "base/net.hh"
 #include "drivers/tcp/tcp.hh"
 #include "drivers/tcp/tcp_params.hh"
@@ -122,11 +123,7 @@ hello from_wire(hello h) {
 }
 
 uint64_t job_hash(const std::string& job) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : job) {
-        h = (h ^ c) * 0x100000001b3ull;
-    }
-    return h;
+    return fnv1a64(job);
 }
 
 result<settings> settings_from_params(int rank) {
