@@ -214,6 +214,16 @@ void expect_all_ok(const std::vector<outcome>& out) {
     }
 }
 
+bool loomrun_args(int argc, char** argv, std::string* loomrun, std::string* probe) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: %s LOOMRUN LOOMRUN_PROBE\n", argv[0]);
+        return false;
+    }
+    *loomrun = argv[1];
+    *probe   = argv[2];
+    return true;
+}
+
 int free_port() {
     auto fd  = net::listen_tcp(net::host_port{"127.0.0.1", 0}, 1, false);
     int port = fd ? net::local_port(*fd) : 0;

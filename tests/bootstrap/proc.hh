@@ -43,6 +43,10 @@ outcome run_program(const program& p, double deadline_s);
 /// Runs several programs at once, all children of this process, and waits for all.
 std::vector<outcome> run_programs(const std::vector<program>& ps, double deadline_s);
 
+/// The loomrun tests' arguments, LOOMRUN and LOOMRUN_PROBE; false (the usage printed) when
+/// they are missing.
+bool loomrun_args(int argc, char** argv, std::string* loomrun, std::string* probe);
+
 /// A TCP port on 127.0.0.1 that is free now.
 int free_port();
 
