@@ -240,6 +240,12 @@ status run_rank(const std::string& address, uint32_t job, uint32_t comm, uint32_
     return status::ok();
 }
 
+std::string stop_cleanly(switch_proc& s) {
+    std::string out;
+    assert_int_equal(stop_switch(s, &out), 0);
+    return out;
+}
+
 std::vector<status> run_ranks(uint32_t n, const std::function<status(uint32_t)>& rank,
                               const std::function<void()>& meanwhile) {
     std::vector<status> res(n);

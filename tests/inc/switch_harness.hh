@@ -37,6 +37,8 @@ switch_proc start_switch(const std::vector<std::string>& args);
 /// SIGTERM, then waits (5 s at most); returns the exit status (-1: killed, not exited)
 /// and sets *out to what it printed.
 int stop_switch(switch_proc& s, std::string* out);
+/// stop_switch, expecting a clean exit (status 0); returns what it printed.
+std::string stop_cleanly(switch_proc& s);
 
 /// The value of counter `name` in a statistics text; -1 when absent.
 int64_t stat_value(const std::string& text, const std::string& name);

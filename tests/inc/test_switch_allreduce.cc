@@ -97,8 +97,7 @@ void run_allreduce(bool shm, bool lossy) {
     switch_proc s = start_switch(args);
     assert_true(s.pid > 0 && !s.address.empty());
     check(allreduce_through(s.address, 1, 1, 0));
-    std::string out;
-    assert_int_equal(stop_switch(s, &out), 0);
+    std::string out = stop_cleanly(s);
     assert_true(stat_value(out, "results") >= 10);  // 5 chunks × 2 collectives
     assert_int_equal(stat_value(out, "contributions"), 40);
     if (lossy) {
@@ -153,8 +152,7 @@ void communicators_apart_and_job_quota(void**) {
     std::string text = wait_for_stat(s.address, "groups", 3);
     assert_int_equal(stat_value(text, "groups"), 3);
     assert_int_equal(stat_value(text, "nacks"), 2);
-    std::string out;
-    assert_int_equal(stop_switch(s, &out), 0);
+    stop_cleanly(s);
 }
 
 // `loom-switch --stats ADDR` as a process: prints the counters, exits 0; a dead address
@@ -178,8 +176,7 @@ void stats_command(void**) {
         std::string(std::getenv("LOOM_SWITCH")) + " --stats tcp:127.0.0.1:1 > /dev/null 2>&1";
     int st = std::system(bad.c_str());
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
-    std::string out;
-    assert_int_equal(stop_switch(s, &out), 0);
+    std::string out = stop_cleanly(s);
     assert_true(out.find("loom-switch listening on shm:") != std::string::npos);
     assert_true(stat_value(out, "stats_queries") >= 2);
 }

@@ -186,8 +186,7 @@ void forger_beside_a_real_job(void**) {
     std::string text = wait_for_stat(s.address, "forged", 1);
     assert_true(stat_value(text, "forged") > 0);
     assert_true(sprayed > 0);
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 // A join must prove its job's ticket over this link's nonce: no proof, another job's
@@ -222,8 +221,7 @@ void joins_without_the_ticket_are_refused(void**) {
     (*a)->send(pkt, len);
     text = wait_for_stat(s.address, "groups", 1);
     assert_int_equal(stat_value(text, "groups"), 1);
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 // A child node proves its join to its parent with the job's ticket under the key the tree
@@ -253,10 +251,9 @@ void a_child_node_authenticates_to_its_parent(void**) {
     }
     std::string text = wait_for_stat(root.address, "join_auth_refused", 1);
     assert_int_equal(stat_value(text, "join_auth_refused"), 1);
-    std::string out;
-    assert_int_equal(stop_switch(bad, &out), 0);
-    assert_int_equal(stop_switch(good, &out), 0);
-    assert_int_equal(stop_switch(root, &out), 0);
+    stop_cleanly(bad);
+    stop_cleanly(good);
+    stop_cleanly(root);
 }
 
 // The node refuses to run open to anyone by accident, and keeps its key private.
@@ -343,8 +340,7 @@ void join_bomb_is_refused_and_memory_stays_small(void**) {
     std::printf("# loom-switch VmRSS %lld KiB before, %lld KiB after the join bomb\n",
                 (long long)before, (long long)after);
     assert_true(after - before < 64 * 1024);  // the job's 24 MiB, links, malloc: not 521 MB
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 // The shm hand-shake by hand: a segment of the right size and geometry, sealed or not.
@@ -415,8 +411,7 @@ void truncated_shm_segment_does_not_kill_the_node(void**) {
     int32_t in[4] = {1, 2, 3, 4}, out[4] = {};
     assert_true(run_rank(s.address, 1, 1, 0, flat(1), {{1, LOOM_INT32, {}, in, out, 4}}).is_ok());
     assert_int_equal(out[3], 4);
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 // Finding: 3,000 idle connections were all accepted. The node holds at most --max-links,
@@ -473,8 +468,7 @@ void idle_connections_and_garbage_are_bounded(void**) {
     text = wait_for_stat(s.address, "links_bad_closed", 1);
     assert_int_equal(stat_value(text, "links_bad_closed"), 1);
     assert_true(alive(s));
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 }  // namespace

@@ -101,8 +101,7 @@ void malformed_counted_legit_exact(void**) {
                       ", not 1:\n" + text);
         }
     }
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    std::string final_text = stop_cleanly(s);
     assert_int_equal(stat_value(final_text, "malformed_bad_magic"), 1);
 }
 

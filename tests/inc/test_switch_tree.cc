@@ -91,11 +91,11 @@ void run_tree(bool shm, bool lossy) {
     }
     std::string out;
     for (auto& l : leaf) {
-        assert_int_equal(stop_switch(l, &out), 0);
+        out = stop_cleanly(l);
         assert_int_equal(stat_value(out, "forwarded"), 4 * 3);  // 3 chunks × 4 collectives
         assert_int_equal(stat_value(out, "awaiting_parent"), 0);
     }
-    assert_int_equal(stop_switch(root, &out), 0);
+    out = stop_cleanly(root);
     assert_int_equal(stat_value(out, "results"), 4 * 3);
     assert_int_equal(stat_value(out, "contributions"), 2 * 4 * 3);
 }
@@ -121,8 +121,7 @@ void parent_level_without_parent(void**) {
     j.members = 4, j.expected = 2, j.slots = 2, j.parent_members = 2;
     status st = run_rank(s.address, 1, 1, 0, j, {});
     assert_int_equal(st.code(), LOOM_ERR_NOT_SUPPORTED);
-    std::string out;
-    assert_int_equal(stop_switch(s, &out), 0);
+    stop_cleanly(s);
 }
 
 }  // namespace
