@@ -230,7 +230,9 @@ drivers::waker inc_offload::idle_waker() {
 }
 
 uint64_t inc_offload::arm_sleep() {
-    wake_by_s_ = running_ != nullptr ? client_.next_timer_s() : now_s();
+    // With no segment running nothing on the link is awaited (a half still to be posted
+    // comes from the engine's own passes): sleep no longer than an idle nap.
+    wake_by_s_ = running_ != nullptr ? client_.next_timer_s() : now_s() + 50e-6;
     return link_waker_.arm(link_waker_.ctx);
 }
 
