@@ -64,6 +64,10 @@ class tcp_datagram final : public datagram_endpoint {
         timespec t{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
         ::ppoll(&p, 1, &t, nullptr);
     }
+    // No hand-over wakes this sleep early (no event descriptor beside the socket): work
+    // posted by another thread waits for the sleep's bound, which the in-network offload
+    // keeps to its retransmission timer or the engine's longest sleep.
+    void ring() {}
 
   private:
     bool whole_frame_buffered() const;
