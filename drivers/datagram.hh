@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "base/status.hh"
+#include "drivers/waker.hh"
 
 namespace loom::drivers {
 
@@ -60,6 +61,9 @@ class datagram_endpoint : public datagram_sink {
     /// "tcp:10.0.0.1:7000 (fd 5)" and the like, for diagnostics.
     virtual std::string describe() const        = 0;
     virtual const datagram_stats& stats() const = 0;
+    /// How a poll loop sleeps until a frame may have arrived (drivers/waker.hh); null where
+    /// nothing can wake it (the loop naps). Ends early when the way out frees up too.
+    virtual waker idle_waker() { return {}; }
 };
 
 /// The accepting side: hands out endpoints as peers connect.

@@ -47,18 +47,33 @@ struct waker {
     bool same_as(const waker& o) const { return ctx == o.ctx && arm == o.arm && sleep == o.sleep; }
 };
 
-/// The waker of an endpoint class E with public members `uint64_t arm_sleep()`,
-/// `void sleep(uint64_t token, int64_t timeout_ns)` and `void ring()`.
+/// The waker of an endpoint class E with public members `uint64_t arm_sleep()` and
+/// `void sleep(uint64_t token, int64_t timeout_ns)`, and `void ring()` where a hand-over
+/// can end its sleep (without one, ring stays null and a progress thread naps instead).
 template <typename E>
 waker waker_of(E* e) {
-    return waker{
+    waker w{
         e,
         [](void* c) { return static_cast<E*>(c)->arm_sleep(); },
         [](void* c, uint64_t token, int64_t timeout_ns) {
             static_cast<E*>(c)->sleep(token, timeout_ns);
         },
-        [](void* c) { static_cast<E*>(c)->ring(); },
     };
+    if constexpr (requires { e->ring(); }) {
+        w.ring = [](void* c) { static_cast<E*>(c)->ring(); };
+    }
+    return w;
+}
+
+/// The waker of a wrapper E that sleeps on `inner` (its ring() hands on to inner's): it
+/// can be rung exactly when `inner` can.
+template <typename E>
+waker wrapper_waker_of(E* e, const waker& inner) {
+    waker w = waker_of(e);
+    if (inner.ring == nullptr) {
+        w.ring = nullptr;
+    }
+    return w;
 }
 
 }  // namespace loom::drivers

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "drivers/fault/fault.hh"
-#include "drivers/fault/fault_dice.hh"
+#include "drivers/fault_dice.hh"
 
 namespace loom::drivers::fault {
 namespace {
@@ -13,7 +13,9 @@ namespace {
 class fault_datagram final : public datagram_endpoint {
   public:
     fault_datagram(std::unique_ptr<datagram_endpoint> inner, const fault_config& c, uint64_t seed)
-        : inner_(std::move(inner)), dice_(c, seed), held_(new uint8_t[datagram_max_frame]) {}
+        : inner_(std::move(inner)),
+          dice_(c.drop, c.dup, c.reorder, seed),
+          held_(new uint8_t[datagram_max_frame]) {}
 
     void send(const uint8_t* frame, size_t len) override {
         // Three draws every time, so one fault does not shift the pattern of the next.
@@ -40,6 +42,8 @@ class fault_datagram final : public datagram_endpoint {
     bool alive() const override { return inner_->alive(); }
     std::string describe() const override { return inner_->describe() + " (lossy)"; }
     const datagram_stats& stats() const override { return inner_->stats(); }
+    // A frame held back by a reorder goes out on the next pass's recv(), before any sleep.
+    waker idle_waker() override { return inner_->idle_waker(); }
 
   private:
     void release_held() {

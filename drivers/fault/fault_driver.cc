@@ -11,8 +11,8 @@
 #include "base/clock.hh"
 #include "base/log.hh"
 #include "drivers/fault/fault.hh"
-#include "drivers/fault/fault_dice.hh"
 #include "drivers/fault/fault_params.hh"
+#include "drivers/fault_dice.hh"
 #include "drivers/registry_internal.hh"
 
 namespace loom::drivers {
@@ -113,7 +113,7 @@ fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_conf
     : inner_(std::move(inner)), config_(c) {
     name_      = std::string("fault:") + inner_->capabilities().name;
     fast_      = fast_path_of(this);
-    dice_      = dice(c, rank_seed(c.seed, rank));
+    dice_      = dice(c.drop, c.dup, c.reorder, rank_seed(c.seed, rank));
     dup_limit_ = inner_->capabilities().eager_limit;
     ops_.resize(c.max_ops);
     free_ops_.resize(c.max_ops);
@@ -373,7 +373,7 @@ bool fault_endpoint::cancel(uint64_t cookie) {
 
 waker fault_endpoint::idle_waker() {
     inner_waker_ = inner_->idle_waker();
-    return inner_waker_ ? waker_of(this) : waker{};
+    return inner_waker_ ? wrapper_waker_of(this, inner_waker_) : waker{};
 }
 
 uint64_t fault_endpoint::arm_sleep() {

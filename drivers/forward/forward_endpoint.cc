@@ -282,7 +282,7 @@ int forward_endpoint::poll(completion* out, int max) {
 
 waker forward_endpoint::idle_waker() {
     inner_waker_ = inner_->idle_waker();
-    return inner_waker_ ? waker_of(this) : waker{};
+    return inner_waker_ ? wrapper_waker_of(this, inner_waker_) : waker{};
 }
 
 uint64_t forward_endpoint::arm_sleep() {

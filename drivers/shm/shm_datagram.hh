@@ -3,12 +3,17 @@
 // (shm_datagram_setup.cc). Changing any of it changes the wire format: bump segment_version.
 #pragma once
 
+#include <sys/types.h>
+#include <sys/un.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/spsc_ring.hh"
+#include "base/status.hh"
 #include "drivers/datagram_internal.hh"
 
 namespace loom::drivers::shm::dgram {
@@ -32,6 +37,17 @@ inline size_t ring_bytes() {
 inline size_t segment_bytes() {
     return cache_line + 2 * ring_bytes();
 }
+
+struct unix_address {
+    sockaddr_un addr{};
+    socklen_t len = 0;
+};
+/// The hand-shake socket of shm:NAME, in the abstract namespace ("\0loom-inc-NAME": nothing
+/// on disk); an invalid argument when NAME does not fit.
+result<unix_address> socket_address(std::string_view name);
+/// Sends `len` bytes with `fd` attached (SCM_RIGHTS) on a Unix stream socket; what
+/// sendmsg returns.
+ssize_t send_with_fd(int sock, const void* bytes, size_t len, int fd);
 
 /// The endpoint over a mapped, checked segment: sends into ring `to_peer` (0 for the client,
 /// 1 for the node), receives from the other. Takes over `sock` and the mapping.

@@ -14,14 +14,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
-#include "base/clock.hh"
+#include "base/check.hh"
+#include "base/net.hh"
 #include "drivers/shm/shm_datagram.hh"
 
 namespace loom::drivers::shm {
@@ -33,28 +32,7 @@ constexpr double first_backoff_s = 0.002;
 constexpr double max_backoff_s   = 0.05;
 constexpr size_t max_pending     = 64;  // connections whose segment has not arrived yet
 
-std::string errno_text(int err) {
-    return std::string(std::strerror(err));
-}
-
-std::string seconds(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-    return buf;
-}
-
-/// The abstract socket address of shm:NAME; false when NAME does not fit.
-bool socket_address(std::string_view name, sockaddr_un* out, socklen_t* len) {
-    std::string path = std::string(1, '\0') + "loom-inc-" + std::string(name);
-    if (name.empty() || path.size() > sizeof out->sun_path) {
-        return false;
-    }
-    *out            = sockaddr_un{};
-    out->sun_family = AF_UNIX;
-    std::memcpy(out->sun_path, path.data(), path.size());
-    *len = socklen_t(offsetof(sockaddr_un, sun_path) + path.size());
-    return true;
-}
+using net::errno_text;
 
 constexpr int required_seals = F_SEAL_SHRINK | F_SEAL_SEAL;
 
@@ -177,15 +155,15 @@ class shm_datagram_listener final : public datagram_listener {
 };
 
 /// Connects the Unix socket, retrying while nobody listens; -1 and *why at the deadline.
-int dial(const sockaddr_un& addr, socklen_t addr_len, const deadline& until, std::string* why) {
-    double backoff_s = first_backoff_s;
+int dial(const unix_address& to, const deadline& until, std::string* why) {
+    net::backoff pause(max_backoff_s, first_backoff_s);
     for (;;) {
         int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (s < 0) {
             *why = "socket(): " + errno_text(errno);
             return -1;
         }
-        if (::connect(s, reinterpret_cast<const sockaddr*>(&addr), addr_len) == 0) {
+        if (::connect(s, reinterpret_cast<const sockaddr*>(&to.addr), to.len) == 0) {
             return s;
         }
         *why = errno_text(errno);
@@ -193,28 +171,55 @@ int dial(const sockaddr_un& addr, socklen_t addr_len, const deadline& until, std
         if (until.remaining_s() <= 0) {
             return -1;
         }
-        ::usleep(useconds_t(std::min(backoff_s, std::max(0.0, until.remaining_s())) * 1e6));
-        backoff_s = std::min(backoff_s * 2, max_backoff_s);
+        pause.pause(until.remaining_s());
     }
 }
 
 }  // namespace
 
+namespace dgram {
+
+result<unix_address> socket_address(std::string_view name) {
+    unix_address out;
+    std::string path = std::string(1, '\0') + "loom-inc-" + std::string(name);
+    if (name.empty() || path.size() > sizeof out.addr.sun_path) {
+        return invalid_argument("'shm:" + std::string(name) + "': NAME must be 1.." +
+                                std::to_string(sizeof out.addr.sun_path - 10) + " characters");
+    }
+    out.addr.sun_family = AF_UNIX;
+    std::memcpy(out.addr.sun_path, path.data(), path.size());
+    out.len = socklen_t(offsetof(sockaddr_un, sun_path) + path.size());
+    return out;
+}
+
+ssize_t send_with_fd(int sock, const void* bytes, size_t len, int fd) {
+    iovec iov{const_cast<void*>(bytes), len};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov        = &iov;
+    msg.msg_iovlen     = 1;
+    msg.msg_control    = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cmsg      = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level   = SOL_SOCKET;
+    cmsg->cmsg_type    = SCM_RIGHTS;
+    cmsg->cmsg_len     = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+    return ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+}  // namespace dgram
+
 result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view name,
                                                             double timeout_s) {
     std::string address = "shm:" + std::string(name);
-    sockaddr_un addr{};
-    socklen_t addr_len = 0;
-    if (!socket_address(name, &addr, &addr_len)) {
-        return invalid_argument("'" + address + "': NAME must be 1.." +
-                                std::to_string(sizeof addr.sun_path - 10) + " characters");
-    }
+    LOOM_ASSIGN(unix_address to, socket_address(name));
     deadline until(timeout_s);
     std::string why;
-    int sock = dial(addr, addr_len, until, &why);
+    int sock = dial(to, until, &why);
     if (sock < 0) {
         return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
-                                            seconds(timeout_s) + ": " + why);
+                                            net::seconds_text(timeout_s) + ": " + why);
     }
     int fd = ::memfd_create("loom-inc-link", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0 || ::ftruncate(fd, off_t(segment_bytes())) != 0 ||
@@ -240,19 +245,7 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view nam
     loom::ring_spsc_init(rings);
     loom::ring_spsc_init(rings + ring_bytes());
 
-    iovec iov{&h, sizeof h};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov        = &iov;
-    msg.msg_iovlen     = 1;
-    msg.msg_control    = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cmsg      = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level   = SOL_SOCKET;
-    cmsg->cmsg_type    = SCM_RIGHTS;
-    cmsg->cmsg_len     = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
-    ssize_t sent = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    ssize_t sent = send_with_fd(sock, &h, sizeof h, fd);
     ::close(fd);  // the node has its own copy now; the mapping keeps ours
     // The node answers one byte once it has mapped the segment (it accepts from its poll
     // loop, so this waits for that loop, within the deadline).
@@ -260,9 +253,7 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view nam
     ssize_t got      = -1;
     std::string fail = sent == ssize_t(sizeof h) ? "no answer" : "sendmsg: " + errno_text(errno);
     if (sent == ssize_t(sizeof h)) {
-        pollfd p{sock, POLLIN, 0};
-        int wait_ms = int(std::max(0.0, until.remaining_s()) * 1000) + 1;
-        if (::poll(&p, 1, wait_ms) > 0) {
+        if (net::wait_fd(sock, POLLIN, until) == 0) {
             got  = ::recv(sock, &ok, 1, MSG_DONTWAIT);
             fail = got == 0 ? "the node closed the connection (segment refused)" : fail;
         }
@@ -271,24 +262,19 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view nam
         ::munmap(seg, segment_bytes());
         ::close(sock);
         return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
-                                            seconds(timeout_s) + ": " + fail);
+                                            net::seconds_text(timeout_s) + ": " + fail);
     }
     return ring_endpoint(sock, seg, 0, address);
 }
 
 result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view name) {
     std::string address = "shm:" + std::string(name);
-    sockaddr_un addr{};
-    socklen_t addr_len = 0;
-    if (!socket_address(name, &addr, &addr_len)) {
-        return invalid_argument("'" + address + "': NAME must be 1.." +
-                                std::to_string(sizeof addr.sun_path - 10) + " characters");
-    }
+    LOOM_ASSIGN(unix_address at, socket_address(name));
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return system_error("listening at " + address + ": socket(): " + errno_text(errno));
     }
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0 ||
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&at.addr), at.len) != 0 ||
         ::listen(fd, 128) != 0) {
         int err = errno;
         ::close(fd);

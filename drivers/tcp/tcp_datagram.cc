@@ -8,6 +8,7 @@
 // stays framed. Receiving reads into one fixed buffer and hands out complete frames in place.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/byte_order.hh"
 #include "drivers/tcp/tcp_datagram.hh"
 
 namespace loom::drivers::tcp {
@@ -46,8 +48,27 @@ class tcp_datagram final : public datagram_endpoint {
         return address_ + (fd_ >= 0 ? " (fd " + std::to_string(fd_) + ")" : " (closed)");
     }
     const datagram_stats& stats() const override { return stats_; }
+    waker idle_waker() override { return waker_of(this); }
+
+    // The waker. A whole frame already read into in_ needs no sleep (token bit 0); else the
+    // socket turns readable when the next bytes come, or writable when output waits for
+    // room (bit 1). Level-triggered: bytes that came between arm and sleep end it at once.
+    uint64_t arm_sleep() const {
+        return (whole_frame_buffered() ? 1 : 0) | (out_start_ < out_end_ ? 2 : 0);
+    }
+    void sleep(uint64_t token, int64_t timeout_ns) const {
+        if ((token & 1) != 0 || fd_ < 0 || timeout_ns <= 0) {
+            return;
+        }
+        pollfd p{fd_, short(POLLIN | ((token & 2) != 0 ? POLLOUT : 0)), 0};
+        timespec t{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+        ::ppoll(&p, 1, &t, nullptr);
+    }
+    // No ring(): nothing beside the socket lets another thread end this sleep, so a
+    // progress thread over this link naps instead (drivers/waker.hh).
 
   private:
+    bool whole_frame_buffered() const;
     void flush();
     bool append(const uint8_t* bytes, size_t len);
     void fail(int err);
@@ -115,8 +136,8 @@ void tcp_datagram::send(const uint8_t* packet, size_t len) {
         ++stats_.send_dropped;
         return;
     }
-    uint8_t prefix[frame_prefix] = {uint8_t(len >> 24), uint8_t(len >> 16), uint8_t(len >> 8),
-                                    uint8_t(len)};
+    uint8_t prefix[frame_prefix];
+    be::put32(prefix, uint32_t(len));
     size_t frame = frame_prefix + len, done = 0;
     if (out_start_ == out_end_) {
         // Nothing queued ahead of it: straight to the socket, prefix and packet in one call.
@@ -148,13 +169,18 @@ void tcp_datagram::send(const uint8_t* packet, size_t len) {
     stats_.bytes_sent += len;
 }
 
+bool tcp_datagram::whole_frame_buffered() const {
+    size_t have = in_end_ - in_start_;
+    return have >= frame_prefix && have >= frame_prefix + be::get32(in_.get() + in_start_);
+}
+
 bool tcp_datagram::recv(const uint8_t** packet, size_t* len) {
     flush();
     for (int attempt = 0; attempt < 2; ++attempt) {
         size_t have = in_end_ - in_start_;
         if (have >= frame_prefix) {
             const uint8_t* p = in_.get() + in_start_;
-            size_t frame_len = size_t(p[0]) << 24 | size_t(p[1]) << 16 | size_t(p[2]) << 8 | p[3];
+            size_t frame_len = be::get32(p);
             if (frame_len > max_packet) {
                 // The stream is out of step (or not a loom peer): nothing after it can be
                 // trusted, so the link closes.

@@ -2,20 +2,13 @@
 // "HOST:PORT" resolved once, a connect that retries with backoff while nobody listens yet,
 // and a non-blocking listener.
 #include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <charconv>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "base/check.hh"
-#include "base/clock.hh"
+#include "base/net.hh"
 #include "drivers/tcp/tcp_datagram.hh"
 
 namespace loom::drivers::tcp {
@@ -23,56 +16,6 @@ namespace {
 
 constexpr double first_backoff_s = 0.005;  // a node that is not listening yet is
 constexpr double max_backoff_s   = 0.1;    // usually only a moment late
-
-std::string errno_text(int err) {
-    return std::string(std::strerror(err));
-}
-
-std::string seconds(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-    return buf;
-}
-
-/// Splits "HOST:PORT" ("[v6]:PORT" too) at the last colon.
-bool split_host_port(std::string_view rest, std::string* host, uint16_t* port) {
-    size_t colon = rest.rfind(':');
-    if (colon == std::string_view::npos || colon == 0 || colon + 1 == rest.size()) {
-        return false;
-    }
-    std::string_view h = rest.substr(0, colon), p = rest.substr(colon + 1);
-    if (h.size() >= 2 && h.front() == '[' && h.back() == ']') {
-        h = h.substr(1, h.size() - 2);
-    }
-    unsigned value = 0;
-    auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
-    if (ec != std::errc() || end != p.data() + p.size() || value > 65535) {
-        return false;
-    }
-    *host = std::string(h);
-    *port = uint16_t(value);
-    return true;
-}
-
-/// Resolves HOST:PORT to its first address (control path: may block on DNS).
-status resolve(const std::string& host, uint16_t port, bool passive, sockaddr_storage* out,
-               socklen_t* out_len) {
-    addrinfo hints{};
-    hints.ai_family     = AF_UNSPEC;
-    hints.ai_socktype   = SOCK_STREAM;
-    hints.ai_flags      = passive ? AI_PASSIVE : 0;
-    addrinfo* list      = nullptr;
-    std::string service = std::to_string(port);
-    int rc              = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &list);
-    if (rc != 0) {
-        return invalid_argument("tcp:" + host + ":" + service +
-                                ": cannot resolve the host: " + ::gai_strerror(rc));
-    }
-    std::memcpy(out, list->ai_addr, list->ai_addrlen);
-    *out_len = list->ai_addrlen;
-    ::freeaddrinfo(list);
-    return status::ok();
-}
 
 class tcp_datagram_listener final : public datagram_listener {
   public:
@@ -100,15 +43,13 @@ class tcp_datagram_listener final : public datagram_listener {
     std::string address_;
 };
 
-// "HOST:PORT" → a socket address (passive: for bind).
-status datagram_address(std::string_view rest, bool passive, sockaddr_storage* addr,
-                        socklen_t* addr_len) {
-    std::string host;
-    uint16_t port = 0;
-    if (!split_host_port(rest, &host, &port)) {
+// "HOST:PORT" (port 0: any free port, for listening).
+result<net::host_port> datagram_address(std::string_view rest) {
+    net::host_port where;
+    if (net::parse_host_port(rest, &where, 0) != nullptr) {
         return invalid_argument("'tcp:" + std::string(rest) + "' is not tcp:HOST:PORT");
     }
-    return resolve(host, port, passive, addr, addr_len);
+    return where;
 }
 
 }  // namespace
@@ -116,73 +57,38 @@ status datagram_address(std::string_view rest, bool passive, sockaddr_storage* a
 result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view rest,
                                                             double timeout_s) {
     std::string address = "tcp:" + std::string(rest);
-    sockaddr_storage addr{};
-    socklen_t addr_len = 0;
-    LOOM_CHECK(datagram_address(rest, false, &addr, &addr_len));
+    LOOM_ASSIGN(net::host_port where, datagram_address(rest));
+    auto addresses = net::resolve(where, false);  // once: a name that does not resolve now
+    if (!addresses) {                             // will not a moment later
+        return invalid_argument(address + ": " + addresses.error().message());
+    }
     deadline until(timeout_s);
-    double backoff_s       = first_backoff_s;
+    net::backoff pause(max_backoff_s, first_backoff_s);
     std::string last_error = "never tried";
     for (;;) {
-        int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            return system_error("connecting to " + address + ": socket(): " + errno_text(errno));
-        }
-        int err = 0;
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
-            err = errno;
-            if (err == EINPROGRESS) {
-                pollfd p{fd, POLLOUT, 0};
-                int wait_ms = int(std::max(0.0, until.remaining_s()) * 1000) + 1;
-                err         = ETIMEDOUT;
-                if (::poll(&p, 1, wait_ms) > 0) {
-                    socklen_t len = sizeof err;
-                    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-                }
-            }
-        }
-        if (err == 0) {
+        int fd = net::connect_tcp(*addresses, until, timeout_s, &last_error);
+        if (fd >= 0) {
             return framed_socket(fd, address);
         }
-        ::close(fd);
-        last_error = errno_text(err);
         if (until.remaining_s() <= 0) {
             return status(LOOM_ERR_TIMEOUT, "cannot connect to " + address + " within " +
-                                                seconds(timeout_s) + ": " + last_error);
+                                                net::seconds_text(timeout_s) + ": " + last_error);
         }
         // Refused or unreachable: the node may not be listening yet.
-        ::usleep(useconds_t(std::min(backoff_s, std::max(0.0, until.remaining_s())) * 1e6));
-        backoff_s = std::min(backoff_s * 2, max_backoff_s);
+        pause.pause(until.remaining_s());
     }
 }
 
 result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view rest) {
-    std::string address = "tcp:" + std::string(rest);
-    sockaddr_storage addr{};
-    socklen_t addr_len = 0;
-    LOOM_CHECK(datagram_address(rest, true, &addr, &addr_len));
-    std::string host;
-    uint16_t port = 0;
-    split_host_port(rest, &host, &port);  // valid: datagram_address parsed it
-    int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return system_error("listening at " + address + ": socket(): " + errno_text(errno));
+    LOOM_ASSIGN(net::host_port where, datagram_address(rest));
+    auto fd = net::listen_tcp(where, 128, true);
+    if (!fd) {
+        return status(fd.error().code(),
+                      "listening at tcp:" + std::string(rest) + ": " + fd.error().message());
     }
-    int one = 1;  // a restarted node gets its port back despite connections in TIME_WAIT
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 || ::listen(fd, 128) != 0) {
-        int err = errno;
-        ::close(fd);
-        return system_error("listening at " + address + ": " + errno_text(err));
-    }
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    uint16_t chosen = addr.ss_family == AF_INET6
-                          ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                          : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    bool v6_literal = host.find(':') != std::string::npos;
-    std::string shown =
-        "tcp:" + (v6_literal ? "[" + host + "]" : host) + ":" + std::to_string(chosen);
-    return std::unique_ptr<datagram_listener>(std::make_unique<tcp_datagram_listener>(fd, shown));
+    where.port = net::local_port(*fd);
+    return std::unique_ptr<datagram_listener>(
+        std::make_unique<tcp_datagram_listener>(*fd, "tcp:" + net::address_text(where)));
 }
 
 }  // namespace loom::drivers::tcp

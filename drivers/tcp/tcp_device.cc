@@ -4,25 +4,20 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <bit>
 #include <cerrno>
-#include <cstring>
 
 #include "base/check.hh"
+#include "base/hash.hh"
+#include "base/net.hh"
 #include "drivers/tcp/tcp.hh"
 #include "drivers/tcp/tcp_params.hh"
 
 namespace loom::drivers::tcp {
 namespace {
-
-std::string errno_text(int err) {
-    return std::strerror(err);
-}
 
 std::string ipv4_text(const in_addr& a) {
     char buf[INET_ADDRSTRLEN] = {};
@@ -128,11 +123,7 @@ hello from_wire(hello h) {
 }
 
 uint64_t job_hash(const std::string& job) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : job) {
-        h = (h ^ c) * 0x100000001b3ull;
-    }
-    return h;
+    return fnv1a64(job);
 }
 
 result<settings> settings_from_params(int rank) {
@@ -158,43 +149,28 @@ result<settings> settings_from_params(int rank) {
 
 result<int> listen_on(const std::string& address, int backlog, std::string* published, int rank) {
     std::string who = "tcp: rank " + std::to_string(rank) + ": ";
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port   = 0;  // ephemeral: several ranks share a host
-    if (inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) {
+    in_addr ipv4;
+    if (inet_pton(AF_INET, address.c_str(), &ipv4) != 1) {
         return invalid_argument(who + "cannot listen on '" + address + "': not an IPv4 address");
     }
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return system_error(who + "socket(): " + errno_text(errno));
+    // Port 0, ephemeral: several ranks share a host.
+    auto fd = net::listen_tcp(net::host_port{address, 0}, backlog, false);
+    if (!fd) {
+        return system_error(who + "cannot listen on " + address + ": " + fd.error().message());
     }
-    socklen_t len = sizeof sa;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
-        ::listen(fd, backlog) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
-        int err = errno;
-        ::close(fd);
-        return system_error(who + "cannot listen on " + address + ": " + errno_text(err));
-    }
-    *published = address + ":" + std::to_string(ntohs(sa.sin_port));
+    *published = address + ":" + std::to_string(net::local_port(*fd));
     return fd;
 }
 
 bool parse_address(const std::string& text, sockaddr_in* out) {
-    size_t colon = text.rfind(':');
-    if (colon == std::string::npos || colon + 1 >= text.size()) {
-        return false;
-    }
-    std::string host = text.substr(0, colon);
-    char* end        = nullptr;
-    long port        = std::strtol(text.c_str() + colon + 1, &end, 10);
-    if (*end != '\0' || port <= 0 || port > 65535) {
+    net::host_port where;
+    if (net::parse_host_port(text, &where) != nullptr) {
         return false;
     }
     *out            = sockaddr_in{};
     out->sin_family = AF_INET;
-    out->sin_port   = htons(uint16_t(port));
-    return inet_pton(AF_INET, host.c_str(), &out->sin_addr) == 1;
+    out->sin_port   = htons(where.port);
+    return inet_pton(AF_INET, where.host.c_str(), &out->sin_addr) == 1;
 }
 
 // Socket options, the epoll set and every per-peer ring, table and pool, sized once here so
@@ -204,15 +180,14 @@ status tcp_endpoint::setup_connections() {
     std::string who = "tcp: rank " + std::to_string(config_.rank) + ": ";
     epoll_fd_       = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) {
-        return system_error(who + "epoll_create1: " + std::strerror(errno));
+        return system_error(who + "epoll_create1: " + net::errno_text(errno));
     }
     uint32_t q    = settings_.send_queue;
     uint64_t wire = std::bit_ceil(uint64_t{q} * 2 + control_frames_per_peer + 1);
     for (int r : peer_ranks_) {
         peer& p = peers_[size_t(r)];
-        int one = 1;
         // Small messages go out at once: the engine batches by posting many before polling.
-        ::setsockopt(p.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        net::set_nodelay(p.fd);
         if (settings_.sockbuf_bytes > 0) {
             ::setsockopt(p.fd, SOL_SOCKET, SO_SNDBUF, &settings_.sockbuf_bytes, sizeof(int));
             ::setsockopt(p.fd, SOL_SOCKET, SO_RCVBUF, &settings_.sockbuf_bytes, sizeof(int));
@@ -222,7 +197,7 @@ status tcp_endpoint::setup_connections() {
         ev.data.u32 = uint32_t(r);
         if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, p.fd, &ev) != 0) {
             return system_error(who + "epoll_ctl(peer " + std::to_string(r) +
-                                "): " + std::strerror(errno));
+                                "): " + net::errno_text(errno));
         }
         p.wire.assign(wire, frame{});
         p.wire_mask = uint32_t(wire - 1);

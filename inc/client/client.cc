@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 
 namespace loom::inc {
@@ -118,6 +119,20 @@ status client::poll(double now_s, uplink& up) {
         }
     }
     return status::ok();
+}
+
+double client::next_timer_s() const {
+    if (!running()) {
+        return std::numeric_limits<double>::infinity();
+    }
+    double at = deadline_;
+    for (const slot_state& s : slots_) {
+        if (!s.busy && s.next < chunks_) {
+            return 0;  // poll() sends it at once
+        }
+        at = s.busy ? std::min(at, s.sent_at + s.rto) : at;
+    }
+    return at;
 }
 
 void client::on_packet(const header& h, const uint8_t* payload, double now_s, uplink& up) {

@@ -79,6 +79,9 @@ class client {
     bool running() const { return running_ && delivered_ != chunks_; }
     /// Gives up the collective (its call failed): its buffers are not touched again.
     void abandon() { running_ = false; }
+    /// When poll() next has timed work (a retransmission falls due, or the deadline); +inf
+    /// when nothing runs. A caller that sleeps between packets wakes by then.
+    double next_timer_s() const;
 
     const client_stats& stats() const { return stats_; }
 

@@ -120,13 +120,15 @@ bool await_challenge(drivers::datagram_endpoint& l, double timeout_s, join_nonce
 }
 
 size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
-                      std::string_view payload, uint8_t* out) {
+                      std::string_view payload, uint8_t* out, uint32_t seq, uint32_t slot) {
     header h;
     h.kind        = kind;
     h.job         = job;
     h.comm        = comm;
-    h.contributor = member;
+    h.seq         = seq;
+    h.slot        = slot;
     h.count       = uint32_t(payload.size());
+    h.contributor = member;
     return encode(h, payload.data(), out);
 }
 
@@ -170,8 +172,8 @@ bool joiner::on_packet(const header& h, const uint8_t* payload) {
 
 result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm,
                            uint32_t member, const join_request& r, double timeout_s,
-                           std::string_view ticket) {
-    joiner j(job, comm, member, r, ticket, 0);
+                           std::string_view ticket, double resend_s) {
+    joiner j(job, comm, member, r, ticket, resend_s);
     // Each half (the challenge, then the answer) has timeout_s of its own.
     double deadline = now_s() + timeout_s;
     while (now_s() < deadline && l.alive()) {
@@ -196,6 +198,9 @@ result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t
     std::string who = "inc: join of job " + std::to_string(job) + " communicator " +
                       std::to_string(comm) + " member " + std::to_string(member) + " at " +
                       l.describe();
+    if (!l.alive() && j.current() != joiner::state::joined) {
+        return status(LOOM_ERR_PEER_FAILURE, who + ": the node closed the connection");
+    }
     switch (j.current()) {
         case joiner::state::awaiting_challenge:
             return status(LOOM_ERR_TIMEOUT, "inc: no challenge from the node at " + l.describe() +

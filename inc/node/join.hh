@@ -97,18 +97,19 @@ class joiner {
     std::string reason_;
 };
 
-/// Builds a control packet (join, leave, stats_query, …) with a byte payload into `out`
-/// (header_bytes + text.size() bytes); returns its length.
+/// Builds a control packet (join, leave, stats_query, joined, nack, …) with a byte payload
+/// into `out` (header_bytes + payload.size() bytes); returns its length.
 size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
-                      std::string_view payload, uint8_t* out);
+                      std::string_view payload, uint8_t* out, uint32_t seq = 0, uint32_t slot = 0);
 
 /// On a new link: waits for the node's challenge, sends a join for (job, comm) as `member`
-/// (signed with `ticket`, the raw 32 bytes, unless empty) and waits for the answer: the
-/// slots granted, or the nack's code and reason, or LOOM_ERR_TIMEOUT. Packets of other
-/// kinds are dropped.
+/// (signed with `ticket`, the raw 32 bytes, unless empty; again every resend_s > 0 over a
+/// lossy link) and waits for the answer: the slots granted, or the nack's code and reason,
+/// LOOM_ERR_TIMEOUT, or LOOM_ERR_PEER_FAILURE when the node closed the link. Packets of
+/// other kinds are dropped.
 result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm,
                            uint32_t member, const join_request& r, double timeout_s,
-                           std::string_view ticket = {});
+                           std::string_view ticket = {}, double resend_s = 0);
 /// Tells the node this member is done with (job, comm).
 void leave_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm, uint32_t member);
 /// Connects to a node, asks for its statistics and returns the text.

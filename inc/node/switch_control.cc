@@ -10,16 +10,8 @@ namespace loom::inc {
 void switch_node::send_control(peer& p, packet_kind kind, uint32_t job, uint32_t comm,
                                uint32_t member, std::string_view body, uint32_t seq,
                                uint32_t slot) {
-    header h;
-    h.kind        = kind;
-    h.job         = job;
-    h.comm        = comm;
-    h.contributor = member;
-    h.seq         = seq;
-    h.slot        = slot;
-    body          = body.substr(0, max_payload_bytes);
-    h.count       = uint32_t(body.size());
-    send(p, ctrl_.data(), encode(h, body.data(), ctrl_.data()));
+    body = body.substr(0, max_payload_bytes);
+    send(p, ctrl_.data(), control_packet(kind, job, comm, member, body, ctrl_.data(), seq, slot));
 }
 
 void switch_node::reply_joined(peer& p, const group_state& g, uint32_t member) {

@@ -71,7 +71,10 @@ void add(drivers::datagram_stats& to, const drivers::datagram_stats& s) {
 }  // namespace
 
 switch_node::switch_node(const switch_config& c)
-    : cfg_(c), agg_(aggregator_for(c)), sink_(std::make_unique<sink>(*this)), rng_(c.seed) {
+    : cfg_(c),
+      agg_(aggregator_for(c)),
+      sink_(std::make_unique<sink>(*this)),
+      dice_(c.drop, c.dup, 0, c.seed) {
     ctrl_.resize(header_bytes + max_payload_bytes);
 }
 
@@ -227,10 +230,6 @@ bool switch_node::drain(peer& p) {
     return n > 0;
 }
 
-uint64_t switch_node::next_random() {
-    return rng_.next();
-}
-
 void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
     header h;
     const uint8_t* body = nullptr;
@@ -259,8 +258,8 @@ void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
         }
         int times = 1;
         if (cfg_.drop > 0 || cfg_.dup > 0) {
-            double u = double(next_random() >> 11) * 0x1p-53;
-            times    = u < cfg_.drop ? 0 : u < cfg_.drop + cfg_.dup ? 2 : 1;
+            bool drop = dice_.drop(), dup = dice_.duplicate();  // both drawn: one fault does not
+            times = drop ? 0 : dup ? 2 : 1;                     // shift the pattern of the next
             stats_.drops_injected += times == 0 ? 1 : 0;
             stats_.dups_injected += times == 2 ? 1 : 0;
         }

@@ -10,7 +10,9 @@
 // released and the node leaves its parent too.
 //
 // Loss injection (drop, dup) applies to data packets in the receive path, so tests see the
-// recovery of a lossy fabric through a real process; control packets are never dropped.
+// recovery of a lossy fabric through a real process; control packets are never dropped. It
+// draws through the fault injector's dice (drivers/fault_dice.hh): a packet is dropped with
+// probability `drop`, else handled twice with probability `dup`.
 //
 // Never blocks; the data path makes no allocation (control packets may). Not thread-safe:
 // one loop owns the node.
@@ -23,9 +25,9 @@
 #include <vector>
 
 #include "base/clock.hh"
-#include "base/hash.hh"
 #include "base/status.hh"
 #include "drivers/datagram.hh"
+#include "drivers/fault_dice.hh"
 #include "inc/aggregator/aggregator.hh"
 #include "inc/node/join.hh"
 
@@ -119,7 +121,6 @@ class switch_node {
     void reap();
     void send(peer& p, const uint8_t* packet, size_t len);
     group_state* find_group(uint32_t job, uint32_t comm);
-    uint64_t next_random();
 
     // Control path (switch_control.cc).
     void on_join(peer& p, const header& h, const uint8_t* body);
@@ -148,7 +149,7 @@ class switch_node {
     std::vector<std::unique_ptr<peer>> peers_;
     std::unique_ptr<peer> parent_;
     std::vector<std::unique_ptr<group_state>> groups_;
-    splitmix_stream rng_;
+    drivers::fault::dice dice_;  // --drop/--dup, its own stream from cfg_.seed
     std::vector<uint8_t> ctrl_;  // one control packet being built
     double next_idle_check_s_ = 0;
 };

@@ -1,13 +1,9 @@
-// connect_store(): address → store, plus what the stores share (address parsing, backoff,
-// the in-process store of a one-rank job).
+// connect_store(): address → store, plus what the stores share (address parsing, the
+// in-process store of a one-rank job).
 #include "bootstrap/bootstrap.hh"
 
-#include <time.h>
-
 #include <algorithm>
-#include <charconv>
 #include <condition_variable>
-#include <cstdio>
 #include <map>
 #include <mutex>
 
@@ -18,30 +14,12 @@ namespace loom::bootstrap {
 namespace detail {
 
 result<host_port> parse_host_port(std::string_view text) {
-    auto bad = [&](const char* why) {
+    host_port where;
+    if (const char* why = net::parse_host_port(text, &where); why != nullptr) {
         return invalid_argument("bootstrap address '" + std::string(text) + "' " + why +
                                 " (expected host:port or file:DIR)");
-    };
-    size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) {
-        return bad("has no ':port'");
     }
-    std::string_view host = text.substr(0, colon);
-    std::string_view port = text.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2);
-    } else if (host.find(':') != std::string_view::npos) {
-        return bad("has an IPv6 host without [brackets]");
-    }
-    if (host.empty()) {
-        return bad("has an empty host");
-    }
-    unsigned value = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || end != port.data() + port.size() || value < 1 || value > 65535) {
-        return bad("has a port that is not in 1..65535");
-    }
-    return host_port{std::string(host), static_cast<uint16_t>(value)};
+    return where;
 }
 
 status validate_address(std::string_view address) {
@@ -53,19 +31,6 @@ status validate_address(std::string_view address) {
     }
     auto hp = parse_host_port(address);
     return hp ? status::ok() : hp.error();
-}
-
-std::string seconds_text(double seconds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f s", seconds);
-    return text;
-}
-
-void backoff::pause(double remaining_s) {
-    double s = std::max(0.0, std::min(next_s_, remaining_s));
-    timespec ts{static_cast<time_t>(s), static_cast<long>((s - static_cast<time_t>(s)) * 1e9)};
-    nanosleep(&ts, nullptr);
-    next_s_ = std::min(next_s_ * 2, max_s_);
 }
 
 namespace {

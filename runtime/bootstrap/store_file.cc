@@ -152,10 +152,7 @@ class file_store final : public kv_store {
                 return system_error(who() + " cannot read " + path + ": " + std::strerror(err));
             }
             if (until.expired()) {
-                return timeout_error(who() + " timed out after " + seconds_text(timeout_s) +
-                                     " waiting for key '" + std::string(key) +
-                                     "' in the file store " + dir_ + " (job '" + me_.job +
-                                     "'; never registered: " + never_registered() + ")");
+                return timed_out(key, timeout_s);
             }
             wait.pause(until.remaining_s());
         }
@@ -167,13 +164,8 @@ class file_store final : public kv_store {
             auto value = get(k, std::max(0.0, until.remaining_s()));
             if (!value) {
                 // Name the whole wait's timeout, not the remainder this key was given.
-                if (value.error().code() == LOOM_ERR_TIMEOUT) {
-                    return timeout_error(who() + " timed out after " + seconds_text(timeout_s) +
-                                         " waiting for key '" + k + "' in the file store " + dir_ +
-                                         " (job '" + me_.job +
-                                         "'; never registered: " + never_registered() + ")");
-                }
-                return value.error();
+                return value.error().code() == LOOM_ERR_TIMEOUT ? timed_out(k, timeout_s)
+                                                                : value.error();
             }
         }
         return status::ok();
@@ -181,6 +173,12 @@ class file_store final : public kv_store {
 
   private:
     std::string who() const { return "bootstrap: rank " + std::to_string(me_.rank); }
+    status timed_out(std::string_view key, double timeout_s) const {
+        return timeout_error(who() + " timed out after " + seconds_text(timeout_s) +
+                             " waiting for key '" + std::string(key) + "' in the file store " +
+                             dir_ + " (job '" + me_.job +
+                             "'; never registered: " + never_registered() + ")");
+    }
     std::string path(const std::string& kind, const std::string& name) const {
         return dir_ + "/" + job_ + "." + kind + "." + name;
     }

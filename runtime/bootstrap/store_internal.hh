@@ -10,15 +10,16 @@
 #include <string_view>
 
 #include "base/kv_store.hh"
+#include "base/net.hh"
 #include "base/status.hh"
 #include "bootstrap/bootstrap.hh"
 
 namespace loom::bootstrap::detail {
 
-struct host_port {
-    std::string host;
-    uint16_t port = 0;
-};
+using net::address_text;
+using net::backoff;
+using net::host_port;
+using net::seconds_text;
 
 /// "host:port" or "[v6addr]:port"; the message names the text and what is expected.
 result<host_port> parse_host_port(std::string_view text);
@@ -40,9 +41,6 @@ inline status timeout_error(std::string message) {
     return {LOOM_ERR_TIMEOUT, std::move(message)};
 }
 
-/// "2.5 s": how timeouts read in messages.
-std::string seconds_text(double seconds);
-
 /// The ranks in [first, size) for which `registered(rank)` is false, as "2,5,7" ("none" if
 /// all registered).
 template <class Pred>
@@ -55,17 +53,5 @@ std::string missing_ranks(int first, int size, Pred registered) {
     }
     return out.empty() ? "none" : out;
 }
-
-/// Sleeps a little longer each time (from 100 µs up to `max_s`): how stores and connect
-/// loops wait when there is no event to sleep on, so 8 ranks on 2 cores stay cheap.
-class backoff {
-  public:
-    explicit backoff(double max_s = 0.005) : max_s_(max_s) {}
-    void pause(double remaining_s);
-
-  private:
-    double next_s_ = 100e-6;
-    double max_s_;
-};
 
 }  // namespace loom::bootstrap::detail

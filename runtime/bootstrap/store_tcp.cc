@@ -2,12 +2,6 @@
 // connect, retrying until the deadline, register (rank, size, job) and send requests. Every
 // request has a deadline; the messages name the rank, the rendezvous and the key.
 #include <endian.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,74 +70,9 @@ bool frame_reader::str(std::string* s) {
 
 // ---- socket I/O with a deadline ------------------------------------------------------------
 
-namespace {
-
-// Waits for `events` on `fd` until the deadline: 0, -ETIMEDOUT or -errno.
-int wait_fd(int fd, short events, const deadline& until) {
-    for (;;) {
-        double left = until.remaining_s();
-        if (left <= 0) {
-            return -ETIMEDOUT;
-        }
-        pollfd p{fd, events, 0};
-        int n = poll(&p, 1, static_cast<int>(std::ceil(std::min(left, 3600.0) * 1e3)));
-        if (n > 0) {
-            return 0;
-        }
-        if (n < 0 && errno != EINTR) {
-            return -errno;
-        }
-    }
-}
-
-}  // namespace
-
-int send_all(int fd, std::string_view data, const deadline& until) {
-    while (!data.empty()) {
-        ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-        if (n > 0) {
-            data.remove_prefix(static_cast<size_t>(n));
-        } else if (n < 0 && errno == EINTR) {
-            continue;
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (int rc = wait_fd(fd, POLLOUT, until); rc != 0) {
-                return rc;
-            }
-        } else {
-            return errno == EPIPE ? -ECONNRESET : -errno;
-        }
-    }
-    return 0;
-}
-
-namespace {
-
-int recv_exact(int fd, char* out, size_t len, const deadline& until) {
-    while (len > 0) {
-        ssize_t n = recv(fd, out, len, 0);
-        if (n > 0) {
-            out += n;
-            len -= static_cast<size_t>(n);
-        } else if (n == 0) {
-            return -ECONNRESET;
-        } else if (errno == EINTR) {
-            continue;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (int rc = wait_fd(fd, POLLIN, until); rc != 0) {
-                return rc;
-            }
-        } else {
-            return -errno;
-        }
-    }
-    return 0;
-}
-
-}  // namespace
-
 int recv_frame(int fd, std::string* body, const deadline& until) {
     uint32_t len = 0;
-    if (int rc = recv_exact(fd, reinterpret_cast<char*>(&len), 4, until); rc != 0) {
+    if (int rc = net::recv_exact(fd, &len, 4, until); rc != 0) {
         return rc;
     }
     len = le32toh(len);
@@ -151,55 +80,22 @@ int recv_frame(int fd, std::string* body, const deadline& until) {
         return -EPROTO;
     }
     body->resize(len);
-    return recv_exact(fd, body->data(), len, until);
-}
-
-std::string address_text(const host_port& where) {
-    bool v6 = where.host.find(':') != std::string::npos;
-    return (v6 ? "[" + where.host + "]" : where.host) + ":" + std::to_string(where.port);
+    return net::recv_exact(fd, body->data(), len, until);
 }
 
 namespace {
 
 // One connection attempt to any address of `where`, bounded by `until` (and by one second,
-// so a host that drops SYNs does not eat the whole budget in one try): fd or -errno.
+// so a host that drops SYNs does not eat the whole budget in one try): fd, or -1 and *why.
 int try_connect(const host_port& where, const deadline& until, std::string* why) {
-    addrinfo hints{};
-    hints.ai_family   = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags    = AI_NUMERICSERV;
-    addrinfo* list    = nullptr;
-    std::string port  = std::to_string(where.port);
-    if (int rc = getaddrinfo(where.host.c_str(), port.c_str(), &hints, &list); rc != 0) {
-        *why = std::string("cannot resolve host: ") + gai_strerror(rc);
+    auto addresses = net::resolve(where, false);
+    if (!addresses) {
+        *why = addresses.error().message();
         return -1;
     }
-    int fd = -1;
-    for (addrinfo* ai = list; ai != nullptr && fd < 0; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            *why = std::strerror(errno);
-            continue;
-        }
-        int err = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
-        if (err == EINPROGRESS) {
-            deadline attempt(std::min(1.0, until.remaining_s()));
-            err            = -wait_fd(fd, POLLOUT, attempt);
-            socklen_t size = sizeof err;
-            if (err == 0) {
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &size);
-            }
-        }
-        if (err != 0) {
-            *why = std::strerror(err);
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(list);
+    int fd = net::connect_tcp(*addresses, until, 1.0, why);
     if (fd >= 0) {
-        int one = 1;  // requests are small and answered one at a time
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        net::set_nodelay(fd);  // requests are small and answered one at a time
     }
     return fd;
 }

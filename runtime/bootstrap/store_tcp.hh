@@ -73,8 +73,8 @@ class frame_reader {
 };
 
 /// Blocking-with-deadline socket I/O for the client side: 0, or -errno (-ETIMEDOUT when the
-/// deadline passed, -ECONNRESET when the peer closed).
-int send_all(int fd, std::string_view data, const deadline& until);
+/// deadline passed, -ECONNRESET when the peer closed, -EPROTO for a frame over the limit).
+using net::send_all;
 int recv_frame(int fd, std::string* body, const deadline& until);
 
 /// The secret's 32 bytes; an error naming LOOM_JOB_SECRET when it is unset or malformed.
@@ -89,9 +89,6 @@ std::string server_tag(std::string_view key, std::string_view server_nonce,
                        std::string_view client_nonce);
 /// Constant-time equality of two tags.
 bool tags_equal(std::string_view a, std::string_view b);
-
-/// "host:port" for messages.
-std::string address_text(const host_port& where);
 
 /// Rank 0's store server: a thread that accepts the other ranks, checks their registration
 /// and serves their requests; rank 0 itself reads and writes the same map directly.

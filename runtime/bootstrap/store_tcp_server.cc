@@ -5,8 +5,6 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -21,56 +19,27 @@
 namespace loom::bootstrap::detail {
 namespace {
 
-std::string errno_text(int err) {
-    return std::strerror(err);
-}
+using net::errno_text;
 
 // Binds a listening socket to the first address of `host` at `port`. Never every interface
 // unless asked for (LOOM_BOOTSTRAP_LISTEN=0.0.0.0): the rendezvous is reachable only where
 // the job says it is.
 result<int> listen_on(const std::string& host, const host_port& where, int backlog) {
-    addrinfo hints{};
-    hints.ai_family   = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags    = AI_NUMERICSERV | AI_PASSIVE;
-    addrinfo* list    = nullptr;
-    std::string port  = std::to_string(where.port);
-    std::string bound = address_text(host_port{host, where.port});
-    int rc            = getaddrinfo(host.c_str(), port.c_str(), &hints, &list);
-    if (rc != 0) {
-        return invalid_argument("bootstrap: rank 0 cannot resolve the rendezvous host '" + host +
-                                "': " + gai_strerror(rc));
+    host_port bound{host, where.port};
+    int err = 0;
+    auto fd = net::listen_tcp(bound, backlog, true, &err);
+    if (fd) {
+        return fd;
     }
-    int err = EADDRNOTAVAIL;
-    int fd  = -1;
-    for (addrinfo* ai = list; ai != nullptr && fd < 0; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            err = errno;
-            continue;
-        }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-            err = errno;
-            close(fd);
-            fd = -1;
-        }
+    if (err == 0) {  // the rendezvous host does not resolve
+        return invalid_argument("bootstrap: rank 0 " + fd.error().message());
     }
-    freeaddrinfo(list);
-    if (fd < 0 || listen(fd, backlog) != 0) {
-        err = fd < 0 ? err : errno;
-        if (fd >= 0) {
-            close(fd);
-        }
-        std::string hint = err == EADDRNOTAVAIL
-                               ? " (not an address of this host: set LOOM_BOOTSTRAP_LISTEN to one "
-                                 "that is, or 0.0.0.0 for every interface)"
-                               : "";
-        return system_error("bootstrap: rank 0 cannot listen on " + bound + ": " + errno_text(err) +
-                            hint);
-    }
-    return fd;
+    std::string hint = err == EADDRNOTAVAIL
+                           ? " (not an address of this host: set LOOM_BOOTSTRAP_LISTEN to one "
+                             "that is, or 0.0.0.0 for every interface)"
+                           : "";
+    return system_error("bootstrap: rank 0 cannot listen on " + address_text(bound) + ": " +
+                        errno_text(err) + hint);
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 // The in-network offload (inc_offload.hh).
 #include "comm/inc_offload.hh"
 
-#include <sched.h>
-
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.hh"
@@ -32,7 +31,7 @@ int inc_halves(schedule::collective coll, int rank, int root) {
 
 inc_offload::inc_offload(const inc_plan& plan, int rank,
                          std::unique_ptr<drivers::datagram_endpoint> l)
-    : plan_(plan), rank_(rank), link_(std::move(l)), client_([&] {
+    : plan_(plan), rank_(rank), link_(std::move(l)), link_waker_(link_->idle_waker()), client_([&] {
           inc::client_config c;
           c.job           = plan.job;
           c.comm          = plan.comm;
@@ -52,13 +51,7 @@ inc_offload::~inc_offload() {
 
 void inc_offload::retire() {
     if (link_ && link_->alive() && !dead_) {
-        inc::header h;
-        h.kind        = inc::packet_kind::leave;
-        h.job         = plan_.job;
-        h.comm        = plan_.comm;
-        h.contributor = uint32_t(rank_);
-        uint8_t packet[inc::header_bytes];
-        link_->send(packet, inc::encode(h, nullptr, packet));
+        inc::leave_node(*link_, plan_.job, plan_.comm, uint32_t(rank_));
     }
     retired_ = true;
     dead_    = true;
@@ -89,38 +82,10 @@ status inc_offload::join() {
     req.parent_index   = plan_.parent_index;
     // The join and its answer ride the lossy path like everything else: ask again until
     // the node answers or the deadline passes.
-    inc::joiner j(plan_.job, plan_.comm, uint32_t(rank_), req, plan_.ticket, 0.05);
-    const double give_up = now_s() + plan_.timeout_s;
-    while (now_s() < give_up) {
-        if (!link_->alive()) {
-            return status(LOOM_ERR_PEER_FAILURE,
-                          "aggregation node " + plan_.address + " closed the connection");
-        }
-        j.tick(*link_, now_s());
-        const uint8_t* in = nullptr;
-        size_t n          = 0;
-        if (!link_->recv(&in, &n)) {
-            sched_yield();
-            continue;
-        }
-        inc::header r;
-        const uint8_t* payload = nullptr;
-        if (inc::parse(in, n, &r, &payload) != inc::parse_error::none || !j.on_packet(r, payload)) {
-            continue;
-        }
-        if (j.current() == inc::joiner::state::joined) {
-            return status::ok();
-        }
-        if (j.current() == inc::joiner::state::refused) {
-            return status(j.refusal() == LOOM_SUCCESS ? LOOM_ERR_NO_RESOURCE : j.refusal(),
-                          "aggregation node " + plan_.address + " refused: " + j.reason());
-        }
-    }
-    bool challenged = j.current() != inc::joiner::state::awaiting_challenge;
-    return status(LOOM_ERR_TIMEOUT,
-                  "aggregation node " + plan_.address +
-                      (challenged ? " did not answer the join" : " sent no challenge") +
-                      " within " + std::to_string(plan_.timeout_s) + " s");
+    auto slots = inc::join_node(*link_, plan_.job, plan_.comm, uint32_t(rank_), req,
+                                plan_.timeout_s, plan_.ticket, 0.05);
+    return slots ? status::ok()
+                 : status(slots.error()).prefix("aggregation node " + plan_.address + ": ");
 }
 
 inc_offload::segment* inc_offload::find_or_add(uint32_t seq, uint32_t slot) {
@@ -254,6 +219,28 @@ int inc_offload::poll(engine::offload_completion* out, int max) {
         }
     }
     return n;
+}
+
+bool inc_offload::pending() const {
+    return std::any_of(segments_.begin(), segments_.end(), [](const segment& s) { return s.used; });
+}
+
+drivers::waker inc_offload::idle_waker() {
+    return link_waker_ ? drivers::wrapper_waker_of(this, link_waker_) : drivers::waker{};
+}
+
+uint64_t inc_offload::arm_sleep() {
+    // With no segment running nothing on the link is awaited (a half still to be posted
+    // comes from the engine's own passes): sleep no longer than an idle nap.
+    wake_by_s_ = running_ != nullptr ? client_.next_timer_s() : now_s() + 50e-6;
+    return link_waker_.arm(link_waker_.ctx);
+}
+
+void inc_offload::sleep(uint64_t token, int64_t timeout_ns) {
+    double until_timer_ns = (wake_by_s_ - now_s()) * 1e9;
+    int64_t ns = until_timer_ns < double(timeout_ns) ? std::max<int64_t>(0, int64_t(until_timer_ns))
+                                                     : timeout_ns;
+    link_waker_.sleep(link_waker_.ctx, token, ns);
 }
 
 bool inc_offload::cancel(uint64_t cookie) {

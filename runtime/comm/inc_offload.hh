@@ -50,7 +50,14 @@ class inc_offload final : public engine::offload {
     loom_status_t post(const engine::offload_op& op) override;
     int poll(engine::offload_completion* out, int max) override;
     bool cancel(uint64_t cookie) override;
+    bool pending() const override;
+    /// The link's waker, each sleep cut short where the client's next retransmission (or
+    /// deadline) falls due; null when the link has none (shm: no doorbell).
+    drivers::waker idle_waker() override;
     std::string last_failure() const override { return failure_; }
+    uint64_t arm_sleep();
+    void sleep(uint64_t token, int64_t timeout_ns);
+    void ring() { link_waker_.ring_if_any(); }
 
     const std::string& address() const { return plan_.address; }
     /// True once the link to the node closed (the node died or dropped us).
@@ -79,6 +86,8 @@ class inc_offload final : public engine::offload {
     inc_plan plan_;
     int rank_;
     std::unique_ptr<drivers::datagram_endpoint> link_;
+    drivers::waker link_waker_;
+    double wake_by_s_ = 0;  // set by arm_sleep() for the sleep after it (one thread rests)
     inc::client client_;
     std::vector<segment> segments_;  // fixed table
     segment* running_ = nullptr;

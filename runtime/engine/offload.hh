@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "drivers/waker.hh"
 #include "schedule/collective.hh"
 
 namespace loom::engine {
@@ -49,6 +50,9 @@ class offload {
     /// True while a posted step has not completed. The default (always) is safe: it only
     /// keeps an idle engine from sleeping on its driver alone.
     virtual bool pending() const { return true; }
+    /// How an idle engine sleeps until the offload has work (drivers/waker.hh); null (the
+    /// default): nothing can wake it, and the engine naps while a step is pending.
+    virtual drivers::waker idle_waker() { return {}; }
     /// One line on the last failure (which node, what was missing), for the call's message.
     virtual std::string last_failure() const = 0;
 };

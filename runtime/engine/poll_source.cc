@@ -22,26 +22,27 @@ poll_source source_of(offload& in_network) {
             return n;
         },
         [](void* ctx) { return static_cast<offload*>(ctx)->pending(); },
-        drivers::waker{},
+        in_network.idle_waker(),
     };
 }
 
+// A source with nothing pending has no completion to wake us for, so only the pending ones
+// must share the waker (an in-network call sleeps on its link while the driver is quiet);
+// with none pending, any source's waker serves.
 drivers::waker common_waker(const poll_source* sources, int n) {
-    drivers::waker common;
+    drivers::waker common, any;
     for (int i = 0; i < n; ++i) {
         const poll_source& s = sources[i];
-        if (!s.wake) {
-            if (s.pending == nullptr || s.pending(s.ctx)) {
-                return {};  // work may come from it, and nothing would wake us for it
-            }
+        any                  = any ? any : s.wake;
+        if (s.pending != nullptr && !s.pending(s.ctx)) {
             continue;
         }
-        if (common && !common.same_as(s.wake)) {
-            return {};
+        if (!s.wake || (common && !common.same_as(s.wake))) {
+            return {};  // work may come from it, and nothing (or not one thing) would wake us
         }
         common = s.wake;
     }
-    return common;
+    return common ? common : any;
 }
 
 }  // namespace loom::engine

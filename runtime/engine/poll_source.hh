@@ -25,8 +25,9 @@ poll_source source_of(drivers::endpoint& endpoint);
 /// An in-network offload; its completions come out as driver completions (peer -1).
 poll_source source_of(offload& in_network);
 
-/// The waker an idle caller may sleep on: the one all sources share, sources with nothing
-/// pending aside; null when a pending source has none or two differ (then the caller naps).
+/// The waker an idle caller may sleep on: the one all pending sources share (with none
+/// pending, any source's); null when a pending source has none or two differ (then the
+/// caller naps).
 drivers::waker common_waker(const poll_source* sources, int n);
 
 }  // namespace loom::engine

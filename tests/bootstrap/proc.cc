@@ -1,12 +1,9 @@
 #include "proc.hh"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +11,9 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+
+#include "base/net.hh"
+#include "test_main.hh"
 
 extern char** environ;
 
@@ -201,16 +201,36 @@ outcome run_program(const program& p, double deadline_s) {
     return run_programs({p}, deadline_s)[0];
 }
 
+void expect_all_ok(const std::vector<outcome>& out) {
+    std::string text;
+    bool ok = true;
+    for (size_t k = 0; k < out.size(); ++k) {
+        ok = ok && out[k].code == 0;
+        text += "rank " + std::to_string(k) + " code " + std::to_string(out[k].code) + ": " +
+                out[k].text + out[k].err + "\n";
+    }
+    if (!ok) {
+        LOOM_FAIL(text);
+    }
+}
+
+bool loomrun_args(int argc, char** argv, std::string* loomrun, std::string* probe) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: %s LOOMRUN LOOMRUN_PROBE\n", argv[0]);
+        return false;
+    }
+    *loomrun = argv[1];
+    *probe   = argv[2];
+    return true;
+}
+
 int free_port() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family      = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len     = sizeof a;
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return ntohs(a.sin_port);
+    auto fd  = net::listen_tcp(net::host_port{"127.0.0.1", 0}, 1, false);
+    int port = fd ? net::local_port(*fd) : 0;
+    if (fd) {
+        close(*fd);
+    }
+    return port;
 }
 
 int count_lines_with(const std::string& text, const std::string& needle) {

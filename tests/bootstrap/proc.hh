@@ -35,10 +35,17 @@ struct program {
     int signal_number = 0;
 };
 
+/// Fails the test with every rank's report when one did not exit 0.
+void expect_all_ok(const std::vector<outcome>& out);
+
 /// Runs a program to completion (or the deadline) and captures stdout and stderr.
 outcome run_program(const program& p, double deadline_s);
 /// Runs several programs at once, all children of this process, and waits for all.
 std::vector<outcome> run_programs(const std::vector<program>& ps, double deadline_s);
+
+/// The loomrun tests' arguments, LOOMRUN and LOOMRUN_PROBE; false (the usage printed) when
+/// they are missing.
+bool loomrun_args(int argc, char** argv, std::string* loomrun, std::string* probe);
 
 /// A TCP port on 127.0.0.1 that is free now.
 int free_port();

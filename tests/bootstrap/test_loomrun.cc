@@ -209,12 +209,9 @@ static void version_names_the_build_features(void**) {
 }
 
 int main(int argc, char** argv) {
-    if (argc < 3) {
-        std::fprintf(stderr, "usage: %s LOOMRUN LOOMRUN_PROBE\n", argv[0]);
+    if (!loom::test::loomrun_args(argc, argv, &loomrun_path, &probe_path)) {
         return 2;
     }
-    loomrun_path                    = argv[1];
-    probe_path                      = argv[2];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_rank_gets_its_environment),
         cmocka_unit_test(two_jobs_from_one_shell_are_kept_apart),

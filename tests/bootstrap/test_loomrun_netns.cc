@@ -127,12 +127,9 @@ static void a_killed_loomrun_is_cleaned_up_by_the_next_run(void**) {
 }
 
 int main(int argc, char** argv) {
-    if (argc < 3) {
-        std::fprintf(stderr, "usage: %s LOOMRUN LOOMRUN_PROBE\n", argv[0]);
+    if (!loom::test::loomrun_args(argc, argv, &loomrun_path, &probe_path)) {
         return 2;
     }
-    loomrun_path = argv[1];
-    probe_path   = argv[2];
     // The whole file needs namespaces: skip it as one TAP plan ("1..0 # SKIP: reason"), which
     // Meson counts as a skip (cmocka 1.1's per-test skip prints "not ok … # SKIP", a failure).
     if (std::string reason = find_skip_reason(); !reason.empty()) {

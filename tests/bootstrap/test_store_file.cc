@@ -40,19 +40,6 @@ bootstrap::identity rank_of(int rank, int size, const char* job = "file-test") {
     return me;
 }
 
-void expect_all_ok(const std::vector<test::outcome>& out) {
-    std::string text;
-    bool ok = true;
-    for (size_t k = 0; k < out.size(); ++k) {
-        ok = ok && out[k].code == 0;
-        text += "rank " + std::to_string(k) + " code " + std::to_string(out[k].code) + ": " +
-                out[k].text + out[k].err + "\n";
-    }
-    if (!ok) {
-        LOOM_FAIL(text);
-    }
-}
-
 }  // namespace
 
 static void eight_ranks_exchange_keys_and_rank_0_tidies_up(void**) {

@@ -35,20 +35,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Fails the test with every rank's report when one did not exit 0.
-void expect_all_ok(const std::vector<test::outcome>& out) {
-    std::string text;
-    bool ok = true;
-    for (size_t k = 0; k < out.size(); ++k) {
-        ok = ok && out[k].code == 0;
-        text += "rank " + std::to_string(k) + " code " + std::to_string(out[k].code) + ": " +
-                out[k].text + "\n";
-    }
-    if (!ok) {
-        LOOM_FAIL(text);
-    }
-}
-
 // Rank body for the exchange: publishes "addr/<rank>", reads every other rank's, waits for
 // the whole set, and checks that a key cannot be set twice.
 int exchange(int rank, int size, const std::string& where, std::string* report) {

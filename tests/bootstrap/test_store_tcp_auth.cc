@@ -4,8 +4,7 @@
 // every rank; half-sent and oversized frames and idle connections cannot grow rank 0 or hold
 // it; rank 0 binds only the address it was given; destroying rank 0's store returns within
 // the linger time while other ranks stay connected.
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,16 +44,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int raw_connect(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family      = AF_INET;
-    a.sin_port        = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    auto addresses = net::resolve({"127.0.0.1", uint16_t(port)}, false);
+    std::string why;
+    return addresses ? net::connect_tcp(*addresses, deadline(3), 3, &why) : -1;
 }
 
 // One answer: its code and string, or code -1 when the connection closed or stayed silent.
@@ -104,10 +96,8 @@ std::string raw_key(const std::string& hex) {
 bool closed_within(int fd, double timeout_s) {
     deadline until(timeout_s);
     char buf[256];
-    timeval tv{0, 100000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    while (!until.expired()) {
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
+    while (net::wait_fd(fd, POLLIN, until) == 0) {
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
             return true;
         }

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "drivers/datagram.hh"
+#include "test_main.hh"
 
 namespace loom::inc::test {
 namespace {
@@ -237,6 +238,36 @@ status run_rank(const std::string& address, uint32_t job, uint32_t comm, uint32_
     }
     leave_node(**l, job, comm, member);
     return status::ok();
+}
+
+std::string stop_cleanly(switch_proc& s) {
+    std::string out;
+    assert_int_equal(stop_switch(s, &out), 0);
+    return out;
+}
+
+std::vector<status> run_ranks(uint32_t n, const std::function<status(uint32_t)>& rank,
+                              const std::function<void()>& meanwhile) {
+    std::vector<status> res(n);
+    std::vector<std::thread> threads;
+    for (uint32_t r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] { res[r] = rank(r); });
+    }
+    if (meanwhile) {
+        meanwhile();
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    return res;
+}
+
+void check_ranks(const std::vector<status>& res) {
+    for (size_t r = 0; r < res.size(); ++r) {
+        if (!res[r]) {
+            LOOM_FAIL("rank " + std::to_string(r) + ": " + res[r].to_string());
+        }
+    }
 }
 
 }  // namespace loom::inc::test

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ switch_proc start_switch(const std::vector<std::string>& args);
 /// SIGTERM, then waits (5 s at most); returns the exit status (-1: killed, not exited)
 /// and sets *out to what it printed.
 int stop_switch(switch_proc& s, std::string* out);
+/// stop_switch, expecting a clean exit (status 0); returns what it printed.
+std::string stop_cleanly(switch_proc& s);
 
 /// The value of counter `name` in a statistics text; -1 when absent.
 int64_t stat_value(const std::string& text, const std::string& name);
@@ -59,5 +62,12 @@ struct step {
 status run_rank(const std::string& address, uint32_t job, uint32_t comm, uint32_t member,
                 const join_request& req, const std::vector<step>& steps,
                 std::string_view ticket = {});
+
+/// Runs rank(r) for r in 0..n-1, each in its own thread, while `meanwhile` (if any) runs in
+/// the caller's; returns the ranks' statuses once all are done.
+std::vector<status> run_ranks(uint32_t n, const std::function<status(uint32_t)>& rank,
+                              const std::function<void()>& meanwhile = {});
+/// Fails the test naming the first rank whose status is an error.
+void check_ranks(const std::vector<status>& res);
 
 }  // namespace loom::inc::test

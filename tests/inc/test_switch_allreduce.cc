@@ -54,18 +54,11 @@ std::string allreduce_through(const std::string& address, uint32_t job, uint32_t
             fin[r][i] = float_input(r, i);
         }
     }
-    std::vector<status> res(ranks);
-    std::vector<std::thread> threads;
-    for (uint32_t r = 0; r < ranks; ++r) {
-        threads.emplace_back([&, r] {
-            step a{1, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
-            step b{2, LOOM_FLOAT32, {}, fin[r].data(), fout[r].data(), count};
-            res[r] = run_rank(address, job, comm, r, flat(ranks, true), {a, b});
-        });
-    }
-    for (auto& t : threads) {
-        t.join();
-    }
+    std::vector<status> res  = run_ranks(ranks, [&](uint32_t r) {
+        step a{1, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
+        step b{2, LOOM_FLOAT32, {}, fin[r].data(), fout[r].data(), count};
+        return run_rank(address, job, comm, r, flat(ranks, true), {a, b});
+    });
     std::vector<float> fwant = fin[0];
     auto add                 = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
     for (uint32_t r = 1; r < ranks; ++r) {
@@ -104,8 +97,7 @@ void run_allreduce(bool shm, bool lossy) {
     switch_proc s = start_switch(args);
     assert_true(s.pid > 0 && !s.address.empty());
     check(allreduce_through(s.address, 1, 1, 0));
-    std::string out;
-    assert_int_equal(stop_switch(s, &out), 0);
+    std::string out = stop_cleanly(s);
     assert_true(stat_value(out, "results") >= 10);  // 5 chunks × 2 collectives
     assert_int_equal(stat_value(out, "contributions"), 40);
     if (lossy) {
@@ -160,8 +152,7 @@ void communicators_apart_and_job_quota(void**) {
     std::string text = wait_for_stat(s.address, "groups", 3);
     assert_int_equal(stat_value(text, "groups"), 3);
     assert_int_equal(stat_value(text, "nacks"), 2);
-    std::string out;
-    assert_int_equal(stop_switch(s, &out), 0);
+    stop_cleanly(s);
 }
 
 // `loom-switch --stats ADDR` as a process: prints the counters, exits 0; a dead address
@@ -185,8 +176,7 @@ void stats_command(void**) {
         std::string(std::getenv("LOOM_SWITCH")) + " --stats tcp:127.0.0.1:1 > /dev/null 2>&1";
     int st = std::system(bad.c_str());
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
-    std::string out;
-    assert_int_equal(stop_switch(s, &out), 0);
+    std::string out = stop_cleanly(s);
     assert_true(out.find("loom-switch listening on shm:") != std::string::npos);
     assert_true(stat_value(out, "stats_queries") >= 2);
 }

@@ -26,6 +26,7 @@
 
 #include "base/spsc_ring.hh"
 #include "drivers/datagram.hh"
+#include "drivers/shm/shm_datagram.hh"
 #include "inc/node/ticket.hh"
 #include "switch_harness.hh"
 #include "test_main.hh"
@@ -153,30 +154,22 @@ void forger_beside_a_real_job(void**) {
     std::vector<std::vector<int32_t>> in(ranks, std::vector<int32_t>(count));
     std::vector<std::vector<std::vector<int32_t>>> out(
         ranks, std::vector<std::vector<int32_t>>(calls, std::vector<int32_t>(count)));
-    std::vector<status> res(ranks);
-    std::vector<std::thread> threads;
     for (uint32_t r = 0; r < ranks; ++r) {
         for (size_t i = 0; i < count; ++i) {
             in[r][i] = int32_t(r * 7 + i);
         }
-        threads.emplace_back([&, r] {
-            std::vector<step> steps;
-            for (uint32_t c = 0; c < calls; ++c) {
-                steps.push_back({c + 1, LOOM_INT32, {}, in[r].data(), out[r][c].data(), count});
-            }
-            res[r] = run_rank(s.address, job, comm, r, flat(ranks), steps, key.ticket(job));
-        });
     }
-    for (auto& t : threads) {
-        t.join();
-    }
+    check_ranks(run_ranks(ranks, [&](uint32_t r) {
+        std::vector<step> steps;
+        for (uint32_t c = 0; c < calls; ++c) {
+            steps.push_back({c + 1, LOOM_INT32, {}, in[r].data(), out[r][c].data(), count});
+        }
+        return run_rank(s.address, job, comm, r, flat(ranks), steps, key.ticket(job));
+    }));
     done = true;
     forger.join();
     size_t wrong = 0;
     for (uint32_t r = 0; r < ranks; ++r) {
-        if (!res[r]) {
-            LOOM_FAIL("rank " + std::to_string(r) + ": " + res[r].to_string());
-        }
         for (uint32_t c = 0; c < calls; ++c) {
             for (size_t i = 0; i < count; ++i) {
                 if (out[r][c][i] != int32_t(42 + 4 * i)) {
@@ -193,8 +186,7 @@ void forger_beside_a_real_job(void**) {
     std::string text = wait_for_stat(s.address, "forged", 1);
     assert_true(stat_value(text, "forged") > 0);
     assert_true(sprayed > 0);
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 // A join must prove its job's ticket over this link's nonce: no proof, another job's
@@ -229,8 +221,7 @@ void joins_without_the_ticket_are_refused(void**) {
     (*a)->send(pkt, len);
     text = wait_for_stat(s.address, "groups", 1);
     assert_int_equal(stat_value(text, "groups"), 1);
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 // A child node proves its join to its parent with the job's ticket under the key the tree
@@ -260,10 +251,9 @@ void a_child_node_authenticates_to_its_parent(void**) {
     }
     std::string text = wait_for_stat(root.address, "join_auth_refused", 1);
     assert_int_equal(stat_value(text, "join_auth_refused"), 1);
-    std::string out;
-    assert_int_equal(stop_switch(bad, &out), 0);
-    assert_int_equal(stop_switch(good, &out), 0);
-    assert_int_equal(stop_switch(root, &out), 0);
+    stop_cleanly(bad);
+    stop_cleanly(good);
+    stop_cleanly(root);
 }
 
 // The node refuses to run open to anyone by accident, and keeps its key private.
@@ -350,8 +340,7 @@ void join_bomb_is_refused_and_memory_stays_small(void**) {
     std::printf("# loom-switch VmRSS %lld KiB before, %lld KiB after the join bomb\n",
                 (long long)before, (long long)after);
     assert_true(after - before < 64 * 1024);  // the job's 24 MiB, links, malloc: not 521 MB
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 // The shm hand-shake by hand: a segment of the right size and geometry, sealed or not.
@@ -373,11 +362,9 @@ struct raw_shm_member {
 };
 
 bool shm_handshake(const std::string& address, bool seal, raw_shm_member* m) {
-    constexpr uint32_t slots      = 256,
-                       slot_bytes = (4 + header_bytes + max_payload_bytes + 63) / 64 * 64;
-    const size_t ring             = ring_spsc_bytes(slots, slot_bytes);
-    m->bytes                      = cache_line + 2 * ring;
-    m->fd = memfd_create("hostile", MFD_CLOEXEC | (seal ? MFD_ALLOW_SEALING : 0u));
+    using namespace drivers::shm::dgram;
+    m->bytes = segment_bytes();
+    m->fd    = memfd_create("hostile", MFD_CLOEXEC | (seal ? MFD_ALLOW_SEALING : 0u));
     assert_true(m->fd >= 0);
     assert_int_equal(ftruncate(m->fd, off_t(m->bytes)), 0);
     if (seal) {
@@ -385,32 +372,16 @@ bool shm_handshake(const std::string& address, bool seal, raw_shm_member* m) {
     }
     m->seg = mmap(nullptr, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
     assert_true(m->seg != MAP_FAILED);
-    uint32_t h[4] = {0x4c4d5348u, 1, slots, slot_bytes};
-    std::memcpy(m->seg, h, sizeof h);
+    segment_header h{segment_magic, segment_version, ring_slots, slot_bytes};
+    std::memcpy(m->seg, &h, sizeof h);
     ring_spsc_init(static_cast<char*>(m->seg) + cache_line);
-    ring_spsc_init(static_cast<char*>(m->seg) + cache_line + ring);
-    std::string path = std::string(1, '\0') + "loom-inc-" + address.substr(4);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.data(), path.size());
+    ring_spsc_init(static_cast<char*>(m->seg) + cache_line + ring_bytes());
+    auto to = socket_address(address.substr(4));
     m->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (connect(m->sock, reinterpret_cast<sockaddr*>(&addr),
-                socklen_t(offsetof(sockaddr_un, sun_path) + path.size())) != 0) {
+    if (!to || connect(m->sock, reinterpret_cast<const sockaddr*>(&to->addr), to->len) != 0) {
         return false;
     }
-    iovec iov{h, sizeof h};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov        = &iov;
-    msg.msg_iovlen     = 1;
-    msg.msg_control    = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c         = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level      = SOL_SOCKET;
-    c->cmsg_type       = SCM_RIGHTS;
-    c->cmsg_len        = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &m->fd, sizeof(int));
-    assert_int_equal(sendmsg(m->sock, &msg, MSG_NOSIGNAL), ssize_t(sizeof h));
+    assert_int_equal(send_with_fd(m->sock, &h, sizeof h, m->fd), ssize_t(sizeof h));
     timeval tv{5, 0};
     setsockopt(m->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char ok = 0;
@@ -440,8 +411,7 @@ void truncated_shm_segment_does_not_kill_the_node(void**) {
     int32_t in[4] = {1, 2, 3, 4}, out[4] = {};
     assert_true(run_rank(s.address, 1, 1, 0, flat(1), {{1, LOOM_INT32, {}, in, out, 4}}).is_ok());
     assert_int_equal(out[3], 4);
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 // Finding: 3,000 idle connections were all accepted. The node holds at most --max-links,
@@ -498,8 +468,7 @@ void idle_connections_and_garbage_are_bounded(void**) {
     text = wait_for_stat(s.address, "links_bad_closed", 1);
     assert_int_equal(stat_value(text, "links_bad_closed"), 1);
     assert_true(alive(s));
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    stop_cleanly(s);
 }
 
 }  // namespace

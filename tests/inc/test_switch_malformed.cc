@@ -4,7 +4,6 @@
 // by reason in its statistics, while a
 // concurrent legitimate all-reduce completes exactly.
 #include <cstdlib>
-#include <thread>
 #include <vector>
 
 #include "drivers/datagram.hh"
@@ -64,35 +63,29 @@ void malformed_counted_legit_exact(void**) {
     assert_true(s.pid > 0);
     std::vector<std::vector<int32_t>> in(ranks, std::vector<int32_t>(count)),
         out(ranks, std::vector<int32_t>(count));
-    std::vector<status> res(ranks);
-    std::vector<std::thread> threads;
     for (uint32_t r = 0; r < ranks; ++r) {
         for (size_t i = 0; i < count; ++i) {
             in[r][i] = int32_t(r * 31 + i);
         }
-        threads.emplace_back([&, r] {
-            join_request j;
-            j.members = j.expected = ranks;
-            j.slots                = 2;
-            step a{1, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
-            step b{2, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
-            res[r] = run_rank(s.address, 1, 1, r, j, {a, b});
-        });
     }
     auto l = drivers::connect_datagram(s.address, 5);
     assert_true(l.is_ok());
-    join_request j;
-    j.members = j.expected = 2;
-    j.slots                = 2;
-    assert_true(join_node(**l, 1, 9, 0, j, 5).is_ok());
-    send_garbage(**l);
-    for (auto& t : threads) {
-        t.join();
-    }
+    auto rank = [&](uint32_t r) {
+        join_request j;
+        j.members = j.expected = ranks;
+        j.slots                = 2;
+        step a{1, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
+        step b{2, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
+        return run_rank(s.address, 1, 1, r, j, {a, b});
+    };
+    check_ranks(run_ranks(ranks, rank, [&] {
+        join_request j;
+        j.members = j.expected = 2;
+        j.slots                = 2;
+        assert_true(join_node(**l, 1, 9, 0, j, 5).is_ok());
+        send_garbage(**l);
+    }));
     for (uint32_t r = 0; r < ranks; ++r) {
-        if (!res[r]) {
-            LOOM_FAIL("rank " + std::to_string(r) + ": " + res[r].to_string());
-        }
         for (size_t i = 0; i < count; ++i) {
             assert_int_equal(out[r][i], int32_t(186 + 4 * i));
         }
@@ -108,8 +101,7 @@ void malformed_counted_legit_exact(void**) {
                       ", not 1:\n" + text);
         }
     }
-    std::string final_text;
-    assert_int_equal(stop_switch(s, &final_text), 0);
+    std::string final_text = stop_cleanly(s);
     assert_int_equal(stat_value(final_text, "malformed_bad_magic"), 1);
 }
 

@@ -4,7 +4,6 @@
 // leaf, broadcast from rank 1: exact, also with loss and duplication in all three switches.
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "kernels/reduce.hh"
@@ -51,45 +50,35 @@ void run_tree(bool shm, bool lossy) {
         }
     }
     const uint16_t reduce_root = 3, bcast_root = 1;
-    std::vector<status> res(ranks);
-    std::vector<std::thread> threads;
-    for (uint32_t r = 0; r < ranks; ++r) {
-        threads.emplace_back([&, r] {
-            join_request j;
-            j.members = ranks, j.expected = 2, j.slots = 4, j.flags = join_deterministic;
-            j.parent_members = 2, j.parent_index = r / 2;
-            rank_data& m            = d[r];
-            std::vector<step> steps = {
-                {1, LOOM_INT32, {}, m.in.data(), m.sum.data(), count},
-                {2, LOOM_FLOAT32, {}, m.fin.data(), m.fsum.data(), count},
-                {3,
-                 LOOM_INT32,
-                 {flag_to_root, reduce_root, 0},
-                 m.in.data(),
-                 r == reduce_root ? m.reduced.data() : nullptr,
-                 count},
-                {4,
-                 LOOM_INT32,
-                 {flag_from_root, bcast_root, 0},
-                 r == bcast_root ? m.in.data() : nullptr,
-                 m.bcast.data(),
-                 count},
-            };
-            res[r] = run_rank(leaf[r / 2].address, 9, 4, r, j, steps);
-        });
-    }
-    for (auto& t : threads) {
-        t.join();
-    }
+    check_ranks(run_ranks(ranks, [&](uint32_t r) {
+        join_request j;
+        j.members = ranks, j.expected = 2, j.slots = 4, j.flags = join_deterministic;
+        j.parent_members = 2, j.parent_index = r / 2;
+        rank_data& m            = d[r];
+        std::vector<step> steps = {
+            {1, LOOM_INT32, {}, m.in.data(), m.sum.data(), count},
+            {2, LOOM_FLOAT32, {}, m.fin.data(), m.fsum.data(), count},
+            {3,
+             LOOM_INT32,
+             {flag_to_root, reduce_root, 0},
+             m.in.data(),
+             r == reduce_root ? m.reduced.data() : nullptr,
+             count},
+            {4,
+             LOOM_INT32,
+             {flag_from_root, bcast_root, 0},
+             r == bcast_root ? m.in.data() : nullptr,
+             m.bcast.data(),
+             count},
+        };
+        return run_rank(leaf[r / 2].address, 9, 4, r, j, steps);
+    }));
     auto add                = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
     std::vector<float> left = d[0].fin, right = d[2].fin;
     add(left.data(), left.data(), d[1].fin.data(), count);
     add(right.data(), right.data(), d[3].fin.data(), count);
     add(left.data(), left.data(), right.data(), count);
     for (uint32_t r = 0; r < ranks; ++r) {
-        if (!res[r]) {
-            LOOM_FAIL("rank " + std::to_string(r) + ": " + res[r].to_string());
-        }
         for (size_t i = 0; i < count; ++i) {
             int32_t want = d[0].in[i] + d[1].in[i] + d[2].in[i] + d[3].in[i];
             assert_int_equal(d[r].sum[i], want);
@@ -102,11 +91,11 @@ void run_tree(bool shm, bool lossy) {
     }
     std::string out;
     for (auto& l : leaf) {
-        assert_int_equal(stop_switch(l, &out), 0);
+        out = stop_cleanly(l);
         assert_int_equal(stat_value(out, "forwarded"), 4 * 3);  // 3 chunks × 4 collectives
         assert_int_equal(stat_value(out, "awaiting_parent"), 0);
     }
-    assert_int_equal(stop_switch(root, &out), 0);
+    out = stop_cleanly(root);
     assert_int_equal(stat_value(out, "results"), 4 * 3);
     assert_int_equal(stat_value(out, "contributions"), 2 * 4 * 3);
 }
@@ -132,8 +121,7 @@ void parent_level_without_parent(void**) {
     j.members = 4, j.expected = 2, j.slots = 2, j.parent_members = 2;
     status st = run_rank(s.address, 1, 1, 0, j, {});
     assert_int_equal(st.code(), LOOM_ERR_NOT_SUPPORTED);
-    std::string out;
-    assert_int_equal(stop_switch(s, &out), 0);
+    stop_cleanly(s);
 }
 
 }  // namespace

@@ -6,17 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
+#include "base/net.hh"
 #include "base/secret.hh"
 #include "inc/node/ticket.hh"
 
 namespace loom::switch_tool {
 namespace {
-
-std::string errno_text() {
-    return std::strerror(errno);
-}
 
 status create_key(const std::string& path) {
     auto hex = random_secret_hex();
@@ -25,13 +21,13 @@ status create_key(const std::string& path) {
     }
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        return system_error("--key-file " + path + ": cannot create: " + errno_text());
+        return system_error("--key-file " + path + ": cannot create: " + net::errno_text(errno));
     }
     std::string text = *hex + "\n";
     bool ok          = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
     ok               = ::close(fd) == 0 && ok;
     return ok ? status::ok()
-              : system_error("--key-file " + path + ": cannot write: " + errno_text());
+              : system_error("--key-file " + path + ": cannot write: " + net::errno_text(errno));
 }
 
 }  // namespace
@@ -45,14 +41,14 @@ result<std::string> load_node_key(const std::string& path, bool create) {
         fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) {
-        return system_error("--key-file " + path + ": " + errno_text());
+        return system_error("--key-file " + path + ": " + net::errno_text(errno));
     }
     struct stat st {};
     char buf[256];
     ssize_t n = ::fstat(fd, &st) == 0 ? ::read(fd, buf, sizeof buf) : -1;
     ::close(fd);
     if (n < 0) {
-        return system_error("--key-file " + path + ": " + errno_text());
+        return system_error("--key-file " + path + ": " + net::errno_text(errno));
     }
     if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
         char mode[8];

@@ -1,7 +1,7 @@
 // loom-switch options (options.hh).
 #include "options.hh"
 
-#include <charconv>
+#include "base/net.hh"
 
 namespace loom::switch_tool {
 
@@ -17,7 +17,8 @@ void add_options(CLI::App& app, options& o) {
         ->capture_default_str();
     app.add_option("--drop", o.node.drop,
                    "probability of dropping a received data packet (loss injection)");
-    app.add_option("--dup", o.node.dup, "probability of handling a received data packet twice");
+    app.add_option("--dup", o.node.dup,
+                   "probability of handling a received data packet twice (one not dropped)");
     app.add_option("--seed", o.node.seed, "seed of the loss injection")->capture_default_str();
     app.add_option("--ready-file", o.ready_file,
                    "file to write the listening address to once the node is up");
@@ -56,15 +57,9 @@ status check_address(const std::string& address, const std::string& what) {
     if (a.starts_with("shm:") && a.size() > 4) {
         return status::ok();
     }
-    if (a.starts_with("tcp:")) {
-        size_t colon          = a.rfind(':');
-        std::string_view port = a.substr(colon + 1);
-        unsigned value        = 0;
-        auto [end, ec]        = std::from_chars(port.data(), port.data() + port.size(), value);
-        if (colon > 4 && !port.empty() && ec == std::errc{} && end == port.data() + port.size() &&
-            value <= 65535) {
-            return status::ok();
-        }
+    net::host_port where;
+    if (a.starts_with("tcp:") && net::parse_host_port(a.substr(4), &where, 0) == nullptr) {
+        return status::ok();
     }
     return invalid_argument(what + " '" + address +
                             "': expected tcp:HOST:PORT (PORT 0..65535) or shm:NAME");

@@ -44,14 +44,7 @@ arrived challenge(const join_nonce& nonce) {
 arrived answer(packet_kind kind, uint32_t job, uint32_t comm, uint32_t seq, uint32_t slot,
                std::string_view text) {
     arrived a;
-    header h;
-    h.kind  = kind;
-    h.job   = job;
-    h.comm  = comm;
-    h.seq   = seq;
-    h.slot  = slot;
-    h.count = uint32_t(text.size());
-    deliver(a, encode(h, text.data(), a.bytes.data()));
+    deliver(a, control_packet(kind, job, comm, 0, text, a.bytes.data(), seq, slot));
     return a;
 }
 
