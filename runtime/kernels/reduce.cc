@@ -10,6 +10,7 @@
 // false. On x86-64 each kernel also has an AVX2 clone (reduce_ops.hh); bench_reduce in
 // tests/engine_reduce measures both.
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/reduce.hh"
 #include "kernels/reduce_ops.hh"
@@ -140,6 +141,13 @@ bool is_sixteen(loom_dtype_t dtype) {
 }  // namespace
 
 reduce_fn reduce_kernel(loom_dtype_t dtype, loom_op_t op) {
+    // An unknown op is refused here from its bytes: a value outside the enum's range must
+    // not be loaded as a loom_op_t (the lambda below reads it through a reference).
+    std::underlying_type_t<loom_op_t> op_bits;
+    std::memcpy(&op_bits, &op, sizeof op_bits);
+    if (static_cast<uint64_t>(op_bits) >= LOOM_OP_COUNT) {  // negative ones too
+        return nullptr;
+    }
     if (is_sixteen(dtype)) {
         return sixteen_kernel(dtype, op);
     }
