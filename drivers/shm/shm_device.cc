@@ -14,6 +14,7 @@
 
 #include "base/check.hh"
 #include "base/log.hh"
+#include "base/net.hh"
 #include "drivers/shm/shm.hh"
 #include "drivers/shm/shm_params.hh"
 
@@ -26,10 +27,6 @@ bool power_of_two(int64_t v) {
 
 status bad_param(const char* name, int64_t v, const char* allowed) {
     return invalid_argument(std::string(name) + "=" + std::to_string(v) + ": " + allowed);
-}
-
-std::string errno_text(int err) {
-    return std::string(std::strerror(err));
 }
 
 size_t align_up(size_t v, size_t a) {
@@ -208,7 +205,7 @@ result<int> create_exclusive(const std::string& path) {
             return fd;
         }
         if (errno != EEXIST) {
-            return system_error("shm_open(" + path + "): " + errno_text(errno));
+            return system_error("shm_open(" + path + "): " + net::errno_text(errno));
         }
         reclaim_dead_segments();
     }
@@ -233,14 +230,14 @@ result<segment> segment::create(const std::string& name, const shm_params& p, in
         ::close(fd);
         s.unlink();
         return system_error("ftruncate(" + path + ", " + std::to_string(layout.total_bytes) +
-                            "): " + errno_text(err));
+                            "): " + net::errno_text(err));
     }
     void* base = ::mmap(nullptr, layout.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int err    = errno;
     ::close(fd);
     if (base == MAP_FAILED) {
         s.unlink();
-        return system_error("mmap(" + path + "): " + errno_text(err));
+        return system_error("mmap(" + path + "): " + net::errno_text(err));
     }
     s.base_  = base;
     s.bytes_ = layout.total_bytes;
@@ -264,7 +261,7 @@ result<segment> segment::attach(const std::string& name, pid_t pid, int rank, in
     std::string path = "/" + name;
     int fd           = ::shm_open(path.c_str(), O_RDWR, 0);
     if (fd < 0) {
-        return system_error("shm_open(" + path + "): " + errno_text(errno));
+        return system_error("shm_open(" + path + "): " + net::errno_text(errno));
     }
     struct stat st {};
     if (::fstat(fd, &st) != 0 || size_t(st.st_size) < sizeof(segment_header)) {
@@ -276,7 +273,7 @@ result<segment> segment::attach(const std::string& name, pid_t pid, int rank, in
     int err      = errno;
     ::close(fd);
     if (base == MAP_FAILED) {
-        return system_error("mmap(" + path + "): " + errno_text(err));
+        return system_error("mmap(" + path + "): " + net::errno_text(err));
     }
     segment s;
     s.base_                 = base;
