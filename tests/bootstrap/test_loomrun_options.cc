@@ -132,15 +132,10 @@ static void every_line_gets_its_rank_prefix(void**) {
     assert_true(long_out.size() == big.size() + 5);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(program_after_double_dash_keeps_its_own_flags),
-        cmocka_unit_test(fabric_must_be_a_lattice_of_n_ranks),
-        cmocka_unit_test(program_without_double_dash_starts_at_first_word),
-        cmocka_unit_test(bad_command_lines_say_what_is_allowed),
-        cmocka_unit_test(help_version_and_config_need_no_program),
-        cmocka_unit_test(durations_take_s_m_h),
-        cmocka_unit_test(every_line_gets_its_rank_prefix),
-    };
-    return LOOM_RUN_TESTS("loomrun_options", tests);
-}
+LOOM_TEST_MAIN("loomrun_options", cmocka_unit_test(program_after_double_dash_keeps_its_own_flags),
+               cmocka_unit_test(fabric_must_be_a_lattice_of_n_ranks),
+               cmocka_unit_test(program_without_double_dash_starts_at_first_word),
+               cmocka_unit_test(bad_command_lines_say_what_is_allowed),
+               cmocka_unit_test(help_version_and_config_need_no_program),
+               cmocka_unit_test(durations_take_s_m_h),
+               cmocka_unit_test(every_line_gets_its_rank_prefix))

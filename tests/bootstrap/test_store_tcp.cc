@@ -203,14 +203,9 @@ static void rank_0_cannot_listen_on_a_taken_port(void**) {
     assert_non_null(std::strstr(second.error().message().c_str(), "cannot listen on"));
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(eight_ranks_exchange_keys_through_rank_0),
-        cmocka_unit_test(a_rank_registered_twice_is_refused),
-        cmocka_unit_test(a_rank_with_another_size_or_job_is_refused),
-        cmocka_unit_test(a_timeout_names_the_key_and_the_ranks_never_registered),
-        cmocka_unit_test(an_unreachable_rendezvous_fails_within_the_deadline),
-        cmocka_unit_test(rank_0_cannot_listen_on_a_taken_port),
-    };
-    return LOOM_RUN_TESTS("bootstrap_store_tcp", tests);
-}
+LOOM_TEST_MAIN("bootstrap_store_tcp", cmocka_unit_test(eight_ranks_exchange_keys_through_rank_0),
+               cmocka_unit_test(a_rank_registered_twice_is_refused),
+               cmocka_unit_test(a_rank_with_another_size_or_job_is_refused),
+               cmocka_unit_test(a_timeout_names_the_key_and_the_ranks_never_registered),
+               cmocka_unit_test(an_unreachable_rendezvous_fails_within_the_deadline),
+               cmocka_unit_test(rank_0_cannot_listen_on_a_taken_port))

@@ -299,14 +299,10 @@ static void rank_0_destroys_its_store_within_the_linger_time(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(an_outsider_without_the_secret_is_refused_and_learns_nothing),
-        cmocka_unit_test(a_replayed_hello_is_refused),
-        cmocka_unit_test(no_secret_is_a_clear_error_on_every_rank),
-        cmocka_unit_test(half_sent_frames_and_idle_connections_are_bounded),
-        cmocka_unit_test(rank_0_listens_only_where_it_is_told),
-        cmocka_unit_test(rank_0_destroys_its_store_within_the_linger_time),
-    };
-    return LOOM_RUN_TESTS("bootstrap_store_tcp_auth", tests);
-}
+LOOM_TEST_MAIN("bootstrap_store_tcp_auth",
+               cmocka_unit_test(an_outsider_without_the_secret_is_refused_and_learns_nothing),
+               cmocka_unit_test(a_replayed_hello_is_refused),
+               cmocka_unit_test(no_secret_is_a_clear_error_on_every_rank),
+               cmocka_unit_test(half_sent_frames_and_idle_connections_are_bounded),
+               cmocka_unit_test(rank_0_listens_only_where_it_is_told),
+               cmocka_unit_test(rank_0_destroys_its_store_within_the_linger_time))

@@ -57,18 +57,21 @@ inline std::string unique_job(const char* label) {
     return std::string("t") + std::to_string(::getpid()) + "_" + label;
 }
 
-/// Opens `driver` ("shm", "self") for one rank through its factory and connects it.
-inline result<std::unique_ptr<drivers::endpoint>> open_connected(const char* driver, int rank,
-                                                                 int size, const std::string& job,
-                                                                 kv_store* store,
-                                                                 double timeout_s = 20) {
+/// The configuration of rank `rank` of a `size`-rank job.
+inline drivers::endpoint_config config_of(int rank, int size, const std::string& job,
+                                          kv_store* store, double timeout_s) {
     drivers::endpoint_config cfg;
     cfg.rank      = rank;
     cfg.size      = size;
     cfg.job       = job;
     cfg.store     = store;
     cfg.timeout_s = timeout_s;
-    auto ep = std::string(driver) == "self" ? drivers::open_self(cfg) : drivers::open_shm(cfg);
+    return cfg;
+}
+
+/// Connects an endpoint just opened, passing an open's or a connect's error on.
+inline result<std::unique_ptr<drivers::endpoint>> connected(
+    result<std::unique_ptr<drivers::endpoint>> ep) {
     if (!ep) {
         return ep.error();
     }
@@ -78,27 +81,25 @@ inline result<std::unique_ptr<drivers::endpoint>> open_connected(const char* dri
     return ep;
 }
 
+/// Opens `driver` ("shm", "self") for one rank through its factory and connects it.
+inline result<std::unique_ptr<drivers::endpoint>> open_connected(const char* driver, int rank,
+                                                                 int size, const std::string& job,
+                                                                 kv_store* store,
+                                                                 double timeout_s = 20) {
+    drivers::endpoint_config cfg = config_of(rank, size, job, store, timeout_s);
+    return connected(std::string(driver) == "self" ? drivers::open_self(cfg)
+                                                   : drivers::open_shm(cfg));
+}
+
 /// Opens `driver` by its registry name (shm, tcp, fault:<driver>, fwd:<driver> on the
 /// lattice `fabric`) for one rank and connects it.
 inline result<std::unique_ptr<drivers::endpoint>> open_named(const std::string& driver,
                                                              const std::string& fabric, int rank,
                                                              int size, const std::string& job,
                                                              kv_store* store) {
-    drivers::endpoint_config cfg;
-    cfg.rank      = rank;
-    cfg.size      = size;
-    cfg.job       = job;
-    cfg.store     = store;
-    cfg.timeout_s = 30;
-    cfg.fabric    = fabric;
-    auto ep       = drivers::open(driver, cfg);
-    if (!ep) {
-        return ep.error();
-    }
-    if (status st = (*ep)->connect(); !st.is_ok()) {
-        return st;
-    }
-    return ep;
+    drivers::endpoint_config cfg = config_of(rank, size, job, store, 30);
+    cfg.fabric                   = fabric;
+    return connected(drivers::open(driver, cfg));
 }
 
 /// Idle policy for test loops: spin briefly, then yield, then sleep 50 us.
@@ -239,4 +240,27 @@ inline std::string run_ranks(int n, double timeout_s, const std::function<int(in
     return problems;
 }
 
+/// One rank's part of a job: its rank, the job's name and the job's store directory.
+using job_rank = std::function<int(int rank, const std::string& job, const std::string& dir)>;
+
+/// Runs `n` ranks of a fresh job named after `label`, with a store directory of its own;
+/// returns what went wrong, "" when every rank passed.
+inline std::string run_job(const std::string& label, int n, double timeout_s,
+                           const job_rank& body) {
+    store_dir dir(label.c_str());
+    std::string job = unique_job(label.c_str());
+    return run_ranks(n, timeout_s, [&](int r) { return body(r, job, dir.path); });
+}
+
 }  // namespace loom::test
+
+/// Fails the running test (test_main.hh) with what went wrong in the ranks, unless nothing
+/// did (run_ranks and run_job return "" then). A macro: cmocka's macros clash with driver
+/// headers included after it, so this header does not include cmocka.
+#define EXPECT_PASSED(problems)              \
+    do {                                     \
+        const std::string why_ = (problems); \
+        if (!why_.empty()) {                 \
+            LOOM_FAIL(why_);                 \
+        }                                    \
+    } while (0)

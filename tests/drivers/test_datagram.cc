@@ -538,20 +538,14 @@ void bad_addresses_are_refused_clearly(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(tcp_exchange_between_processes),
-        cmocka_unit_test(shm_exchange_between_processes),
-        cmocka_unit_test(tcp_full_queue_drops),
-        cmocka_unit_test(shm_full_queue_drops),
-        cmocka_unit_test(tcp_bad_frame_closes_the_link),
-        cmocka_unit_test(fault_wrapper_drops_duplicates_and_reorders),
-        cmocka_unit_test(tcp_oversize_frames_are_refused),
-        cmocka_unit_test(shm_oversize_frames_are_refused),
-        cmocka_unit_test(fault_wrapper_is_deterministic),
-        cmocka_unit_test(fault_address_reads_the_fault_parameters),
-        cmocka_unit_test(connect_to_nobody_times_out_naming_the_address),
-        cmocka_unit_test(bad_addresses_are_refused_clearly),
-    };
-    return LOOM_RUN_TESTS("drivers_datagram", tests);
-}
+LOOM_TEST_MAIN("drivers_datagram", cmocka_unit_test(tcp_exchange_between_processes),
+               cmocka_unit_test(shm_exchange_between_processes),
+               cmocka_unit_test(tcp_full_queue_drops), cmocka_unit_test(shm_full_queue_drops),
+               cmocka_unit_test(tcp_bad_frame_closes_the_link),
+               cmocka_unit_test(fault_wrapper_drops_duplicates_and_reorders),
+               cmocka_unit_test(tcp_oversize_frames_are_refused),
+               cmocka_unit_test(shm_oversize_frames_are_refused),
+               cmocka_unit_test(fault_wrapper_is_deterministic),
+               cmocka_unit_test(fault_address_reads_the_fault_parameters),
+               cmocka_unit_test(connect_to_nobody_times_out_naming_the_address),
+               cmocka_unit_test(bad_addresses_are_refused_clearly))

@@ -337,22 +337,17 @@ static void completion_ring_is_fifo_across_wraps(void**) {
     assert_int_equal(next_in, next_out);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(loopback_matches_before_and_after),
-        cmocka_unit_test(loopback_mismatch_by_imm_and_by_length),
-        cmocka_unit_test(loopback_control_tags_are_never_matched),
-        cmocka_unit_test(loopback_cancel_of_each_kind),
-        cmocka_unit_test(loopback_pool_exhaustion_is_no_resource),
-        cmocka_unit_test(loopback_completions_keep_their_order),
-        cmocka_unit_test(loopback_fail_all_completes_the_unmatched),
-        cmocka_unit_test(matcher_takes_duplicate_tags_oldest_first),
-        cmocka_unit_test(matcher_finds_the_same_call_from_either_side),
-        cmocka_unit_test(matcher_pool_runs_out_and_comes_back),
-        cmocka_unit_test(matcher_hands_out_completions_in_order),
-        cmocka_unit_test(matcher_cancel_finds_only_pending_operations),
-        cmocka_unit_test(call_rule_needs_same_call_other_imm),
-        cmocka_unit_test(completion_ring_is_fifo_across_wraps),
-    };
-    return LOOM_RUN_TESTS("drivers_common", tests);
-}
+LOOM_TEST_MAIN("drivers_common", cmocka_unit_test(loopback_matches_before_and_after),
+               cmocka_unit_test(loopback_mismatch_by_imm_and_by_length),
+               cmocka_unit_test(loopback_control_tags_are_never_matched),
+               cmocka_unit_test(loopback_cancel_of_each_kind),
+               cmocka_unit_test(loopback_pool_exhaustion_is_no_resource),
+               cmocka_unit_test(loopback_completions_keep_their_order),
+               cmocka_unit_test(loopback_fail_all_completes_the_unmatched),
+               cmocka_unit_test(matcher_takes_duplicate_tags_oldest_first),
+               cmocka_unit_test(matcher_finds_the_same_call_from_either_side),
+               cmocka_unit_test(matcher_pool_runs_out_and_comes_back),
+               cmocka_unit_test(matcher_hands_out_completions_in_order),
+               cmocka_unit_test(matcher_cancel_finds_only_pending_operations),
+               cmocka_unit_test(call_rule_needs_same_call_other_imm),
+               cmocka_unit_test(completion_ring_is_fifo_across_wraps))

@@ -191,16 +191,11 @@ static void cancel_withdraws_unmatched_operations(void**) {
     assert_false(f.cancel(f.ctx, 13));
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(receive_posted_before_and_after_its_send),
-        cmocka_unit_test(tags_are_matched_not_fifo),
-        cmocka_unit_test(mismatch_in_length_or_imm_delivers_nothing),
-        cmocka_unit_test(control_notice_is_unsolicited_and_never_matched),
-        cmocka_unit_test(zero_bytes_and_full_pool),
-        cmocka_unit_test(other_peers_and_sizes_are_refused),
-        cmocka_unit_test(close_fails_what_is_pending),
-        cmocka_unit_test(cancel_withdraws_unmatched_operations),
-    };
-    return LOOM_RUN_TESTS("drivers_self", tests);
-}
+LOOM_TEST_MAIN("drivers_self", cmocka_unit_test(receive_posted_before_and_after_its_send),
+               cmocka_unit_test(tags_are_matched_not_fifo),
+               cmocka_unit_test(mismatch_in_length_or_imm_delivers_nothing),
+               cmocka_unit_test(control_notice_is_unsolicited_and_never_matched),
+               cmocka_unit_test(zero_bytes_and_full_pool),
+               cmocka_unit_test(other_peers_and_sizes_are_refused),
+               cmocka_unit_test(close_fails_what_is_pending),
+               cmocka_unit_test(cancel_withdraws_unmatched_operations))

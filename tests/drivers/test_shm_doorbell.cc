@@ -119,10 +119,5 @@ void a_busy_pair_never_rings(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(a_busy_pair_never_rings),
-        cmocka_unit_test(many_sleeps_and_wakes_lose_none),
-    };
-    return LOOM_RUN_TESTS("drivers_shm_doorbell", tests);
-}
+LOOM_TEST_MAIN("drivers_shm_doorbell", cmocka_unit_test(a_busy_pair_never_rings),
+               cmocka_unit_test(many_sleeps_and_wakes_lose_none))

@@ -15,7 +15,6 @@
 using namespace loom;
 using loom::drivers::completion;
 using loom::test::file_store;
-using loom::test::store_dir;
 
 namespace {
 
@@ -65,28 +64,21 @@ int pingpong_rank(int rank, const std::string& job, const std::string& dir, bool
 }  // namespace
 
 static void pingpong_every_size_class_cma(void**) {
-    store_dir dir("pp");
-    std::string job = test::unique_job("pp");
-    std::string why = test::run_ranks(
-        2, 50, [&](int r) { return pingpong_rank(r, job, dir.path, /*single_copy=*/true); });
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(test::run_job("pp", 2, 50, [](int r, auto& job, auto& dir) {
+        return pingpong_rank(r, job, dir, /*single_copy=*/true);
+    }));
 }
 
 static void pingpong_every_size_class_bounce(void**) {
     auto& reg = params::registry::global();
     assert_true(reg.set("LOOM_SHM_CMA", "off").is_ok());
     assert_true(reg.set("LOOM_SHM_BOUNCE_BYTES", "65536").is_ok());  // many laps of the ring
-    store_dir dir("ppb");
-    std::string job = test::unique_job("ppb");
-    std::string why = test::run_ranks(
-        2, 50, [&](int r) { return pingpong_rank(r, job, dir.path, /*single_copy=*/false); });
+    std::string why = test::run_job("ppb", 2, 50, [](int r, auto& job, auto& dir) {
+        return pingpong_rank(r, job, dir, /*single_copy=*/false);
+    });
     assert_true(reg.set("LOOM_SHM_CMA", "auto").is_ok());
     assert_true(reg.set("LOOM_SHM_BOUNCE_BYTES", "1048576").is_ok());
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(why);
 }
 
 namespace {
@@ -164,12 +156,7 @@ int cancel_rank(int rank, const std::string& job, const std::string& dir) {
 }
 
 void run_cancel(const char* label) {
-    store_dir dir(label);
-    std::string job = test::unique_job(label);
-    std::string why = test::run_ranks(2, 50, [&](int r) { return cancel_rank(r, job, dir.path); });
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(test::run_job(label, 2, 50, cancel_rank));
 }
 
 }  // namespace
@@ -264,12 +251,11 @@ int alltoall_rank(int rank, int n, const std::string& job, const std::string& di
 }  // namespace
 
 static void alltoall_8_ranks_random_order(void**) {
-    store_dir dir("a2a");
-    std::string job = test::unique_job("a2a");
-    unsigned seed   = unsigned(now_s() * 1000);
+    unsigned seed = unsigned(now_s() * 1000);
     std::printf("# alltoall seed %u\n", seed);
-    std::string why =
-        test::run_ranks(8, 50, [&](int r) { return alltoall_rank(r, 8, job, dir.path, seed); });
+    std::string why = test::run_job("a2a", 8, 50, [&](int r, auto& job, auto& dir) {
+        return alltoall_rank(r, 8, job, dir, seed);
+    });
     if (!why.empty()) {
         LOOM_FAIL(why + " (seed " + std::to_string(seed) + ")");
     }
@@ -365,12 +351,7 @@ int tags_rank(int rank, const std::string& job, const std::string& dir) {
 }  // namespace
 
 static void tags_matched_not_fifo_mismatch_and_notice(void**) {
-    store_dir dir("tags");
-    std::string job = test::unique_job("tags");
-    std::string why = test::run_ranks(2, 50, [&](int r) { return tags_rank(r, job, dir.path); });
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(test::run_job("tags", 2, 50, tags_rank));
 }
 
 namespace {
@@ -431,25 +412,15 @@ int backpressure_rank(int rank, const std::string& job, const std::string& dir) 
 static void backpressure_thousands_of_early_messages(void**) {
     auto& reg = params::registry::global();
     assert_true(reg.set("LOOM_SHM_MAX_OPS", "8192").is_ok());
-    store_dir dir("bp");
-    std::string job = test::unique_job("bp");
-    std::string why =
-        test::run_ranks(2, 55, [&](int r) { return backpressure_rank(r, job, dir.path); });
+    std::string why = test::run_job("bp", 2, 55, backpressure_rank);
     assert_true(reg.set("LOOM_SHM_MAX_OPS", "4096").is_ok());
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(why);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(pingpong_every_size_class_cma),
-        cmocka_unit_test(pingpong_every_size_class_bounce),
-        cmocka_unit_test(alltoall_8_ranks_random_order),
-        cmocka_unit_test(tags_matched_not_fifo_mismatch_and_notice),
-        cmocka_unit_test(backpressure_thousands_of_early_messages),
-        cmocka_unit_test(cancel_withdraws_sends_and_receives_cma),
-        cmocka_unit_test(cancel_withdraws_sends_and_receives_bounce),
-    };
-    return LOOM_RUN_TESTS("drivers_shm", tests);
-}
+LOOM_TEST_MAIN("drivers_shm", cmocka_unit_test(pingpong_every_size_class_cma),
+               cmocka_unit_test(pingpong_every_size_class_bounce),
+               cmocka_unit_test(alltoall_8_ranks_random_order),
+               cmocka_unit_test(tags_matched_not_fifo_mismatch_and_notice),
+               cmocka_unit_test(backpressure_thousands_of_early_messages),
+               cmocka_unit_test(cancel_withdraws_sends_and_receives_cma),
+               cmocka_unit_test(cancel_withdraws_sends_and_receives_bounce))

@@ -127,13 +127,7 @@ int closed_peer_rank(int rank, const std::string& job, const std::string& dir) {
 }  // namespace
 
 static void closed_peer_fails_pending_operations(void**) {
-    store_dir dir("closed");
-    std::string job = test::unique_job("closed");
-    std::string why =
-        test::run_ranks(2, 30, [&](int r) { return closed_peer_rank(r, job, dir.path); });
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(test::run_job("closed", 2, 30, closed_peer_rank));
 }
 
 namespace {
@@ -167,14 +161,10 @@ static void peer_closing_right_after_its_ack_does_not_fail_the_send(void**) {
     assert_true(reg.set("LOOM_SHM_LIVENESS_MS", "0.000001").is_ok());
     std::string why;
     for (int round = 0; round < 60 && why.empty(); ++round) {
-        store_dir dir("ack");
-        std::string job = test::unique_job(("ack" + std::to_string(round)).c_str());
-        why = test::run_ranks(2, 20, [&](int r) { return close_after_ack_rank(r, job, dir.path); });
+        why = test::run_job("ack" + std::to_string(round), 2, 20, close_after_ack_rank);
     }
     assert_true(reg.set("LOOM_SHM_LIVENESS_MS", "5").is_ok());
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(why);
 }
 
 static void connect_names_the_missing_rank(void**) {
@@ -232,13 +222,8 @@ static void killed_run_segment_is_reclaimed_by_next_open(void**) {
     assert_true(test::open_connected("shm", 0, 1, job, nullptr).is_ok());
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(killed_peer_fails_pending_operations),
-        cmocka_unit_test(closed_peer_fails_pending_operations),
-        cmocka_unit_test(peer_closing_right_after_its_ack_does_not_fail_the_send),
-        cmocka_unit_test(connect_names_the_missing_rank),
-        cmocka_unit_test(killed_run_segment_is_reclaimed_by_next_open),
-    };
-    return LOOM_RUN_TESTS("drivers_shm_failures", tests);
-}
+LOOM_TEST_MAIN("drivers_shm_failures", cmocka_unit_test(killed_peer_fails_pending_operations),
+               cmocka_unit_test(closed_peer_fails_pending_operations),
+               cmocka_unit_test(peer_closing_right_after_its_ack_does_not_fail_the_send),
+               cmocka_unit_test(connect_names_the_missing_rank),
+               cmocka_unit_test(killed_run_segment_is_reclaimed_by_next_open))

@@ -153,12 +153,7 @@ static void stress_two_threads_millions_of_items(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(empty_and_full_edges),
-        cmocka_unit_test(peek_without_release_keeps_the_slot),
-        cmocka_unit_test(counters_wrap_around_32_bits),
-        cmocka_unit_test(stress_two_threads_millions_of_items),
-    };
-    return LOOM_RUN_TESTS("drivers_shm_ring", tests);
-}
+LOOM_TEST_MAIN("drivers_shm_ring", cmocka_unit_test(empty_and_full_edges),
+               cmocka_unit_test(peek_without_release_keeps_the_slot),
+               cmocka_unit_test(counters_wrap_around_32_bits),
+               cmocka_unit_test(stress_two_threads_millions_of_items))

@@ -22,7 +22,6 @@
 using namespace loom;
 using loom::drivers::completion;
 using loom::test::file_store;
-using loom::test::store_dir;
 
 namespace {
 
@@ -163,10 +162,8 @@ int all_pairs_rank(const std::string& driver, const std::string& fabric, routing
 void all_pairs(const char* driver, const char* fabric, int n,
                routing::tie_rule ties = routing::tie_rule::toward_plus, size_t chunk_bytes = 65536,
                bool tight = false) {
-    store_dir dir("fwd");
-    std::string job      = test::unique_job("fwd");
-    std::string problems = test::run_ranks(n, 240, [&](int r) {
-        return all_pairs_rank(driver, fabric, ties, chunk_bytes, tight, r, job, dir.path);
+    std::string problems = test::run_job("fwd", n, 240, [&](int r, auto& job, auto& dir) {
+        return all_pairs_rank(driver, fabric, ties, chunk_bytes, tight, r, job, dir);
     });
     if (!problems.empty()) {
         LOOM_FAIL(std::string(driver) + " " + fabric + ": " + problems);
@@ -288,13 +285,7 @@ int mismatch_rank(int rank, const std::string& job, const std::string& dir) {
 }
 
 void mismatch_two_hops_delivers_nothing(void**) {
-    store_dir dir("fwdmm");
-    std::string job = test::unique_job("fwdmm");
-    std::string problems =
-        test::run_ranks(9, 120, [&](int r) { return mismatch_rank(r, job, dir.path); });
-    if (!problems.empty()) {
-        LOOM_FAIL(problems);
-    }
+    EXPECT_PASSED(test::run_job("fwdmm", 9, 120, mismatch_rank));
 }
 
 // ring:4, rank 0 -> rank 2 is two hops. A: rank 0 cancels a 300 KiB send right after
@@ -385,13 +376,7 @@ int cancel_rank(int rank, const std::string& job, const std::string& dir) {
 }
 
 void cancel_across_two_hops(void**) {
-    store_dir dir("fwdcx");
-    std::string job = test::unique_job("fwdcx");
-    std::string problems =
-        test::run_ranks(4, 120, [&](int r) { return cancel_rank(r, job, dir.path); });
-    if (!problems.empty()) {
-        LOOM_FAIL(problems);
-    }
+    EXPECT_PASSED(test::run_job("fwdcx", 4, 120, cancel_rank));
 }
 
 // ---- the wrappers' wakers ----
@@ -414,14 +399,10 @@ int wake_rank(const std::string& driver, bool sender_sleeps, int rank, const std
 }
 
 void run_wake(const char* driver, bool sender_sleeps = false) {
-    test::store_dir dir("wrapwake");
-    std::string job      = test::unique_job("wrapwake");
-    std::string d        = driver;
-    std::string problems = test::run_ranks(
-        2, 60, [&](int rank) { return wake_rank(d, sender_sleeps, rank, job, dir.path); });
-    if (!problems.empty()) {
-        LOOM_FAIL(problems);
-    }
+    std::string d = driver;
+    EXPECT_PASSED(test::run_job("wrapwake", 2, 60, [&](int rank, auto& job, auto& dir) {
+        return wake_rank(d, sender_sleeps, rank, job, dir);
+    }));
 }
 
 void fault_shm_send_wakes_the_sleeper(void**) {
@@ -443,20 +424,13 @@ void fault_delay_shortens_the_sleep(void**) {
 
 }  // namespace
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(shm_torus_2x2x2),
-        cmocka_unit_test(shm_torus_3x3),
-        cmocka_unit_test(shm_mesh_3x3),
-        cmocka_unit_test(mismatch_two_hops_delivers_nothing),
-        cmocka_unit_test(cancel_across_two_hops),
-        cmocka_unit_test(shm_torus_4x2_source_parity),
-        cmocka_unit_test(shm_ring_4_toward_plus),
-        cmocka_unit_test(shm_torus_3x3_tight_resources),
-        cmocka_unit_test(tcp_torus_2x2x2),
-        cmocka_unit_test(fault_shm_send_wakes_the_sleeper),
-        cmocka_unit_test(fwd_shm_send_wakes_the_sleeper),
-        cmocka_unit_test(fault_delay_shortens_the_sleep),
-    };
-    return LOOM_RUN_TESTS("drivers_forward", tests);
-}
+LOOM_TEST_MAIN("drivers_forward", cmocka_unit_test(shm_torus_2x2x2),
+               cmocka_unit_test(shm_torus_3x3), cmocka_unit_test(shm_mesh_3x3),
+               cmocka_unit_test(mismatch_two_hops_delivers_nothing),
+               cmocka_unit_test(cancel_across_two_hops),
+               cmocka_unit_test(shm_torus_4x2_source_parity),
+               cmocka_unit_test(shm_ring_4_toward_plus),
+               cmocka_unit_test(shm_torus_3x3_tight_resources), cmocka_unit_test(tcp_torus_2x2x2),
+               cmocka_unit_test(fault_shm_send_wakes_the_sleeper),
+               cmocka_unit_test(fwd_shm_send_wakes_the_sleeper),
+               cmocka_unit_test(fault_delay_shortens_the_sleep))

@@ -101,21 +101,10 @@ int engine_rank(int rank, int n, const std::string& job, const std::string& dir)
 }
 
 void allreduce_over_fwd_shm_torus_2x2x2(void**) {
-    std::string dir = file_store::make_dir("fwdeng");
-    std::string job = test::unique_job("fwdeng");
-    std::string problems =
-        test::run_ranks(8, 240, [&](int r) { return engine_rank(r, 8, job, dir); });
-    file_store::remove_dir(dir);
-    if (!problems.empty()) {
-        LOOM_FAIL(problems);
-    }
+    EXPECT_PASSED(test::run_job(
+        "fwdeng", 8, 240, [](int r, auto& job, auto& dir) { return engine_rank(r, 8, job, dir); }));
 }
 
 }  // namespace
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(allreduce_over_fwd_shm_torus_2x2x2),
-    };
-    return LOOM_RUN_TESTS("drivers_forward_engine", tests);
-}
+LOOM_TEST_MAIN("drivers_forward_engine", cmocka_unit_test(allreduce_over_fwd_shm_torus_2x2x2))

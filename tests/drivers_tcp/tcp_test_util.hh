@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../drivers/driver_test_util.hh"
+#include "base/hash.hh"
 #include "base/params.hh"
 #include "drivers/fault/fault.hh"
 #include "drivers/tcp/tcp.hh"
@@ -25,28 +26,12 @@ inline result<std::unique_ptr<drivers::endpoint>> open_tcp(int rank, int size,
                                                            const std::string& job, kv_store* store,
                                                            double timeout_s = 20,
                                                            bool fault       = false) {
-    drivers::endpoint_config cfg;
-    cfg.rank      = rank;
-    cfg.size      = size;
-    cfg.job       = job;
-    cfg.store     = store;
-    cfg.timeout_s = timeout_s;
-    auto ep       = drivers::open_tcp(cfg);
-    if (!ep) {
-        return ep.error();
+    drivers::endpoint_config cfg = config_of(rank, size, job, store, timeout_s);
+    auto ep                      = drivers::open_tcp(cfg);
+    if (!ep || !fault) {
+        return connected(std::move(ep));
     }
-    std::unique_ptr<drivers::endpoint> e = std::move(ep).value();
-    if (fault) {
-        auto w = drivers::open_fault(std::move(e), cfg);
-        if (!w) {
-            return w.error();
-        }
-        e = std::move(w).value();
-    }
-    if (status st = e->connect(); !st.is_ok()) {
-        return st;
-    }
-    return e;
+    return connected(drivers::open_fault(std::move(ep).value(), cfg));
 }
 
 /// The tcp endpoint inside `ep` (itself, or the one a fault wrapper holds).
@@ -77,68 +62,58 @@ struct tally {
         last[c.cookie]   = c;
         ++done;
     }
+    /// Polls once (up to 64 completions), counting what came; how many came.
+    int poll(const drivers::fast_path& f, int max = 64) {
+        drivers::completion c[64];
+        int n = f.poll(f.ctx, c, max < 64 ? max : 64);
+        for (int i = 0; i < n; ++i) {
+            add(c[i]);
+        }
+        return n;
+    }
     /// Polls until `want` cookies completed once or the deadline passes.
     bool wait(const drivers::fast_path& f, size_t want, double timeout_s) {
         deadline until(timeout_s);
         backoff idle;
-        drivers::completion c[64];
         while (done < want && !until.expired()) {
-            int n = f.poll(f.ctx, c, 64);
-            for (int i = 0; i < n; ++i) {
-                add(c[i]);
-            }
-            n > 0 ? idle.reset() : idle.idle();
+            poll(f) > 0 ? idle.reset() : idle.idle();
         }
         return done >= want;
     }
 };
 
-/// Posts a send, polling (into `t`) while the driver answers NO_RESOURCE.
+/// Posts with `post` (a send or a receive), polling (into `t`) while the driver answers
+/// NO_RESOURCE.
+template <class Post>
+loom_status_t post_retry(const drivers::fast_path& f, tally& t, double timeout_s, Post post) {
+    deadline until(timeout_s);
+    for (;;) {
+        loom_status_t st = post();
+        if (st != LOOM_ERR_NO_RESOURCE || until.expired()) {
+            return st;
+        }
+        t.poll(f);
+    }
+}
+
 inline loom_status_t send_retry(const drivers::fast_path& f, tally& t, int peer, uint64_t tag,
                                 uint64_t imm, const void* buf, size_t len, uint64_t cookie,
                                 double timeout_s = 20) {
-    deadline until(timeout_s);
-    drivers::completion c[64];
-    for (;;) {
-        loom_status_t st = f.post_send(f.ctx, peer, tag, imm, buf, len, cookie);
-        if (st != LOOM_ERR_NO_RESOURCE || until.expired()) {
-            return st;
-        }
-        int n = f.poll(f.ctx, c, 64);
-        for (int i = 0; i < n; ++i) {
-            t.add(c[i]);
-        }
-    }
+    return post_retry(f, t, timeout_s,
+                      [&] { return f.post_send(f.ctx, peer, tag, imm, buf, len, cookie); });
 }
 
-/// The same for a receive.
 inline loom_status_t recv_retry(const drivers::fast_path& f, tally& t, int peer, uint64_t tag,
                                 uint64_t imm, void* buf, size_t len, uint64_t cookie,
                                 double timeout_s = 20) {
-    deadline until(timeout_s);
-    drivers::completion c[64];
-    for (;;) {
-        loom_status_t st = f.post_recv(f.ctx, peer, tag, imm, buf, len, cookie);
-        if (st != LOOM_ERR_NO_RESOURCE || until.expired()) {
-            return st;
-        }
-        int n = f.poll(f.ctx, c, 64);
-        for (int i = 0; i < n; ++i) {
-            t.add(c[i]);
-        }
-    }
+    return post_retry(f, t, timeout_s,
+                      [&] { return f.post_recv(f.ctx, peer, tag, imm, buf, len, cookie); });
 }
 
-/// A small deterministic generator for shuffles and sizes (seeds are printed by the tests).
-struct rng {
-    uint64_t s;
-    uint64_t next() {
-        s += 0x9e3779b97f4a7c15ull;
-        uint64_t z = s;
-        z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
+/// A deterministic generator (a splitmix64 stream) for shuffles and sizes (seeds are printed
+/// by the tests).
+struct rng : splitmix_stream {
+    using splitmix_stream::splitmix_stream;
     template <class T>
     void shuffle(std::vector<T>& v) {
         for (size_t i = v.size(); i > 1; --i) {

@@ -115,18 +115,13 @@ int self_ring_rank(const std::string& driver, int rank, drivers::endpoint& ep) {
 
 // Runs `body` on two ranks, each with its endpoint of `driver` connected.
 void run(const char* driver, int (*body)(const std::string&, int, drivers::endpoint&)) {
-    test::store_dir dir("wake");
-    std::string job      = test::unique_job("wake");
-    std::string d        = driver;
-    std::string problems = test::run_ranks(2, 60, [&](int rank) {
-        file_store store(dir.path);
+    std::string d = driver;
+    EXPECT_PASSED(test::run_job("wake", 2, 60, [&](int rank, auto& job, auto& dir) {
+        file_store store(dir);
         auto ep = open_driver(d, rank, job, &store);
         RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
         return body(d, rank, **ep);
-    });
-    if (!problems.empty()) {
-        LOOM_FAIL(problems);
-    }
+    }));
 }
 
 void shm_eager_send_wakes_the_sleeper(void**) {
@@ -150,14 +145,9 @@ void tcp_clear_to_send_wakes_the_sleeping_sender(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(shm_eager_send_wakes_the_sleeper),
-        cmocka_unit_test(shm_ack_wakes_the_sleeping_sender),
-        cmocka_unit_test(shm_ring_wakes_the_own_sleeper),
-        cmocka_unit_test(tcp_ring_wakes_the_own_sleeper),
-        cmocka_unit_test(tcp_eager_send_wakes_the_sleeper),
-        cmocka_unit_test(tcp_clear_to_send_wakes_the_sleeping_sender),
-    };
-    return LOOM_RUN_TESTS("drivers_wake", tests);
-}
+LOOM_TEST_MAIN("drivers_wake", cmocka_unit_test(shm_eager_send_wakes_the_sleeper),
+               cmocka_unit_test(shm_ack_wakes_the_sleeping_sender),
+               cmocka_unit_test(shm_ring_wakes_the_own_sleeper),
+               cmocka_unit_test(tcp_ring_wakes_the_own_sleeper),
+               cmocka_unit_test(tcp_eager_send_wakes_the_sleeper),
+               cmocka_unit_test(tcp_clear_to_send_wakes_the_sleeping_sender))

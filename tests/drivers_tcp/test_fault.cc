@@ -30,23 +30,12 @@ result<std::unique_ptr<drivers::endpoint>> open_fault(const std::string& inner, 
     if (inner == "tcp") {
         return test::open_tcp(rank, 2, job, store, 20, true);
     }
-    drivers::endpoint_config cfg;
-    cfg.rank  = rank;
-    cfg.size  = 2;
-    cfg.job   = job;
-    cfg.store = store;
-    auto ep   = drivers::open_shm(cfg);
+    drivers::endpoint_config cfg = test::config_of(rank, 2, job, store, 30);
+    auto ep                      = drivers::open_shm(cfg);
     if (!ep) {
         return ep.error();
     }
-    auto w = drivers::open_fault(std::move(ep).value(), cfg);
-    if (!w) {
-        return w.error();
-    }
-    if (status st = (*w)->connect(); !st.is_ok()) {
-        return st;
-    }
-    return w;
+    return test::connected(drivers::open_fault(std::move(ep).value(), cfg));
 }
 
 // Sizes cycle through empty, small, eager-sized and rendezvous messages.
@@ -111,14 +100,11 @@ int exchange_rank(int rank, const std::string& inner, const std::string& job,
 
 void run_exchange(const std::string& inner) {
     set_faults("0", "0", "0.3", "200");
-    test::store_dir dir("fault_x");
-    std::string job = test::unique_job(("fx" + inner).c_str());
-    std::string why =
-        test::run_ranks(2, 55, [&](int r) { return exchange_rank(r, inner, job, dir.path); });
+    std::string why = test::run_job("fx" + inner, 2, 55, [&](int r, auto& job, auto& dir) {
+        return exchange_rank(r, inner, job, dir);
+    });
     set_faults("0", "0", "0", "0");
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(why);
 }
 
 constexpr int n_rate  = 10000;
@@ -232,10 +218,7 @@ int held_cancel_rank(int rank, const std::string& job, const std::string& dir) {
             if (i == 0) {  // released after its hold (1 ms) and sent from the copy
                 test::poll_for(f, 0.01, [&](const completion& c) { t.add(c); });
                 ::usleep(2000);  // at least one poll after the hold, whatever the load
-                completion c[8];
-                for (int n = f.poll(f.ctx, c, 8), j = 0; j < n; ++j) {
-                    t.add(c[j]);
-                }
+                t.poll(f, 8);
             }
         }
         RANK_CHECK(rank, !f.cancel(f.ctx, 12345), "cancel of an unknown cookie");
@@ -288,14 +271,9 @@ int held_cancel_rank(int rank, const std::string& job, const std::string& dir) {
 
 static void cancelled_held_send_goes_from_a_copy_without_completion(void**) {
     set_faults("0", "0", "1", "0");
-    test::store_dir dir("fault_cancel");
-    std::string job = test::unique_job("fcancel");
-    std::string why =
-        test::run_ranks(2, 55, [&](int r) { return held_cancel_rank(r, job, dir.path); });
+    std::string why = test::run_job("fcancel", 2, 55, held_cancel_rank);
     set_faults("0", "0", "0", "0");
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(why);
 }
 
 static void delay_and_reorder_keep_exactly_once_over_tcp(void**) {
@@ -308,13 +286,9 @@ static void delay_and_reorder_keep_exactly_once_over_shm(void**) {
 
 static void drop_and_duplicate_at_configured_rates(void**) {
     set_faults("0.1", "0.05", "0", "0");
-    test::store_dir dir("fault_rates");
-    std::string job = test::unique_job("frates");
-    std::string why = test::run_ranks(2, 55, [&](int r) { return rates_rank(r, job, dir.path); });
+    std::string why = test::run_job("frates", 2, 55, rates_rank);
     set_faults("0", "0", "0", "0");
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(why);
 }
 
 static void fault_parameters_are_checked(void**) {

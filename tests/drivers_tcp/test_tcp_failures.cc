@@ -34,12 +34,8 @@ int killed_rank(int rank, const std::string& job, const std::string& dir) {
         RANK_CHECK(rank, f.post_recv(f.ctx, 0, 10, 0, big.data(), big.size(), 0) == 0, "recv");
         RANK_CHECK(rank, store.set("pid", std::to_string(::getpid())).is_ok(), "pid");
         deadline until(20);
-        completion c[8];
         while (!until.expired()) {  // a slow reader: one poll (<= 4 MiB) every 10 ms
-            int n = f.poll(f.ctx, c, 8);
-            for (int i = 0; i < n; ++i) {
-                t.add(c[i]);
-            }
+            t.poll(f, 8);
             ::usleep(10000);
         }
         return 1;  // should have been killed
@@ -97,12 +93,6 @@ int closed_rank(int rank, const std::string& job, const std::string& dir) {
     const std::string& m = test::tcp_of(**ep)->peer_status(1).message();
     RANK_CHECK(rank, m.find("peer 1 closed its endpoint") != std::string::npos, "%s", m.c_str());
     return 0;
-}
-
-void expect_fail(const std::string& why) {
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
 }
 
 /// Connects one rank of `size` alone and returns its error (which must be a failure).
@@ -182,16 +172,11 @@ status connect_against(int rank, int size, const std::string& job, file_store& s
 bool poll_until_key(const drivers::fast_path& f, test::tally& t, file_store& store,
                     const std::string& key, double timeout_s) {
     deadline until(timeout_s);
-    drivers::completion c[16];
     while (!store.get(key, 0).is_ok()) {
         if (until.expired()) {
             return false;
         }
-        int n = f.poll(f.ctx, c, 16);
-        for (int i = 0; i < n; ++i) {
-            t.add(c[i]);
-        }
-        if (n == 0) {
+        if (t.poll(f, 16) == 0) {
             ::usleep(200);
         }
     }
@@ -203,7 +188,6 @@ bool wait_cookies(const drivers::fast_path& f, test::tally& t, std::initializer_
                   double timeout_s) {
     deadline until(timeout_s);
     test::backoff idle;
-    drivers::completion c[16];
     for (;;) {
         bool all = true;
         for (size_t w : want) {
@@ -215,11 +199,7 @@ bool wait_cookies(const drivers::fast_path& f, test::tally& t, std::initializer_
         if (until.expired()) {
             return false;
         }
-        int n = f.poll(f.ctx, c, 16);
-        for (int i = 0; i < n; ++i) {
-            t.add(c[i]);
-        }
-        n > 0 ? idle.reset() : idle.idle();
+        t.poll(f, 16) > 0 ? idle.reset() : idle.idle();
     }
 }
 
@@ -309,13 +289,9 @@ int cancel_send_rank(int rank, const std::string& job, const std::string& dir) {
         } else {
             // A slow reader: one poll, then a pause, until rank 0 has cancelled.
             deadline until(20);
-            completion c[16];
             while (!store.get("cancelled/" + ks, 0).is_ok()) {
                 RANK_CHECK(rank, !until.expired(), "round %d: not cancelled", k);
-                int n = f.poll(f.ctx, c, 16);
-                for (int i = 0; i < n; ++i) {
-                    t.add(c[i]);
-                }
+                t.poll(f, 16);
                 ::usleep(500);
             }
         }
@@ -403,13 +379,9 @@ int cancel_recv_rank(int rank, const std::string& job, const std::string& dir) {
         RANK_CHECK(rank, store.set("cancelled0", "1").is_ok(), "set");
         // Read slowly until the 4 MiB payload has begun to land, then cancel it.
         deadline until(20);
-        completion c[16];
         while (test::check(buf[1].data(), 64, 11) >= 0) {
             RANK_CHECK(rank, !until.expired(), "the 4 MiB message never began");
-            int n = f.poll(f.ctx, c, 16);
-            for (int i = 0; i < n; ++i) {
-                t.add(c[i]);
-            }
+            t.poll(f, 16);
             ::usleep(200);
         }
         RANK_CHECK(rank, t.count[1] == 0, "the 4 MiB message completed at once");
@@ -448,12 +420,10 @@ void with_small_sockbufs(const char* label,
     auto& reg = params::registry::global();
     assert_true(reg.set("LOOM_TCP_SOCKBUF", "65536").is_ok());
     assert_true(reg.set("LOOM_TCP_EAGER_LIMIT", eager_limit).is_ok());
-    test::store_dir dir(label);
-    std::string job = test::unique_job(label);
-    std::string why = test::run_ranks(2, 60, [&](int r) { return body(r, job, dir.path); });
+    std::string why = test::run_job(label, 2, 60, body);
     assert_true(reg.set("LOOM_TCP_SOCKBUF", "0").is_ok());
     assert_true(reg.set("LOOM_TCP_EAGER_LIMIT", "65536").is_ok());
-    expect_fail(why);
+    EXPECT_PASSED(why);
 }
 
 }  // namespace
@@ -473,18 +443,14 @@ static void cancelled_receives_drain_and_stay_untouched(void**) {
 }
 
 static void killed_peer_fails_every_operation(void**) {
-    test::store_dir dir("killed");
-    std::string job = test::unique_job("killed");
-    std::string why = test::run_ranks(2, 40, [&](int r) { return killed_rank(r, job, dir.path); });
+    std::string why = test::run_job("killed", 2, 40, killed_rank);
     if (why != "rank 1 killed by signal 9; ") {
         LOOM_FAIL("expected only rank 1 to die: " + why);
     }
 }
 
 static void closed_peer_fails_pending_operations(void**) {
-    test::store_dir dir("closed");
-    std::string job = test::unique_job("closed");
-    expect_fail(test::run_ranks(2, 30, [&](int r) { return closed_rank(r, job, dir.path); }));
+    EXPECT_PASSED(test::run_job("closed", 2, 30, closed_rank));
 }
 
 static void connect_times_out_naming_the_rank(void**) {

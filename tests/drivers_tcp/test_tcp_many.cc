@@ -164,28 +164,19 @@ int in_flight_rank(int rank, const std::string& job, const std::string& dir) {
 }  // namespace
 
 static void eight_ranks_all_to_all(void**) {
-    test::store_dir dir("a2a");
-    std::string job = test::unique_job("a2a");
     std::printf("# seed %llu\n", (unsigned long long)a2a_seed);
-    double t0 = now_s();
-    std::string why =
-        test::run_ranks(8, 55, [&](int r) { return alltoall_rank(r, 8, job, dir.path); });
+    double t0       = now_s();
+    std::string why = test::run_job(
+        "a2a", 8, 55, [](int r, auto& job, auto& dir) { return alltoall_rank(r, 8, job, dir); });
     std::printf("# 8-rank all-to-all: %.3f s\n", now_s() - t0);
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(why);
 }
 
 static void ten_thousand_messages_in_flight(void**) {
-    test::store_dir dir("flight");
-    std::string job = test::unique_job("flight");
     double t0       = now_s();
-    std::string why =
-        test::run_ranks(2, 55, [&](int r) { return in_flight_rank(r, job, dir.path); });
+    std::string why = test::run_job("flight", 2, 55, in_flight_rank);
     std::printf("# 2 x (10,000 x 4 B + 10 x 1 MiB): %.3f s\n", now_s() - t0);
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(why);
 }
 
 int main() {

@@ -78,13 +78,9 @@ int pingpong_rank(int rank, const std::string& job, const std::string& dir, bool
 }
 
 void run_pingpong(const char* label, bool late) {
-    test::store_dir dir(label);
-    std::string job = test::unique_job(label);
-    std::string why =
-        test::run_ranks(2, 50, [&](int r) { return pingpong_rank(r, job, dir.path, late); });
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(test::run_job(label, 2, 50, [&](int r, auto& job, auto& dir) {
+        return pingpong_rank(r, job, dir, late);
+    }));
 }
 
 // Rank 0 sends an eager and a rendezvous message that rank 1's receives do not expect
@@ -171,13 +167,7 @@ static void pingpong_message_arrives_first(void**) {
 }
 
 static void mismatch_control_and_loopback(void**) {
-    test::store_dir dir("mismatch");
-    std::string job = test::unique_job("mismatch");
-    std::string why =
-        test::run_ranks(2, 30, [&](int r) { return mismatch_rank(r, job, dir.path); });
-    if (!why.empty()) {
-        LOOM_FAIL(why);
-    }
+    EXPECT_PASSED(test::run_job("mismatch", 2, 30, mismatch_rank));
 }
 
 static void capabilities_describe_tcp(void**) {

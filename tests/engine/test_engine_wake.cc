@@ -152,9 +152,4 @@ void call_posted_to_a_sleeping_thread_rings_it(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(call_posted_to_a_sleeping_thread_rings_it),
-    };
-    return LOOM_RUN_TESTS("engine_wake", tests);
-}
+LOOM_TEST_MAIN("engine_wake", cmocka_unit_test(call_posted_to_a_sleeping_thread_rings_it))

@@ -176,15 +176,8 @@ void test_corner_cases(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(test_half_widen_round_trip),
-        cmocka_unit_test(test_bfloat16_widen_round_trip),
-        cmocka_unit_test(test_half_midpoints),
-        cmocka_unit_test(test_bfloat16_midpoints),
-        cmocka_unit_test(test_half_random),
-        cmocka_unit_test(test_bfloat16_random),
-        cmocka_unit_test(test_corner_cases),
-    };
-    return LOOM_RUN_TESTS("engine_reduce_convert", tests);
-}
+LOOM_TEST_MAIN("engine_reduce_convert", cmocka_unit_test(test_half_widen_round_trip),
+               cmocka_unit_test(test_bfloat16_widen_round_trip),
+               cmocka_unit_test(test_half_midpoints), cmocka_unit_test(test_bfloat16_midpoints),
+               cmocka_unit_test(test_half_random), cmocka_unit_test(test_bfloat16_random),
+               cmocka_unit_test(test_corner_cases))

@@ -259,15 +259,10 @@ void test_invalid_pairs(void**);
 void test_min_max_ieee(void**);
 void test_copy_bytes(void**);
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(test_int8),           cmocka_unit_test(test_uint8),
-        cmocka_unit_test(test_int32),          cmocka_unit_test(test_uint32),
-        cmocka_unit_test(test_int64),          cmocka_unit_test(test_uint64),
-        cmocka_unit_test(test_float16),        cmocka_unit_test(test_bfloat16),
-        cmocka_unit_test(test_float32),        cmocka_unit_test(test_float64),
-        cmocka_unit_test(test_finish_average), cmocka_unit_test(test_invalid_pairs),
-        cmocka_unit_test(test_min_max_ieee),   cmocka_unit_test(test_copy_bytes),
-    };
-    return LOOM_RUN_TESTS("engine_reduce_kernels", tests);
-}
+LOOM_TEST_MAIN("engine_reduce_kernels", cmocka_unit_test(test_int8), cmocka_unit_test(test_uint8),
+               cmocka_unit_test(test_int32), cmocka_unit_test(test_uint32),
+               cmocka_unit_test(test_int64), cmocka_unit_test(test_uint64),
+               cmocka_unit_test(test_float16), cmocka_unit_test(test_bfloat16),
+               cmocka_unit_test(test_float32), cmocka_unit_test(test_float64),
+               cmocka_unit_test(test_finish_average), cmocka_unit_test(test_invalid_pairs),
+               cmocka_unit_test(test_min_max_ieee), cmocka_unit_test(test_copy_bytes))

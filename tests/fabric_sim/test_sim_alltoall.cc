@@ -134,11 +134,6 @@ static void d_max_over_8_holds_where_d_max_is_a_multiple_of_4(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(busiest_link_carries_the_routing_load),
-        cmocka_unit_test(dor_relay_time_between_link_bound_and_lockstep_waves),
-        cmocka_unit_test(d_max_over_8_holds_where_d_max_is_a_multiple_of_4),
-    };
-    return LOOM_RUN_TESTS("fabric_sim_alltoall", tests);
-}
+LOOM_TEST_MAIN("fabric_sim_alltoall", cmocka_unit_test(busiest_link_carries_the_routing_load),
+               cmocka_unit_test(dor_relay_time_between_link_bound_and_lockstep_waves),
+               cmocka_unit_test(d_max_over_8_holds_where_d_max_is_a_multiple_of_4))

@@ -165,19 +165,15 @@ static void dims_mesh_allgather_reaches_asynchronous_form(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(ring_allreduce_reduce_scatter_allgather_equal_closed_forms),
-        cmocka_unit_test(ring_chain_broadcast_reduce_unpipelined_equal_closed_forms),
-        cmocka_unit_test(pairwise_alltoall_equals_closed_form),
-        cmocka_unit_test(recursive_doubling_family_equals_closed_forms),
-        cmocka_unit_test(rabenseifner_equals_closed_form),
-        cmocka_unit_test(binomial_unpipelined_equals_closed_forms),
-        cmocka_unit_test(dbt_unpipelined_equals_closed_forms),
-        cmocka_unit_test(pat_bruck_and_sendrecv_equal_closed_forms),
-        cmocka_unit_test(ring_relay_per_edge_equals_closed_form),
-        cmocka_unit_test(dims_equal_closed_forms_on_tori_and_meshes),
-        cmocka_unit_test(dims_mesh_allgather_reaches_asynchronous_form),
-    };
-    return LOOM_RUN_TESTS("fabric_sim_closed_forms", tests);
-}
+LOOM_TEST_MAIN("fabric_sim_closed_forms",
+               cmocka_unit_test(ring_allreduce_reduce_scatter_allgather_equal_closed_forms),
+               cmocka_unit_test(ring_chain_broadcast_reduce_unpipelined_equal_closed_forms),
+               cmocka_unit_test(pairwise_alltoall_equals_closed_form),
+               cmocka_unit_test(recursive_doubling_family_equals_closed_forms),
+               cmocka_unit_test(rabenseifner_equals_closed_form),
+               cmocka_unit_test(binomial_unpipelined_equals_closed_forms),
+               cmocka_unit_test(dbt_unpipelined_equals_closed_forms),
+               cmocka_unit_test(pat_bruck_and_sendrecv_equal_closed_forms),
+               cmocka_unit_test(ring_relay_per_edge_equals_closed_form),
+               cmocka_unit_test(dims_equal_closed_forms_on_tori_and_meshes),
+               cmocka_unit_test(dims_mesh_allgather_reaches_asynchronous_form))

@@ -415,21 +415,16 @@ static void bad_input_is_an_error_that_says_why(void**) {
     assert_int_equal(r.error().code(), LOOM_ERR_NOT_APPLICABLE);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(one_transfer_pays_alpha_per_hop_and_bytes_once),
-        cmocka_unit_test(single_port_serialises_a_ranks_sends_per_edge_does_not),
-        cmocka_unit_test(a_link_direction_is_fifo_and_full_duplex),
-        cmocka_unit_test(a_link_serves_heads_in_arrival_order),
-        cmocka_unit_test(critical_path_through_link_waits_reaches_the_start),
-        cmocka_unit_test(a_transfer_starts_when_both_sides_are_ready),
-        cmocka_unit_test(lattice_paths_are_routing_routes),
-        cmocka_unit_test(aggregation_slot_sums_then_multicasts_after_the_alu),
-        cmocka_unit_test(efficiency_and_gamma_scale_their_parts),
-        cmocka_unit_test(ring_allreduce_critical_path_and_link_statistics),
-        cmocka_unit_test(binomial_leaves_idle_until_their_round),
-        cmocka_unit_test(hand_written_json_schedule_runs),
-        cmocka_unit_test(bad_input_is_an_error_that_says_why),
-    };
-    return LOOM_RUN_TESTS("fabric_sim_core", tests);
-}
+LOOM_TEST_MAIN("fabric_sim_core", cmocka_unit_test(one_transfer_pays_alpha_per_hop_and_bytes_once),
+               cmocka_unit_test(single_port_serialises_a_ranks_sends_per_edge_does_not),
+               cmocka_unit_test(a_link_direction_is_fifo_and_full_duplex),
+               cmocka_unit_test(a_link_serves_heads_in_arrival_order),
+               cmocka_unit_test(critical_path_through_link_waits_reaches_the_start),
+               cmocka_unit_test(a_transfer_starts_when_both_sides_are_ready),
+               cmocka_unit_test(lattice_paths_are_routing_routes),
+               cmocka_unit_test(aggregation_slot_sums_then_multicasts_after_the_alu),
+               cmocka_unit_test(efficiency_and_gamma_scale_their_parts),
+               cmocka_unit_test(ring_allreduce_critical_path_and_link_statistics),
+               cmocka_unit_test(binomial_leaves_idle_until_their_round),
+               cmocka_unit_test(hand_written_json_schedule_runs),
+               cmocka_unit_test(bad_input_is_an_error_that_says_why))

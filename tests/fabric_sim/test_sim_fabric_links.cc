@@ -291,13 +291,9 @@ static void fabrics_the_simulator_cannot_route_are_refused(void**) {
     expect_error(r.error(), "the per-link costs are for ring:4, the topology is star:4");
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(one_slow_ring_link_gives_the_bottleneck_closed_form),
-        cmocka_unit_test(one_slow_star_port_gives_the_bottleneck_closed_form),
-        cmocka_unit_test(a_uniform_fabric_file_equals_the_shape_exactly),
-        cmocka_unit_test(the_shape_of_a_file_is_inferred),
-        cmocka_unit_test(fabrics_the_simulator_cannot_route_are_refused),
-    };
-    return LOOM_RUN_TESTS("fabric_sim_fabric_links", tests);
-}
+LOOM_TEST_MAIN("fabric_sim_fabric_links",
+               cmocka_unit_test(one_slow_ring_link_gives_the_bottleneck_closed_form),
+               cmocka_unit_test(one_slow_star_port_gives_the_bottleneck_closed_form),
+               cmocka_unit_test(a_uniform_fabric_file_equals_the_shape_exactly),
+               cmocka_unit_test(the_shape_of_a_file_is_inferred),
+               cmocka_unit_test(fabrics_the_simulator_cannot_route_are_refused))

@@ -138,13 +138,8 @@ static void alpha_switch_must_be_finite(void**) {
     assert_true(r.time_s == test::simulate_call(a, c, f).time_s);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(inc_equals_closed_form_on_stars_both_port_models),
-        cmocka_unit_test(inc_equals_closed_form_on_tori),
-        cmocka_unit_test(inc_alu_latency_adds_exactly_once),
-        cmocka_unit_test(alpha_switch_hops_use_the_aggregation_links),
-        cmocka_unit_test(alpha_switch_must_be_finite),
-    };
-    return LOOM_RUN_TESTS("fabric_sim_inc", tests);
-}
+LOOM_TEST_MAIN("fabric_sim_inc", cmocka_unit_test(inc_equals_closed_form_on_stars_both_port_models),
+               cmocka_unit_test(inc_equals_closed_form_on_tori),
+               cmocka_unit_test(inc_alu_latency_adds_exactly_once),
+               cmocka_unit_test(alpha_switch_hops_use_the_aggregation_links),
+               cmocka_unit_test(alpha_switch_must_be_finite))

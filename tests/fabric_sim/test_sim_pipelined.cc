@@ -147,12 +147,7 @@ static void dbt_pipelined_floors(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(per_edge_pipelines_equal_the_finite_p_form),
-        cmocka_unit_test(best_integer_p_lands_between_floor_and_floor_plus_correction),
-        cmocka_unit_test(single_port_binomial_between_per_edge_and_lockstep_forms),
-        cmocka_unit_test(dbt_pipelined_floors),
-    };
-    return LOOM_RUN_TESTS("fabric_sim_pipelined", tests);
-}
+LOOM_TEST_MAIN("fabric_sim_pipelined", cmocka_unit_test(per_edge_pipelines_equal_the_finite_p_form),
+               cmocka_unit_test(best_integer_p_lands_between_floor_and_floor_plus_correction),
+               cmocka_unit_test(single_port_binomial_between_per_edge_and_lockstep_forms),
+               cmocka_unit_test(dbt_pipelined_floors))

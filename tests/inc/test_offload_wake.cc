@@ -127,9 +127,4 @@ void sleeps_while_the_node_is_late(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(sleeps_while_the_node_is_late),
-    };
-    return LOOM_RUN_TESTS("inc_offload_wake", tests);
-}
+LOOM_TEST_MAIN("inc_offload_wake", cmocka_unit_test(sleeps_while_the_node_is_late))

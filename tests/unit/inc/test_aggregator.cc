@@ -461,16 +461,11 @@ void broadcast_data_from_one_contributor_only(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(all_members_any_order_with_duplicates),
-        cmocka_unit_test(deterministic_float_sums_are_bitwise_reproducible),
-        cmocka_unit_test(slots_are_reused_phase_after_phase),
-        cmocka_unit_test(admission_quotas_and_groups_apart),
-        cmocka_unit_test(strangers_are_dropped_and_counted),
-        cmocka_unit_test(tree_all_reduce_reduce_broadcast),
-        cmocka_unit_test(tree_recovers_lost_packets_by_duplicates),
-        cmocka_unit_test(broadcast_data_from_one_contributor_only),
-    };
-    return LOOM_RUN_TESTS("inc_aggregator", tests);
-}
+LOOM_TEST_MAIN("inc_aggregator", cmocka_unit_test(all_members_any_order_with_duplicates),
+               cmocka_unit_test(deterministic_float_sums_are_bitwise_reproducible),
+               cmocka_unit_test(slots_are_reused_phase_after_phase),
+               cmocka_unit_test(admission_quotas_and_groups_apart),
+               cmocka_unit_test(strangers_are_dropped_and_counted),
+               cmocka_unit_test(tree_all_reduce_reduce_broadcast),
+               cmocka_unit_test(tree_recovers_lost_packets_by_duplicates),
+               cmocka_unit_test(broadcast_data_from_one_contributor_only))

@@ -276,13 +276,8 @@ void bad_calls_are_refused(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(exact_integer_sums_for_every_size_and_loss),
-        cmocka_unit_test(deterministic_float_sums_survive_any_loss_bitwise),
-        cmocka_unit_test(min_max_and_narrow_types),
-        cmocka_unit_test(a_dead_node_times_out_naming_the_chunk),
-        cmocka_unit_test(bad_calls_are_refused),
-    };
-    return LOOM_RUN_TESTS("inc_client", tests);
-}
+LOOM_TEST_MAIN("inc_client", cmocka_unit_test(exact_integer_sums_for_every_size_and_loss),
+               cmocka_unit_test(deterministic_float_sums_survive_any_loss_bitwise),
+               cmocka_unit_test(min_max_and_narrow_types),
+               cmocka_unit_test(a_dead_node_times_out_naming_the_chunk),
+               cmocka_unit_test(bad_calls_are_refused))

@@ -152,11 +152,6 @@ void answers_end_the_conversation(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(the_join_follows_the_challenge_and_signs_its_nonce),
-        cmocka_unit_test(the_join_is_resent_only_when_asked),
-        cmocka_unit_test(answers_end_the_conversation),
-    };
-    return LOOM_RUN_TESTS("inc_join", tests);
-}
+LOOM_TEST_MAIN("inc_join", cmocka_unit_test(the_join_follows_the_challenge_and_signs_its_nonce),
+               cmocka_unit_test(the_join_is_resent_only_when_asked),
+               cmocka_unit_test(answers_end_the_conversation))

@@ -185,13 +185,8 @@ void out_of_range_dtype_and_op_bytes_are_refused(void**) {
 
 }  // namespace
 
-int main() {
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(crc32c_check_value),
-        cmocka_unit_test(round_trip_every_dtype_and_kind),
-        cmocka_unit_test(header_is_big_endian_at_its_offsets),
-        cmocka_unit_test(malformed_packets_are_refused_with_their_reason),
-        cmocka_unit_test(out_of_range_dtype_and_op_bytes_are_refused),
-    };
-    return LOOM_RUN_TESTS("inc_packet", tests);
-}
+LOOM_TEST_MAIN("inc_packet", cmocka_unit_test(crc32c_check_value),
+               cmocka_unit_test(round_trip_every_dtype_and_kind),
+               cmocka_unit_test(header_is_big_endian_at_its_offsets),
+               cmocka_unit_test(malformed_packets_are_refused_with_their_reason),
+               cmocka_unit_test(out_of_range_dtype_and_op_bytes_are_refused))
