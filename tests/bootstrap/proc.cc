@@ -7,11 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 
+#include "base/clock.hh"
 #include "base/net.hh"
 #include "test_main.hh"
 
@@ -19,11 +19,6 @@ extern char** environ;
 
 namespace loom::test {
 namespace {
-
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 int status_code(int wstatus) {
     return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);

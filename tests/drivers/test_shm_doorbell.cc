@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "base/clock.hh"
 #include "drivers/shm/shm_doorbell.hh"
 #include "test_main.hh"
 
@@ -27,9 +28,7 @@ struct side {
 };
 
 double now_us() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) * 1e-3;
+    return loom::now_s() * 1e6;
 }
 
 void pause_randomly(std::mt19937& rng) {

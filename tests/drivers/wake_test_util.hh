@@ -4,13 +4,12 @@
 // started, so it surely sleeps.
 #pragma once
 
-#include <time.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "driver_test_util.hh"
+#include "sleep.hh"
 
 namespace loom::test::wake {
 
@@ -18,24 +17,15 @@ constexpr int64_t sleep_timeout_ns = 5'000'000'000;  // what a lost wake-up woul
 constexpr double late_s            = 0.1;            // woken later than this: not by the event
 constexpr double hold_s            = 0.2;            // the peer acts after this
 
-/// CLOCK_MONOTONIC in seconds: one clock for every process of the host.
-inline double now() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
-inline void pause_s(double s) {
-    timespec ts{time_t(s), long((s - double(time_t(s))) * 1e9)};
-    ::nanosleep(&ts, nullptr);
-}
+// Times are compared across processes: now_s() (base/clock.hh) is the steady clock,
+// CLOCK_MONOTONIC, one clock for every process of the host.
 
 /// Sleeps on the endpoint until one completion comes; counts the sleeps.
 inline int sleep_until_completion(drivers::endpoint& ep, drivers::completion* c, int* sleeps) {
     const drivers::fast_path& f = ep.fast();
     drivers::waker w            = ep.idle_waker();
-    double give_up              = now() + 20;
-    while (now() < give_up) {
+    double give_up              = now_s() + 20;
+    while (now_s() < give_up) {
         uint64_t token = w.arm(w.ctx);
         int n          = f.poll(f.ctx, c, 1);
         w.sleep(w.ctx, token, n > 0 ? 0 : sleep_timeout_ns);
@@ -59,8 +49,8 @@ inline int eager_rounds(drivers::endpoint& ep, const std::string& driver, int ra
         double sent = 0;
         int sleeps  = 0;
         if (rank == 0) {
-            pause_s(hold_s);
-            sent = now();
+            sleep_s(hold_s);
+            sent = now_s();
             RANK_CHECK(rank, f.post_send(f.ctx, 1, 7 + round, 0, &sent, sizeof sent, 1) == 0,
                        "send");
             if (!sender_sleeps) {
@@ -72,7 +62,7 @@ inline int eager_rounds(drivers::endpoint& ep, const std::string& driver, int ra
                        "recv");
         }
         RANK_CHECK(rank, sleep_until_completion(ep, c, &sleeps) == 1, "no completion");
-        double woke = now();
+        double woke = now_s();
         RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].cookie == uint64_t(1 + rank),
                    "status %d", int(c[0].status));
         RANK_CHECK(rank, rank == 0 || sleeps >= 1, "the receiver never slept");

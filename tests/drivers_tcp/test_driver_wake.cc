@@ -23,8 +23,6 @@ namespace {
 
 using test::wake::hold_s;
 using test::wake::late_s;
-using test::wake::now;
-using test::wake::pause_s;
 using test::wake::sleep_timeout_ns;
 using test::wake::sleep_until_completion;
 
@@ -51,8 +49,8 @@ int rendezvous_rank(const std::string& driver, int rank, drivers::endpoint& ep) 
     completion c[1];
     double posted = 0;
     if (rank == 1) {
-        pause_s(hold_s);
-        posted = now();
+        test::sleep_s(hold_s);
+        posted = now_s();
         // The post time goes back in a small message, so rank 0 can tell how late it woke.
         RANK_CHECK(rank, f.post_recv(f.ctx, 0, 1, 0, buf.data(), n, 1) == 0, "recv");
         RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "recv completion");
@@ -65,7 +63,7 @@ int rendezvous_rank(const std::string& driver, int rank, drivers::endpoint& ep) 
     RANK_CHECK(rank, f.post_send(f.ctx, 1, 1, 0, buf.data(), n, 1) == 0, "send");
     int sleeps = 0;
     RANK_CHECK(rank, sleep_until_completion(ep, c, &sleeps) == 1, "no completion");
-    double done = now();
+    double done = now_s();
     RANK_CHECK(rank, c[0].status == LOOM_SUCCESS && c[0].cookie == 1, "send status");
     RANK_CHECK(rank, f.post_recv(f.ctx, 1, 2, 0, &posted, sizeof posted, 2) == 0, "recv");
     RANK_CHECK(rank, test::wait_completions(f, c, 1, 20) == 1, "recv completion");
@@ -94,13 +92,13 @@ int self_ring_rank(const std::string& driver, int rank, drivers::endpoint& ep) {
         double rung        = 0;
         uint64_t token     = w.arm(w.ctx);
         std::thread ringer = std::thread([&] {
-            pause_s(hold_s);
-            rung = now();
+            test::sleep_s(hold_s);
+            rung = now_s();
             w.ring(w.ctx);
         });
-        double slept       = now();
+        double slept       = now_s();
         w.sleep(w.ctx, token, sleep_timeout_ns);
-        double woke = now();
+        double woke = now_s();
         ringer.join();
         RANK_CHECK(rank, woke - slept >= hold_s * 0.9, "round %d: woken before the ring", round);
         RANK_CHECK(rank, woke - rung < late_s, "round %d: woken %.1f ms after the ring", round,

@@ -8,7 +8,6 @@
 // Usage: test_engine_multiproc DRIVER   (shm or tcp). One TAP line per rank count.
 #include <signal.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +21,7 @@
 #include "bootstrap/bootstrap.hh"
 #include "drivers/driver.hh"
 #include "engine/engine.hh"
+#include "sleep.hh"
 
 using namespace loom;
 
@@ -89,17 +89,36 @@ struct rank_env {
     uint32_t seq = 0;
 };
 
+// The description of call `c` by algorithm `algo` (int32 elements).
+schedule::schedule_info info_of(const algorithms::call& c, std::string_view algo) {
+    schedule::schedule_info info;
+    info.coll = c.coll, info.nranks = c.nranks, info.count = c.count, info.root = c.root;
+    info.peer = c.peer, info.algorithm = std::string(algo), info.dtype_size = 4;
+    return info;
+}
+
+// Rank `rank`'s plan of call `c` by `a`, described by `info`.
+result<std::shared_ptr<const engine::plan>> plan_of(const algorithms::algorithm& a,
+                                                    const algorithms::call& c,
+                                                    const schedule::schedule_info& info, int rank,
+                                                    uint64_t signature) {
+    auto rs = algorithms::generate_rank(a, c, rank);
+    if (!rs) {
+        return rs.error();
+    }
+    return engine::compile(info, *rs, LOOM_INT32, signature);
+}
+
+// A signature that differs between the mismatched calls of the failure scenarios.
+uint64_t call_signature(const algorithms::call& c) {
+    return (static_cast<uint64_t>(c.coll) << 40) ^ static_cast<uint64_t>(c.count);
+}
+
 // Runs one call on this rank; returns "" or what went wrong.
 std::string run_case(rank_env& env, const algorithms::algorithm& a, algorithms::call c,
                      bool in_place) {
-    auto rs = algorithms::generate_rank(a, c, env.rank);
-    if (!rs) {
-        return rs.error().to_string();
-    }
-    schedule::schedule_info info;
-    info.coll = c.coll, info.nranks = c.nranks, info.count = c.count, info.root = c.root;
-    info.peer = c.peer, info.algorithm = std::string(a.name), info.dtype_size = 4;
-    auto p = engine::compile(info, *rs, LOOM_INT32, 0x5157 + c.count);
+    schedule::schedule_info info = info_of(c, a.name);
+    auto p                       = plan_of(a, c, info, env.rank, 0x5157 + c.count);
     if (!p) {
         return p.error().to_string();
     }
@@ -237,12 +256,10 @@ int several_in_flight(rank_env& env) {
     for (auto [coll, algo] : {std::pair{"allreduce", "ring"}, std::pair{"broadcast", "binomial"},
                               std::pair{"alltoall", "pairwise"}, std::pair{"allgather", "pat"}}) {
         pending p;
-        p.c         = star_call(coll, env.size, 1000, env.size - 1);
-        p.a         = algorithms::find(p.c.coll, algo);
-        p.info.coll = p.c.coll, p.info.nranks = env.size, p.info.count = 1000;
-        p.info.root = p.c.root, p.info.peer = p.c.peer, p.info.algorithm = algo;
-        auto rs   = algorithms::generate_rank(*p.a, p.c, env.rank);
-        auto plan = engine::compile(p.info, *rs, LOOM_INT32, 99);
+        p.c       = star_call(coll, env.size, 1000, env.size - 1);
+        p.a       = algorithms::find(p.c.coll, algo);
+        p.info    = info_of(p.c, algo);
+        auto plan = plan_of(*p.a, p.c, p.info, env.rank, 99);
         p.in.resize(schedule::input_count(p.info, env.rank));
         for (size_t i = 0; i < p.in.size(); ++i) {
             p.in[i] = input_value(env.rank, static_cast<int64_t>(i));
@@ -283,13 +300,8 @@ int several_in_flight(rank_env& env) {
 // call landed: the only peer is the mismatched one).
 int expect_failure(rank_env& env, const algorithms::call& c, const char* algo, loom_status_t code,
                    double within_s, const std::string& must_name, bool must_be_intact) {
-    const auto* a = algorithms::find(c.coll, algo);
-    schedule::schedule_info info;
-    info.coll = c.coll, info.nranks = c.nranks, info.count = c.count, info.root = c.root;
-    info.peer = c.peer, info.algorithm = algo;
-    auto rs            = algorithms::generate_rank(*a, c, env.rank);
-    uint64_t signature = (static_cast<uint64_t>(c.coll) << 40) ^ static_cast<uint64_t>(c.count);
-    auto plan          = engine::compile(info, *rs, LOOM_INT32, signature);
+    schedule::schedule_info info = info_of(c, algo);
+    auto plan = plan_of(*algorithms::find(c.coll, algo), c, info, env.rank, call_signature(c));
     std::vector<int32_t> in(schedule::input_count(info, env.rank), 1);
     std::vector<int32_t> out(schedule::output_count(info, env.rank), -12345);
     double t0 = now_s();
@@ -332,11 +344,8 @@ constexpr int void_trial = 3;
 int dead_peer(rank_env& env) {
     auto c = star_call("allreduce", 3, 4 << 20);
     if (env.rank == 2) {
-        const auto* a = algorithms::find(c.coll, "ring");
-        schedule::schedule_info info;
-        info.coll = c.coll, info.nranks = 3, info.count = c.count, info.algorithm = "ring";
-        auto plan = engine::compile(info, *algorithms::generate_rank(*a, c, 2), LOOM_INT32,
-                                    (static_cast<uint64_t>(c.coll) << 40) ^ c.count);
+        auto plan =
+            plan_of(*algorithms::find(c.coll, "ring"), c, info_of(c, "ring"), 2, call_signature(c));
         std::vector<int32_t> in(c.count, 1), out(c.count);
         auto r = env.eng->start(*plan, {in.data(), out.data(), LOOM_INT32, LOOM_SUM}, 0, false, 10);
         for (int i = 0; i < 20 && r; ++i) {
@@ -349,8 +358,7 @@ int dead_peer(rank_env& env) {
     int rc = expect_failure(env, c, "ring", LOOM_ERR_PEER_FAILURE, 8, "rank 2", false);
     // Stay up (buffers alive) while the other survivor finishes: a failed call's posted
     // operations are not cancelled in the driver, so a peer may still read our send buffer.
-    timespec settle{1, 0};
-    nanosleep(&settle, nullptr);
+    test::sleep_s(1);
     return rc;
 }
 
@@ -358,13 +366,9 @@ int dead_peer(rank_env& env) {
 // must name rank 2 as its peer (not the neighbour it waited on, not a survivor that gave up
 // first). Run many times: the naming used to depend on who heard of the death first.
 int dead_peer_named_at(rank_env& env, int64_t count) {
-    auto c        = star_call("allreduce", 4, count);
-    const auto* a = algorithms::find(c.coll, "ring");
-    schedule::schedule_info info;
-    info.coll = c.coll, info.nranks = 4, info.count = c.count, info.algorithm = "ring";
-    uint64_t signature = (static_cast<uint64_t>(c.coll) << 40) ^ static_cast<uint64_t>(c.count);
-    auto plan =
-        engine::compile(info, *algorithms::generate_rank(*a, c, env.rank), LOOM_INT32, signature);
+    auto c    = star_call("allreduce", 4, count);
+    auto plan = plan_of(*algorithms::find(c.coll, "ring"), c, info_of(c, "ring"), env.rank,
+                        call_signature(c));
     std::vector<int32_t> in(c.count, 1), out(c.count);
     auto r = env.eng->start(*plan, {in.data(), out.data(), LOOM_INT32, LOOM_SUM}, 0, false, 10);
     if (env.rank == 2) {
@@ -388,8 +392,7 @@ int dead_peer_named_at(rank_env& env, int64_t count) {
                      loom_status_string(st), took, why.peer, why.message.c_str());
     }
     env.eng->release(*r);
-    timespec settle{0, 300'000'000};  // the other survivors finish before our buffers go
-    nanosleep(&settle, nullptr);
+    test::sleep_s(0.3);  // the other survivors finish before our buffers go
     return ok ? 0 : 1;
 }
 
@@ -407,15 +410,11 @@ int dead_peer_named_64m(rank_env& env) {
 // the thread that progresses, promptly and with the abort's reason. Rank 1 never joins.
 int abort_from_another_thread(rank_env& env) {
     if (env.rank == 1) {
-        timespec idle{1, 500'000'000};
-        nanosleep(&idle, nullptr);
+        test::sleep_s(1.5);
         return 0;
     }
-    auto c        = star_call("allreduce", 2, 1024);
-    const auto* a = algorithms::find(c.coll, "ring");
-    schedule::schedule_info info;
-    info.coll = c.coll, info.nranks = 2, info.count = c.count, info.algorithm = "ring";
-    auto plan = engine::compile(info, *algorithms::generate_rank(*a, c, 0), LOOM_INT32, 7);
+    auto c    = star_call("allreduce", 2, 1024);
+    auto plan = plan_of(*algorithms::find(c.coll, "ring"), c, info_of(c, "ring"), 0, 7);
     std::vector<int32_t> in(c.count, 1), out(c.count);
     auto r = env.eng->start(*plan, {in.data(), out.data(), LOOM_INT32, LOOM_SUM}, 0, false, 10);
     if (!r) {
@@ -423,8 +422,7 @@ int abort_from_another_thread(rank_env& env) {
     }
     double t0 = now_s();
     std::thread aborter([&] {
-        timespec later{0, 100'000'000};
-        nanosleep(&later, nullptr);
+        test::sleep_s(0.1);
         env.eng->abort(LOOM_ERR_PEER_FAILURE, "aborted from another thread");
     });
     loom_status_t st = env.eng->wait(*r, -1);

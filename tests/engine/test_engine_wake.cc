@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/clock.hh"
 #include "engine/engine.hh"
 #include "schedule/schedule.hh"
 #include "test_main.hh"
@@ -25,12 +26,6 @@ constexpr double late_s     = 0.5;                      // completed later: not 
 constexpr int rounds        = 20;
 constexpr int64_t count     = 256;
 constexpr uint64_t no_token = ~uint64_t{0};
-
-double now() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
 
 /// The self driver, with a waker that counts its sleeps by how they ended.
 class counting_endpoint final : public drivers::endpoint {
@@ -65,7 +60,7 @@ class counting_endpoint final : public drivers::endpoint {
 
     /// Waits (up to 5 s) until a sleep is under way that no ring has ended yet.
     bool wait_for_sleeper() {
-        for (double until = now() + 5; now() < until;) {
+        for (double until = now_s() + 5; now_s() < until;) {
             {
                 std::lock_guard<std::mutex> hold(lock_);
                 if (sleeping_token_ != no_token && sleeping_token_ == rings_) {
@@ -132,12 +127,12 @@ void call_posted_to_a_sleeping_thread_rings_it(void**) {
             in[size_t(i)] = int32_t(i * 3 + round);
         }
         assert_true(ep.wait_for_sleeper());
-        double t0 = now();
+        double t0 = now_s();
         auto r    = eng->start(plan, {in.data(), out.data(), LOOM_INT32, LOOM_SUM}, uint32_t(round),
                                false, 20);
         assert_true(r.is_ok());
         assert_int_equal(eng->wait(*r, -1), LOOM_SUCCESS);
-        slowest = std::max(slowest, now() - t0);
+        slowest = std::max(slowest, now_s() - t0);
         eng->release(*r);
         assert_true(out == in);
     }

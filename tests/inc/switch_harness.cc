@@ -17,16 +17,12 @@
 #include <sstream>
 #include <thread>
 
+#include "base/clock.hh"
 #include "drivers/datagram.hh"
 #include "test_main.hh"
 
 namespace loom::inc::test {
 namespace {
-
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 std::string read_file(const std::string& path) {
     std::ifstream f(path);
