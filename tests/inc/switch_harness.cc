@@ -125,6 +125,9 @@ switch_proc start_switch(const std::vector<std::string>& args) {
             break;
         }
     }
+    if (s.pid <= 0 || s.address.empty()) {
+        LOOM_FAIL("loom-switch did not start: " + read_file(s.out_path));
+    }
     return s;
 }
 
@@ -172,6 +175,14 @@ std::string wait_for_stat(const std::string& address, const std::string& name, i
         }
     }
     return text;
+}
+
+join_request flat_join(uint32_t members, uint32_t slots, uint32_t flags) {
+    join_request r;
+    r.members = r.expected = members;
+    r.slots                = slots;
+    r.flags                = flags;
+    return r;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -32,7 +33,8 @@ struct switch_proc {
 std::string scratch_dir();
 /// A listen address unique to this process: "tcp:127.0.0.1:0" or "shm:loom-test-PID-N".
 std::string fresh_address(bool shm);
-/// Starts $LOOM_SWITCH with `args` and waits (10 s at most) until it is listening.
+/// Starts $LOOM_SWITCH with `args` and waits (10 s at most) until it is listening; fails
+/// the running test (with the node's output) when it does not start.
 switch_proc start_switch(const std::vector<std::string>& args);
 /// SIGTERM, then waits (5 s at most); returns the exit status (-1: killed, not exited)
 /// and sets *out to what it printed.
@@ -45,6 +47,9 @@ int64_t stat_value(const std::string& text, const std::string& name);
 /// Polls `address` for its statistics until counter `name` reaches at least `want`
 /// (10 s at most); returns the last text.
 std::string wait_for_stat(const std::string& address, const std::string& name, int64_t want);
+
+/// A one-level join: all `members` contribute at this node, through `slots` slots.
+join_request flat_join(uint32_t members, uint32_t slots, uint32_t flags = 0);
 
 /// One collective of a rank.
 struct step {
@@ -71,3 +76,14 @@ std::vector<status> run_ranks(uint32_t n, const std::function<status(uint32_t)>&
 void check_ranks(const std::vector<status>& res);
 
 }  // namespace loom::inc::test
+
+/// The main() of a loom-switch suite: runs the entries as the group `name`, or is skipped
+/// (77) when not run through meson test, which names the program in $LOOM_SWITCH.
+#define LOOM_SWITCH_TEST_MAIN(name, ...)                \
+    int main() {                                        \
+        if (std::getenv("LOOM_SWITCH") == nullptr) {    \
+            return 77;                                  \
+        }                                               \
+        const CMUnitTest loom_suite_[] = {__VA_ARGS__}; \
+        return LOOM_RUN_TESTS(name, loom_suite_);       \
+    }

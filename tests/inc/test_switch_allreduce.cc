@@ -28,14 +28,6 @@ namespace {
 constexpr uint32_t ranks = 4;
 constexpr size_t count   = 5000;  // 5 chunks of 1024: more chunks than the 4-slot window
 
-join_request flat(uint32_t members, bool deterministic) {
-    join_request r;
-    r.members = r.expected = members;
-    r.slots                = 4;
-    r.flags                = deterministic ? uint32_t(join_deterministic) : 0u;
-    return r;
-}
-
 float float_input(uint32_t r, size_t i) {
     // Rank 0's big values make the float sum's order visible.
     return r == 0 ? 1e8f : 3.0f + float(i % 13) * 1e-3f * float(r + 1);
@@ -57,7 +49,7 @@ std::string allreduce_through(const std::string& address, uint32_t job, uint32_t
     std::vector<status> res  = run_ranks(ranks, [&](uint32_t r) {
         step a{1, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
         step b{2, LOOM_FLOAT32, {}, fin[r].data(), fout[r].data(), count};
-        return run_rank(address, job, comm, r, flat(ranks, true), {a, b});
+        return run_rank(address, job, comm, r, flat_join(ranks, 4, join_deterministic), {a, b});
     });
     std::vector<float> fwant = fin[0];
     auto add                 = kernels::reduce_kernel(LOOM_FLOAT32, LOOM_SUM);
@@ -95,7 +87,6 @@ void run_allreduce(bool shm, bool lossy) {
         args.insert(args.end(), {"--drop", "0.05", "--dup", "0.05", "--seed", "7"});
     }
     switch_proc s = start_switch(args);
-    assert_true(s.pid > 0 && !s.address.empty());
     check(allreduce_through(s.address, 1, 1, 0));
     std::string out = stop_cleanly(s);
     assert_true(stat_value(out, "results") >= 10);  // 5 chunks × 2 collectives
@@ -121,7 +112,6 @@ void allreduce_shm_lossy(void**) {
 
 void communicators_apart_and_job_quota(void**) {
     switch_proc s = start_switch({"--listen", fresh_address(false), "--job-quota", "8"});
-    assert_true(s.pid > 0);
     // Job 1 comms 1 and 2 and job 2 comm 1 at once, each with its own inputs.
     std::string ea, eb, ec;
     std::thread a([&] { ea = allreduce_through(s.address, 1, 1, 0); });
@@ -137,17 +127,17 @@ void communicators_apart_and_job_quota(void**) {
     auto l1 = drivers::connect_datagram(s.address, 5), l2 = drivers::connect_datagram(s.address, 5),
          l3 = drivers::connect_datagram(s.address, 5);
     assert_true(l1 && l2 && l3);
-    assert_true(join_node(**l1, 1, 1, 0, flat(2, false), 5).is_ok());
-    assert_true(join_node(**l2, 1, 2, 0, flat(2, false), 5).is_ok());
-    auto over = join_node(**l3, 1, 3, 0, flat(2, false), 5);
+    assert_true(join_node(**l1, 1, 1, 0, flat_join(2, 4), 5).is_ok());
+    assert_true(join_node(**l2, 1, 2, 0, flat_join(2, 4), 5).is_ok());
+    auto over = join_node(**l3, 1, 3, 0, flat_join(2, 4), 5);
     assert_false(over.is_ok());
     assert_int_equal(over.error().code(), LOOM_ERR_NO_RESOURCE);
     // Another job is not held back by job 1's quota; a disagreeing join is refused.
     auto l5 =
         drivers::connect_datagram(s.address, 5);  // one challenge per link: a new link per join
-    assert_true(l5 && join_node(**l5, 2, 3, 0, flat(2, false), 5).is_ok());
+    assert_true(l5 && join_node(**l5, 2, 3, 0, flat_join(2, 4), 5).is_ok());
     auto l4   = drivers::connect_datagram(s.address, 5);
-    auto disa = join_node(**l4, 2, 3, 1, flat(3, false), 5);
+    auto disa = join_node(**l4, 2, 3, 1, flat_join(3, 4), 5);
     assert_int_equal(disa.error().code(), LOOM_ERR_INVALID_ARGUMENT);
     std::string text = wait_for_stat(s.address, "groups", 3);
     assert_int_equal(stat_value(text, "groups"), 3);
@@ -158,8 +148,7 @@ void communicators_apart_and_job_quota(void**) {
 // `loom-switch --stats ADDR` as a process: prints the counters, exits 0; a dead address
 // exits 1.
 void stats_command(void**) {
-    switch_proc s = start_switch({"--listen", fresh_address(true)});
-    assert_true(s.pid > 0);
+    switch_proc s   = start_switch({"--listen", fresh_address(true)});
     std::string dir = scratch_dir();
     std::string cmd =
         std::string(std::getenv("LOOM_SWITCH")) + " --stats " + s.address + " > " + dir + "/stats";
@@ -183,17 +172,8 @@ void stats_command(void**) {
 
 }  // namespace
 
-int main() {
-    if (std::getenv("LOOM_SWITCH") == nullptr) {
-        return 77;  // skipped: run through meson test
-    }
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(allreduce_tcp),
-        cmocka_unit_test(allreduce_shm),
-        cmocka_unit_test(allreduce_tcp_lossy),
-        cmocka_unit_test(allreduce_shm_lossy),
-        cmocka_unit_test(communicators_apart_and_job_quota),
-        cmocka_unit_test(stats_command),
-    };
-    return LOOM_RUN_TESTS("inc_switch_allreduce", tests);
-}
+LOOM_SWITCH_TEST_MAIN("inc_switch_allreduce", cmocka_unit_test(allreduce_tcp),
+                      cmocka_unit_test(allreduce_shm), cmocka_unit_test(allreduce_tcp_lossy),
+                      cmocka_unit_test(allreduce_shm_lossy),
+                      cmocka_unit_test(communicators_apart_and_job_quota),
+                      cmocka_unit_test(stats_command))

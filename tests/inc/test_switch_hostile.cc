@@ -113,20 +113,12 @@ std::vector<uint8_t> forged_contribution(uint32_t job, uint32_t comm, uint32_t s
     return p;
 }
 
-join_request flat(uint32_t members) {
-    join_request r;
-    r.members = r.expected = members;
-    r.slots                = 2;
-    return r;
-}
-
 // Finding: a process that never joined sent well-formed contributions as members of a
 // running job, and 39 of 100 all-reduces came back wrong. Now they are dropped (forged).
 void forger_beside_a_real_job(void**) {
     node_key key;
     switch_proc s = start_switch(
         {"--listen", fresh_address(false), "--key-file", key.path, "--max-bad-per-s", "1000000"});
-    assert_true(s.pid > 0);
     constexpr uint32_t job = 5, comm = 1, calls = 100;
     std::atomic<bool> done{false};
     std::atomic<uint64_t> sprayed{0};
@@ -164,7 +156,7 @@ void forger_beside_a_real_job(void**) {
         for (uint32_t c = 0; c < calls; ++c) {
             steps.push_back({c + 1, LOOM_INT32, {}, in[r].data(), out[r][c].data(), count});
         }
-        return run_rank(s.address, job, comm, r, flat(ranks), steps, key.ticket(job));
+        return run_rank(s.address, job, comm, r, flat_join(ranks, 2), steps, key.ticket(job));
     }));
     done = true;
     forger.join();
@@ -194,11 +186,10 @@ void forger_beside_a_real_job(void**) {
 void joins_without_the_ticket_are_refused(void**) {
     node_key key, other_key;
     switch_proc s = start_switch({"--listen", fresh_address(false), "--key-file", key.path});
-    assert_true(s.pid > 0);
-    auto refused = [&](std::string_view ticket, uint32_t job) {
+    auto refused  = [&](std::string_view ticket, uint32_t job) {
         auto l = drivers::connect_datagram(s.address, 5);
         assert_true(l.is_ok());
-        auto r = join_node(**l, job, 1, 0, flat(2), 5, ticket);
+        auto r = join_node(**l, job, 1, 0, flat_join(2, 2), 5, ticket);
         assert_false(r.is_ok());
         assert_int_equal(r.error().code(), LOOM_ERR_INVALID_ARGUMENT);
     };
@@ -212,7 +203,7 @@ void joins_without_the_ticket_are_refused(void**) {
     assert_true(await_challenge(**a, 5, &nonce_a));
     assert_true(await_challenge(**b, 5, &nonce_b));
     uint8_t pkt[header_bytes + signed_join_bytes];
-    size_t len = join_packet(7, 1, 0, flat(2), nonce_a, key.ticket(7), pkt);
+    size_t len = join_packet(7, 1, 0, flat_join(2, 2), nonce_a, key.ticket(7), pkt);
     (*b)->send(pkt, len);
     std::string text = wait_for_stat(s.address, "join_auth_refused", 4);
     assert_int_equal(stat_value(text, "join_auth_refused"), 4);
@@ -229,13 +220,11 @@ void joins_without_the_ticket_are_refused(void**) {
 void a_child_node_authenticates_to_its_parent(void**) {
     node_key key, other_key;
     switch_proc root = start_switch({"--listen", fresh_address(false), "--key-file", key.path});
-    assert_true(root.pid > 0);
     switch_proc good = start_switch(
         {"--listen", fresh_address(false), "--key-file", key.path, "--parent", root.address});
     switch_proc bad = start_switch(
         {"--listen", fresh_address(true), "--key-file", other_key.path, "--parent", root.address});
-    assert_true(good.pid > 0 && bad.pid > 0);
-    join_request r   = flat(1);
+    join_request r   = flat_join(1, 2);
     r.parent_members = 2;
     r.parent_index   = 0;
     auto l           = drivers::connect_datagram(good.address, 5);
@@ -294,20 +283,19 @@ void join_bomb_is_refused_and_memory_stays_small(void**) {
     node_key key;
     switch_proc s = start_switch(
         {"--listen", fresh_address(false), "--key-file", key.path, "--job-memory", "24"});
-    assert_true(s.pid > 0);
     int64_t before = rss_kib(s.pid);
     struct bomb {
         join_request r;
         const char* names;  // the limit the nack must name
     };
-    join_request det_big      = flat(1024);
+    join_request det_big      = flat_join(1024, 2);
     det_big.slots             = 32;
     det_big.flags             = join_deterministic;
-    join_request slots_huge   = flat(4);
+    join_request slots_huge   = flat_join(4, 2);
     slots_huge.slots          = 0xffffffffu;
-    join_request members_huge = flat(4);
+    join_request members_huge = flat_join(4, 2);
     members_huge.members = members_huge.expected = 0xffffffffu;
-    join_request parent_huge                     = flat(4);
+    join_request parent_huge                     = flat_join(4, 2);
     parent_huge.parent_members                   = 0xffffffffu;
     for (const bomb& b : {bomb{det_big, "--job-memory"}, bomb{slots_huge, "--job-quota"},
                           bomb{members_huge, "1024"}, bomb{parent_huge, "--parent"}}) {
@@ -326,7 +314,7 @@ void join_bomb_is_refused_and_memory_stays_small(void**) {
     for (uint32_t comm = 100; comm < 164; ++comm) {
         auto l = drivers::connect_datagram(s.address, 5);
         assert_true(l.is_ok());
-        join_request r = flat(64);
+        join_request r = flat_join(64, 2);
         r.slots        = 8;
         r.flags        = join_deterministic;  // 8 MiB each
         admitted += join_node(**l, 9, comm, 0, r, 5, key.ticket(9)).is_ok() ? 1 : 0;
@@ -392,7 +380,6 @@ bool shm_handshake(const std::string& address, bool seal, raw_shm_member* m) {
 // SIGBUS. The node now maps only segments sealed against shrinking.
 void truncated_shm_segment_does_not_kill_the_node(void**) {
     switch_proc s = start_switch({"--listen", fresh_address(true)});
-    assert_true(s.pid > 0);
     {
         raw_shm_member loose;
         assert_false(shm_handshake(s.address, false, &loose));  // refused: not sealed
@@ -409,7 +396,8 @@ void truncated_shm_segment_does_not_kill_the_node(void**) {
     assert_true(alive(s));
     // Still serving.
     int32_t in[4] = {1, 2, 3, 4}, out[4] = {};
-    assert_true(run_rank(s.address, 1, 1, 0, flat(1), {{1, LOOM_INT32, {}, in, out, 4}}).is_ok());
+    assert_true(
+        run_rank(s.address, 1, 1, 0, flat_join(1, 2), {{1, LOOM_INT32, {}, in, out, 4}}).is_ok());
     assert_int_equal(out[3], 4);
     stop_cleanly(s);
 }
@@ -429,7 +417,6 @@ void idle_connections_and_garbage_are_bounded(void**) {
     int n         = int(std::min<rlim_t>(flood, nofile.rlim_cur > 200 ? nofile.rlim_cur - 200 : 0));
     switch_proc s = start_switch({"--listen", fresh_address(false), "--max-links",
                                   std::to_string(limit), "--idle-timeout", "1"});
-    assert_true(s.pid > 0);
     uint16_t port = uint16_t(std::atoi(s.address.substr(s.address.rfind(':') + 1).c_str()));
     sockaddr_in addr{};
     addr.sin_family      = AF_INET;
@@ -449,7 +436,8 @@ void idle_connections_and_garbage_are_bounded(void**) {
     assert_true(fds <= size_t(limit) + 16);
     // A member joins and runs beside the flood.
     int32_t in[4] = {1, 2, 3, 4}, out[4] = {};
-    assert_true(run_rank(s.address, 1, 1, 0, flat(1), {{1, LOOM_INT32, {}, in, out, 4}}).is_ok());
+    assert_true(
+        run_rank(s.address, 1, 1, 0, flat_join(1, 2), {{1, LOOM_INT32, {}, in, out, 4}}).is_ok());
     text = wait_for_stat(s.address, "links_idle_closed", 1);
     assert_true(stat_value(text, "links_evicted") + stat_value(text, "links_refused") > 0);
     assert_true(stat_value(text, "links_idle_closed") > 0);

@@ -60,7 +60,6 @@ void send_garbage(drivers::datagram_endpoint& l) {
 
 void malformed_counted_legit_exact(void**) {
     switch_proc s = start_switch({"--listen", fresh_address(false)});
-    assert_true(s.pid > 0);
     std::vector<std::vector<int32_t>> in(ranks, std::vector<int32_t>(count)),
         out(ranks, std::vector<int32_t>(count));
     for (uint32_t r = 0; r < ranks; ++r) {
@@ -71,18 +70,13 @@ void malformed_counted_legit_exact(void**) {
     auto l = drivers::connect_datagram(s.address, 5);
     assert_true(l.is_ok());
     auto rank = [&](uint32_t r) {
-        join_request j;
-        j.members = j.expected = ranks;
-        j.slots                = 2;
+        join_request j = flat_join(ranks, 2);
         step a{1, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
         step b{2, LOOM_INT32, {}, in[r].data(), out[r].data(), count};
         return run_rank(s.address, 1, 1, r, j, {a, b});
     };
     check_ranks(run_ranks(ranks, rank, [&] {
-        join_request j;
-        j.members = j.expected = 2;
-        j.slots                = 2;
-        assert_true(join_node(**l, 1, 9, 0, j, 5).is_ok());
+        assert_true(join_node(**l, 1, 9, 0, flat_join(2, 2), 5).is_ok());
         send_garbage(**l);
     }));
     for (uint32_t r = 0; r < ranks; ++r) {
@@ -107,12 +101,4 @@ void malformed_counted_legit_exact(void**) {
 
 }  // namespace
 
-int main() {
-    if (std::getenv("LOOM_SWITCH") == nullptr) {
-        return 77;  // skipped: run through meson test
-    }
-    const CMUnitTest tests[] = {
-        cmocka_unit_test(malformed_counted_legit_exact),
-    };
-    return LOOM_RUN_TESTS("inc_switch_malformed", tests);
-}
+LOOM_SWITCH_TEST_MAIN("inc_switch_malformed", cmocka_unit_test(malformed_counted_legit_exact))
