@@ -80,6 +80,30 @@ struct tally {
         }
         return done >= want;
     }
+    /// Polls until `key` is in the store or `timeout_s` passes; false then.
+    bool poll_until(const drivers::fast_path& f, kv_store& store, const std::string& key,
+                    double timeout_s) {
+        deadline until(timeout_s);
+        while (!store.get(key, 0).is_ok()) {
+            if (until.expired()) {
+                return false;
+            }
+            if (poll(f, 16) == 0) {
+                ::usleep(200);
+            }
+        }
+        return true;
+    }
+    /// The end of a two-rank body: says this rank is done, polls until the peer is too (so
+    /// neither closes under the other), then lets stray completions come for 50 ms.
+    bool finish(const drivers::fast_path& f, kv_store& store, int rank) {
+        if (!store.set("done/" + std::to_string(rank), "1").is_ok() ||
+            !poll_until(f, store, "done/" + std::to_string(1 - rank), 30)) {
+            return false;
+        }
+        poll_for(f, 0.05, [&](const drivers::completion& c) { add(c); });
+        return true;
+    }
 };
 
 /// Posts with `post` (a send or a receive), polling (into `t`) while the driver answers

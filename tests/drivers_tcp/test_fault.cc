@@ -251,14 +251,7 @@ int held_cancel_rank(int rank, const std::string& job, const std::string& dir) {
         }
         RANK_CHECK(rank, store.set("received", "1").is_ok(), "set");
     }
-    std::string me = std::to_string(rank), other = std::to_string(1 - rank);
-    RANK_CHECK(rank, store.set("done/" + me, "1").is_ok(), "set");
-    deadline until(30);
-    while (!store.get("done/" + other, 0).is_ok()) {
-        RANK_CHECK(rank, !until.expired(), "peer not done");
-        test::poll_for(f, 0.001, [&](const completion& c) { t.add(c); });
-    }
-    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.finish(f, store, rank), "peer not done");
     // No completion ever for the cancelled operations (rank 0: sends 0 and 1; rank 1: the
     // receive 4), nor any stray one.
     int quiet = rank == 0 ? t.count[0] + t.count[1] : t.count[4];

@@ -168,21 +168,6 @@ status connect_against(int rank, int size, const std::string& job, file_store& s
 
 // ---- cancel ----
 
-/// Polls (into `t`) until `key` is in the store or `timeout_s` passes.
-bool poll_until_key(const drivers::fast_path& f, test::tally& t, file_store& store,
-                    const std::string& key, double timeout_s) {
-    deadline until(timeout_s);
-    while (!store.get(key, 0).is_ok()) {
-        if (until.expired()) {
-            return false;
-        }
-        if (t.poll(f, 16) == 0) {
-            ::usleep(200);
-        }
-    }
-    return true;
-}
-
 /// Polls (into `t`) until every cookie in `want` completed or `timeout_s` passes.
 bool wait_cookies(const drivers::fast_path& f, test::tally& t, std::initializer_list<size_t> want,
                   double timeout_s) {
@@ -262,7 +247,7 @@ int cancel_send_rank(int rank, const std::string& job, const std::string& dir) {
             RANK_CHECK(rank,
                        f.post_send(f.ctx, 1, tag + 4, 0, lsmall.data(), lsmall.size(), c0 + 3) == 0,
                        "send");
-            RANK_CHECK(rank, poll_until_key(f, t, store, "checked/" + ks, 30),
+            RANK_CHECK(rank, t.poll_until(f, store, "checked/" + ks, 30),
                        "round %d: rank 1 never checked", k);
             RANK_CHECK(rank, wait_cookies(f, t, {c0 + 2, c0 + 3}, 10), "round %d: later sends", k);
             RANK_CHECK(rank, t.status[c0 + 2] == 0 && t.status[c0 + 3] == 0,
@@ -320,10 +305,7 @@ int cancel_send_rank(int rank, const std::string& job, const std::string& dir) {
                     got_big ? "whole" : "nothing", got_small ? "whole" : "nothing");
         RANK_CHECK(rank, store.set("checked/" + ks, "1").is_ok(), "set");
     }
-    std::string me = std::to_string(rank), other = std::to_string(1 - rank);
-    RANK_CHECK(rank, store.set("done/" + me, "1").is_ok(), "set");
-    RANK_CHECK(rank, poll_until_key(f, t, store, "done/" + other, 30), "peer not done");
-    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.finish(f, store, rank), "peer not done");
     RANK_CHECK(rank, t.extra == 0, "%zu extra completions", t.extra);
     return 0;
 }
@@ -372,7 +354,7 @@ int cancel_recv_rank(int rank, const std::string& job, const std::string& dir) {
         }
         RANK_CHECK(rank, store.set("posted", "1").is_ok(), "set");
         // The RTS arrives and the CTS goes out; rank 0 sends no data until told.
-        RANK_CHECK(rank, poll_until_key(f, t, store, "rts_sent", 20), "no RTS");
+        RANK_CHECK(rank, t.poll_until(f, store, "rts_sent", 20), "no RTS");
         test::poll_for(f, 0.02, [&](const completion& c) { t.add(c); });
         RANK_CHECK(rank, f.cancel(f.ctx, 0), "cancel after the CTS");
         test::fill(buf[0].data(), lens[0], 900);
@@ -406,10 +388,7 @@ int cancel_recv_rank(int rank, const std::string& job, const std::string& dir) {
                        bad);
         }
     }
-    std::string me = std::to_string(rank), other = std::to_string(1 - rank);
-    RANK_CHECK(rank, store.set("done/" + me, "1").is_ok(), "set");
-    RANK_CHECK(rank, poll_until_key(f, t, store, "done/" + other, 30), "peer not done");
-    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.finish(f, store, rank), "peer not done");
     RANK_CHECK(rank, t.extra == 0, "%zu extra completions", t.extra);
     return 0;
 }

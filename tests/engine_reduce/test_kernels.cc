@@ -33,18 +33,7 @@ constexpr uint32_t seed       = 7919;
 
 enum class alias { distinct, dst_is_a, dst_is_b, all_same };
 constexpr alias aliases[] = {alias::distinct, alias::dst_is_a, alias::dst_is_b, alias::all_same};
-const char* alias_name(alias m) {
-    switch (m) {
-        case alias::distinct:
-            return "out of place";
-        case alias::dst_is_a:
-            return "dst == a";
-        case alias::dst_is_b:
-            return "dst == b";
-        default:
-            return "dst == a == b";
-    }
-}
+constexpr const char* alias_names[] = {"out of place", "dst == a", "dst == b", "dst == a == b"};
 
 // What one dtype needs: its element type, a generator, the reference, an equality.
 template <class T>
@@ -157,7 +146,7 @@ void check_one(const dtype_case<T>& c, loom_op_t op, alias m, const std::vector<
     for (size_t i = 0; i < n; ++i) {
         if (!c.equal(work[i], want[i])) {
             LOOM_FAIL(std::string(c.name) + " op " + std::to_string(op) +
-                      " n=" + std::to_string(n) + " " + alias_name(m) + ": element " +
+                      " n=" + std::to_string(n) + " " + alias_names[int(m)] + ": element " +
                       std::to_string(i) + " is " + show(work[i]) + ", expected " + show(want[i]));
         }
     }
@@ -253,7 +242,7 @@ void test_float64(void**) {
 
 }  // namespace
 
-// finish_average and the remaining contract checks live in test_kernels_average.cc.
+// finish_average and the remaining contract checks live in test_kernels_contract.cc.
 void test_finish_average(void**);
 void test_invalid_pairs(void**);
 void test_min_max_ieee(void**);
