@@ -68,6 +68,14 @@ void expect(bool ok, const loom::test::outcome& o, const std::string& what) {
     }
 }
 
+/// Fails the test, saying `what`, with the namespaces and links the run `pid` left behind.
+void expect_nothing_left(pid_t pid, const std::string& what) {
+    std::string after = leftovers(pid);
+    if (!after.empty()) {
+        LOOM_FAIL(what + ":\n" + after);
+    }
+}
+
 }  // namespace
 
 static void two_ranks_in_namespaces_talk_over_tcp_and_leave_nothing(void**) {
@@ -84,30 +92,21 @@ static void two_ranks_in_namespaces_talk_over_tcp_and_leave_nothing(void**) {
     expect(o.text.find("[0] sysfs shows eth0") != std::string::npos &&
                o.text.find("[1] sysfs shows eth0") != std::string::npos,
            o, "a rank's /sys is not its namespace's");
-    std::string after = leftovers(o.pid);
-    if (!after.empty()) {
-        LOOM_FAIL("namespaces or links left behind:\n" + after);
-    }
+    expect_nothing_left(o.pid, "namespaces or links left behind");
 }
 
 static void a_failing_rank_in_a_namespace_still_leaves_nothing(void**) {
     auto o =
         run({loomrun_path, "-n", "3", "--hosts", "netns", "--", probe_path, "exit-at", "1", "5"});
     expect(o.code == 5, o, "loomrun must exit with the failing rank's status");
-    std::string after = leftovers(o.pid);
-    if (!after.empty()) {
-        LOOM_FAIL("namespaces or links left behind after a failure:\n" + after);
-    }
+    expect_nothing_left(o.pid, "namespaces or links left behind after a failure");
 }
 
 static void sigint_during_a_netns_job_still_leaves_nothing(void**) {
     auto o = run({loomrun_path, "-n", "2", "--hosts", "netns", "--", probe_path, "ready"},
                  deadline_s, SIGINT, "[1] ready");
     expect(o.code == 128 + SIGINT, o, "loomrun must exit 130 on SIGINT");
-    std::string after = leftovers(o.pid);
-    if (!after.empty()) {
-        LOOM_FAIL("namespaces or links left behind after SIGINT:\n" + after);
-    }
+    expect_nothing_left(o.pid, "namespaces or links left behind after SIGINT");
 }
 
 static void a_killed_loomrun_is_cleaned_up_by_the_next_run(void**) {
@@ -120,10 +119,7 @@ static void a_killed_loomrun_is_cleaned_up_by_the_next_run(void**) {
     expect(next.code == 0, next, "the next run failed");
     expect(next.err.find("left by killed runs") != std::string::npos, next,
            "the next run did not say it removed leftovers");
-    std::string after = leftovers(killed.pid);
-    if (!after.empty()) {
-        LOOM_FAIL("leftovers of the killed run remain:\n" + after);
-    }
+    expect_nothing_left(killed.pid, "leftovers of the killed run remain");
 }
 
 int main(int argc, char** argv) {

@@ -40,6 +40,23 @@ bootstrap::identity rank_of(int rank, int size, const char* job = "file-test") {
     return me;
 }
 
+// A forked rank that connects to the store at `address` as `me`, publishes addr/1 and is
+// SIGKILLed (a launch killed during start-up); its exit code.
+int killed_after_publishing(const std::string& address, const bootstrap::identity& me) {
+    auto killed = test::run_ranks(
+        1,
+        [&](int, std::string*) {
+            auto store = bootstrap::connect_store(address, me, 1);
+            if (!store || !(*store)->set("addr/1", "old")) {
+                return 1;
+            }
+            raise(SIGKILL);
+            return 0;
+        },
+        deadline_s);
+    return killed[0].code;
+}
+
 }  // namespace
 
 static void eight_ranks_exchange_keys_and_rank_0_tidies_up(void**) {
@@ -155,18 +172,7 @@ static void a_directory_others_can_write_is_refused(void**) {
 static void a_job_killed_during_start_up_does_not_block_its_id(void**) {
     std::string dir = fresh_dir();
     // The first launch's rank 1 registers, publishes its address and is SIGKILLed.
-    auto killed = test::run_ranks(
-        1,
-        [&](int, std::string*) {
-            auto store = bootstrap::connect_store("file:" + dir, rank_of(1, 2), 1);
-            if (!store || !(*store)->set("addr/1", "old")) {
-                return 1;
-            }
-            raise(SIGKILL);
-            return 0;
-        },
-        deadline_s);
-    assert_int_equal(killed[0].code, 128 + SIGKILL);
+    assert_int_equal(killed_after_publishing("file:" + dir, rank_of(1, 2)), 128 + SIGKILL);
     // The next launch with the same job id: its rank 1 registers, and the stale address is
     // neither read nor in the way.
     auto rank0 = bootstrap::connect_store("file:" + dir, rank_of(0, 2), 1);
@@ -185,18 +191,8 @@ static void a_job_killed_during_start_up_does_not_block_its_id(void**) {
 static void a_killed_launchs_default_directory_is_removed_by_the_next(void**) {
     std::string tmp  = fresh_dir();
     std::string dead = tmp + "/loom-bootstrap-" + std::to_string(geteuid()) + "-deadjob";
-    auto killed      = test::run_ranks(
-             1,
-             [&](int, std::string*) {
-            auto store = bootstrap::connect_store("file:" + dead, rank_of(1, 2, "deadjob"), 1);
-            if (!store || !(*store)->set("addr/1", "x")) {
-                return 1;
-            }
-            raise(SIGKILL);
-            return 0;
-        },
-             deadline_s);
-    assert_int_equal(killed[0].code, 128 + SIGKILL);
+    assert_int_equal(killed_after_publishing("file:" + dead, rank_of(1, 2, "deadjob")),
+                     128 + SIGKILL);
     assert_true(std::filesystem::is_directory(dead));
     std::string live = tmp + "/loom-bootstrap-" + std::to_string(geteuid()) + "-livejob";
     auto rank0       = bootstrap::connect_store("file:" + live, rank_of(0, 2, "livejob"), 1);

@@ -160,11 +160,14 @@ std::string run_case(rank_env& env, const algorithms::algorithm& a, algorithms::
 bool connect_rank(rank_env& env, const std::string& driver, const std::string& dir) {
     bootstrap::identity me;
     me.rank = env.rank, me.size = env.size, me.source = "test";
-    me.job     = "engine-" + std::to_string(getppid());
+    me.job      = "engine-" + std::to_string(getppid());
+    auto failed = [&](const status& st) {
+        std::fprintf(stderr, "rank %d: %s\n", env.rank, st.to_string().c_str());
+        return false;
+    };
     auto store = bootstrap::connect_store("file:" + dir, me, 20);
     if (!store) {
-        std::fprintf(stderr, "rank %d: %s\n", env.rank, store.error().to_string().c_str());
-        return false;
+        return failed(store.error());
     }
     env.store = std::move(*store);
     drivers::endpoint_config cfg;
@@ -172,12 +175,10 @@ bool connect_rank(rank_env& env, const std::string& driver, const std::string& d
     cfg.timeout_s = 20;
     auto ep       = drivers::open(env.size == 1 ? "self" : driver, cfg);
     if (!ep) {
-        std::fprintf(stderr, "rank %d: %s\n", env.rank, ep.error().to_string().c_str());
-        return false;
+        return failed(ep.error());
     }
     if (status st = (*ep)->connect(); !st) {
-        std::fprintf(stderr, "rank %d: %s\n", env.rank, st.to_string().c_str());
-        return false;
+        return failed(st);
     }
     env.ep = std::move(*ep);
     engine::engine_config ec;
