@@ -139,9 +139,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    std::string dir = test::file_store::make_dir("bench");
-    std::string job = test::unique_job("bench");
-    std::string why = test::run_ranks(2, 300, [&](int rank) {
+    std::string why = test::run_job("bench", 2, 300, [&](int rank, auto& job, auto& dir) {
         test::file_store store(dir);
         auto ep = test::open_connected("shm", rank, 2, job, &store);
         if (!ep) {
@@ -158,7 +156,6 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         return rc;
     });
-    test::file_store::remove_dir(dir);
     memcpy_reference();
     if (!why.empty()) {
         std::fprintf(stderr, "bench_shm_pingpong: %s\n", why.c_str());

@@ -233,10 +233,9 @@ int main(int argc, char** argv) {
     int iters        = argc > 1 ? std::atoi(argv[1]) : 20000;
     int stream_count = argc > 2 ? std::atoi(argv[2]) : 32;
     test::use_loopback();
-    test::store_dir dir("bench_tcp");
-    std::string job = test::unique_job("bench_tcp");
-    std::string why = test::run_ranks(
-        2, 300, [&](int r) { return bench_rank(r, job, dir.path, iters, stream_count); });
+    std::string why = test::run_job("bench_tcp", 2, 300, [&](int r, auto& job, auto& dir) {
+        return bench_rank(r, job, dir, iters, stream_count);
+    });
     if (!why.empty()) {
         std::fprintf(stderr, "bench_tcp_pingpong: %s\n", why.c_str());
         return 1;
