@@ -148,16 +148,11 @@ static void header_numbers_are_checked(void**) {
     json_rejects("\"ranks\": 2", "\"ranks\": 0", "ranks=0 must be at least 1");
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(the_good_inputs_parse_and_verify),
-        cmocka_unit_test(header_names_must_be_printable),
-        cmocka_unit_test(negative_peers_are_refused),
-        cmocka_unit_test(region_offsets_are_bounded),
-        cmocka_unit_test(too_many_dependencies_are_refused),
-        cmocka_unit_test(json_integers_must_fit_their_field),
-        cmocka_unit_test(header_numbers_are_checked),
-        cmocka_unit_test(a_huge_version_is_an_unsupported_version),
-    };
-    return LOOM_RUN_TESTS("schedule_parse_hostile", tests);
-}
+LOOM_TEST_MAIN("schedule_parse_hostile", cmocka_unit_test(the_good_inputs_parse_and_verify),
+               cmocka_unit_test(header_names_must_be_printable),
+               cmocka_unit_test(negative_peers_are_refused),
+               cmocka_unit_test(region_offsets_are_bounded),
+               cmocka_unit_test(too_many_dependencies_are_refused),
+               cmocka_unit_test(json_integers_must_fit_their_field),
+               cmocka_unit_test(header_numbers_are_checked),
+               cmocka_unit_test(a_huge_version_is_an_unsupported_version))

@@ -116,12 +116,7 @@ static void malformed_text_is_rejected_with_line(void**) {
     expect_parse_error(replaced(good, "rank 0 scratch=0\n", ""), "step before the first 'rank'");
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_algorithm_round_trips_text_and_json),
-        cmocka_unit_test(hand_written_json_schedule_verifies),
-        cmocka_unit_test(malformed_json_is_rejected_with_location),
-        cmocka_unit_test(malformed_text_is_rejected_with_line),
-    };
-    return LOOM_RUN_TESTS("schedule_text_json", tests);
-}
+LOOM_TEST_MAIN("schedule_text_json", cmocka_unit_test(every_algorithm_round_trips_text_and_json),
+               cmocka_unit_test(hand_written_json_schedule_verifies),
+               cmocka_unit_test(malformed_json_is_rejected_with_location),
+               cmocka_unit_test(malformed_text_is_rejected_with_line))

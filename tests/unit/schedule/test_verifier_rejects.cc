@@ -215,25 +215,19 @@ static void ring_allreduce_n64_million_elements_verifies(void**) {
     assert_int_equal(report.stats.rounds, 126);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(correct_exchange_is_accepted),
-        cmocka_unit_test(missing_contribution_is_rejected),
-        cmocka_unit_test(contribution_counted_twice_is_rejected),
-        cmocka_unit_test(unmatched_send_is_rejected),
-        cmocka_unit_test(unmatched_receive_is_rejected),
-        cmocka_unit_test(length_mismatch_is_rejected),
-        cmocka_unit_test(wait_cycle_is_rejected),
-        cmocka_unit_test(out_of_bounds_region_is_rejected),
-        cmocka_unit_test(write_to_input_is_rejected),
-        cmocka_unit_test(race_is_rejected),
-        cmocka_unit_test(misaligned_reduction_is_rejected),
-        cmocka_unit_test(dependency_on_later_step_is_rejected),
-        cmocka_unit_test(unwritten_output_is_rejected),
-        cmocka_unit_test(peer_out_of_range_is_rejected),
-        cmocka_unit_test(inc_slot_without_all_contributors_deadlocks),
-        cmocka_unit_test(inc_allreduce_is_accepted),
-        cmocka_unit_test(ring_allreduce_n64_million_elements_verifies),
-    };
-    return LOOM_RUN_TESTS("schedule_verifier_rejects", tests);
-}
+LOOM_TEST_MAIN("schedule_verifier_rejects", cmocka_unit_test(correct_exchange_is_accepted),
+               cmocka_unit_test(missing_contribution_is_rejected),
+               cmocka_unit_test(contribution_counted_twice_is_rejected),
+               cmocka_unit_test(unmatched_send_is_rejected),
+               cmocka_unit_test(unmatched_receive_is_rejected),
+               cmocka_unit_test(length_mismatch_is_rejected),
+               cmocka_unit_test(wait_cycle_is_rejected),
+               cmocka_unit_test(out_of_bounds_region_is_rejected),
+               cmocka_unit_test(write_to_input_is_rejected), cmocka_unit_test(race_is_rejected),
+               cmocka_unit_test(misaligned_reduction_is_rejected),
+               cmocka_unit_test(dependency_on_later_step_is_rejected),
+               cmocka_unit_test(unwritten_output_is_rejected),
+               cmocka_unit_test(peer_out_of_range_is_rejected),
+               cmocka_unit_test(inc_slot_without_all_contributors_deadlocks),
+               cmocka_unit_test(inc_allreduce_is_accepted),
+               cmocka_unit_test(ring_allreduce_n64_million_elements_verifies))

@@ -113,13 +113,8 @@ static void a_missing_file_is_no_calibration(void**) {
     assert_false(loaded->has_value());
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(ranks_beyond_int_are_refused),
-        cmocka_unit_test(figures_must_be_finite),
-        cmocka_unit_test(a_fifo_as_calibration_file_is_an_error_not_a_hang),
-        cmocka_unit_test(a_huge_calibration_file_is_refused),
-        cmocka_unit_test(a_missing_file_is_no_calibration),
-    };
-    return LOOM_RUN_TESTS("tuner_calibration_hostile", tests);
-}
+LOOM_TEST_MAIN("tuner_calibration_hostile", cmocka_unit_test(ranks_beyond_int_are_refused),
+               cmocka_unit_test(figures_must_be_finite),
+               cmocka_unit_test(a_fifo_as_calibration_file_is_an_error_not_a_hang),
+               cmocka_unit_test(a_huge_calibration_file_is_refused),
+               cmocka_unit_test(a_missing_file_is_no_calibration))

@@ -340,20 +340,14 @@ static void explanation_text_names_everything(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(calibration_line_round_trips),
-        cmocka_unit_test(calibration_cost_classes),
-        cmocka_unit_test(calibration_save_keeps_other_lines),
-        cmocka_unit_test(calibration_lines_per_rank_count),
-        cmocka_unit_test(calibration_malformed_line_is_named),
-        cmocka_unit_test(ranking_sorts_and_excludes_with_reasons),
-        cmocka_unit_test(admits_states_the_in_network_constraint),
-        cmocka_unit_test(ranking_equals_closed_forms),
-        cmocka_unit_test(ranking_crossovers),
-        cmocka_unit_test(ranking_counts_the_reduction),
-        cmocka_unit_test(size_buckets_and_representatives),
-        cmocka_unit_test(explanation_text_names_everything),
-    };
-    return LOOM_RUN_TESTS("tuner", tests);
-}
+LOOM_TEST_MAIN("tuner", cmocka_unit_test(calibration_line_round_trips),
+               cmocka_unit_test(calibration_cost_classes),
+               cmocka_unit_test(calibration_save_keeps_other_lines),
+               cmocka_unit_test(calibration_lines_per_rank_count),
+               cmocka_unit_test(calibration_malformed_line_is_named),
+               cmocka_unit_test(ranking_sorts_and_excludes_with_reasons),
+               cmocka_unit_test(admits_states_the_in_network_constraint),
+               cmocka_unit_test(ranking_equals_closed_forms), cmocka_unit_test(ranking_crossovers),
+               cmocka_unit_test(ranking_counts_the_reduction),
+               cmocka_unit_test(size_buckets_and_representatives),
+               cmocka_unit_test(explanation_text_names_everything))
