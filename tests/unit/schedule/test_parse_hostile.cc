@@ -45,9 +45,7 @@ void expect_parse_error(const result<schedule::schedule>& r, const std::string& 
         LOOM_FAIL("accepted; expected a parse error containing '" + must_contain + "'");
     }
     assert_int_equal(r.error().code(), LOOM_ERR_PARSE);
-    if (r.error().message().find(must_contain) == std::string::npos) {
-        LOOM_FAIL("message '" + r.error().message() + "' lacks '" + must_contain + "'");
-    }
+    test::expect_has(r.error().message(), must_contain);
 }
 
 void text_rejects(const std::string& from, const std::string& to, const std::string& message) {

@@ -73,9 +73,7 @@ static void expect_parse_error(const std::string& text, const std::string& must_
         LOOM_FAIL("accepted malformed input: " + text.substr(0, 80));
     }
     assert_int_equal(s.error().code(), LOOM_ERR_PARSE);
-    if (s.error().message().find(must_contain) == std::string::npos) {
-        LOOM_FAIL("message '" + s.error().message() + "' lacks '" + must_contain + "'");
-    }
+    test::expect_has(s.error().message(), must_contain);
 }
 
 static std::string replaced(std::string text, const std::string& from, const std::string& to) {
