@@ -39,6 +39,14 @@ inline void expect_message_has(const char* part) {
     expect_has(loom_last_error_message(), part);
 }
 
+/// A call attribute naming `algorithm` (NULL: the default rule), the rest at its defaults.
+inline loom_coll_attr_t attr_naming(const char* algorithm) {
+    loom_coll_attr_t a;
+    loom_coll_attr_init(&a);
+    a.algorithm = algorithm;
+    return a;
+}
+
 /// The thread's last error, in full.
 inline loom_error_info_t last_error() {
     loom_error_info_t info;

@@ -131,9 +131,7 @@ void identical_choices(rank_context& ctx) {
 }
 
 void explicit_choices(rank_context& ctx) {
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.algorithm = "ring";
+    loom_coll_attr_t attr = attr_naming("ring");
     loom_status_t st;
     loom_explain_t e = explain(ctx.comm, LOOM_ALLREDUCE, 1000, LOOM_FLOAT32, &attr, &st, nullptr);
     ctx.check(st == LOOM_SUCCESS && std::string(e.algorithm) == "ring" &&
@@ -188,10 +186,8 @@ void tuned_calls_and_traffic(rank_context& ctx) {
     // Ring all-reduce: each rank sends 2(N-1) blocks of M/N.
     const size_t block = 1024, count = block * size_t(ctx.size);
     std::vector<float> in(count, 1.0f), out(count);
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.algorithm  = "ring";
-    uint64_t before = sent_bytes(ctx);
+    loom_coll_attr_t attr = attr_naming("ring");
+    uint64_t before       = sent_bytes(ctx);
     loom_allreduce(ctx.comm, in.data(), out.data(), count, LOOM_FLOAT32, LOOM_SUM, &attr, nullptr);
     uint64_t sent = sent_bytes(ctx) - before;
     ctx.check(sent == 2 * uint64_t(ctx.size - 1) * block * 4,
@@ -253,9 +249,7 @@ void explain_matches_run(rank_context& ctx, const void*) {
     for (loom_collective_t coll : colls) {
         for (size_t count : counts) {
             for (const char* name : names) {
-                loom_coll_attr_t attr;
-                loom_coll_attr_init(&attr);
-                attr.algorithm = name;
+                loom_coll_attr_t attr = attr_naming(name);
                 loom_status_t est;
                 loom_explain_t e =
                     explain(ctx.comm, coll, count, LOOM_FLOAT32, &attr, &est, nullptr);
