@@ -48,6 +48,16 @@ inline void expect_has(const std::string& message, const std::string& part) {
     }
 }
 
+/// `text` with its first `from` replaced by `to`; fails the test when `from` is not there
+/// (a test that edits a good input must edit what it means to).
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
+    if (at == std::string::npos) {
+        LOOM_FAIL("test bug: '" + from + "' is not in the input");
+    }
+    return text.replace(at, from.size(), to);
+}
+
 /// A path in /tmp unique to this process: /tmp/loom-test-SUITE-PID-NAME.
 inline std::string temp_path(const char* suite, const char* name) {
     return "/tmp/loom-test-" + std::string(suite) + "-" + std::to_string(::getpid()) + "-" + name;

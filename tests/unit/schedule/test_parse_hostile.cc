@@ -9,6 +9,7 @@
 #include "test_main.hh"
 
 using namespace loom;
+using test::replaced;
 
 namespace {
 
@@ -31,14 +32,6 @@ const std::string good_json = R"({"format": "loom-schedule", "version": 1,
     {"rank": 1, "steps": [{"kind": "send", "peer": 0, "src": ["in", 0, 4]},
       {"kind": "recv_reduce", "peer": 0, "dst": ["out", 0, 4], "src": ["in", 0, 4], "deps": [0]}]}
   ]})";
-
-std::string replaced(std::string s, const std::string& from, const std::string& to) {
-    size_t at = s.find(from);
-    if (at == std::string::npos) {
-        LOOM_FAIL("test bug: '" + from + "' is not in the input");
-    }
-    return s.replace(at, from.size(), to);
-}
 
 void expect_parse_error(const result<schedule::schedule>& r, const std::string& must_contain) {
     if (r.is_ok()) {

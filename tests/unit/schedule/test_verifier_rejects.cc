@@ -5,6 +5,7 @@
 
 #include "algorithms/algorithm.hh"
 #include "schedule/verifier.hh"
+#include "sweep.hh"
 #include "test_main.hh"
 
 using namespace loom;
@@ -199,17 +200,9 @@ static void inc_allreduce_is_accepted(void**) {
 
 // A large, real schedule verifies quickly: regions, not elements.
 static void ring_allreduce_n64_million_elements_verifies(void**) {
-    algorithms::call c;
-    c.nranks = 64;
-    c.count  = 1000003;
-    c.topo   = topology::shape::star(64);
-    auto s   = algorithms::generate(*algorithms::find(collective::allreduce, "ring"), c);
-    assert_true(s.is_ok());
-    auto report = verify(*s);
-    if (!report.result) {
-        LOOM_FAIL(report.result.to_string());
-    }
-    assert_int_equal(report.stats.rounds, 126);
+    auto stats = test::expect_verifies(test::find_algorithm(collective::allreduce, "ring"),
+                                       test::make_call(collective::allreduce, 64, 1000003));
+    assert_int_equal(stats.rounds, 126);
 }
 
 LOOM_TEST_MAIN("schedule_verifier_rejects", cmocka_unit_test(correct_exchange_is_accepted),
