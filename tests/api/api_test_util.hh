@@ -36,10 +36,23 @@ inline bool contains(const char* text, const char* part) {
 
 /// Fails the test unless the thread's last error message contains `part`.
 inline void expect_message_has(const char* part) {
-    if (!contains(loom_last_error_message(), part)) {
-        LOOM_FAIL(std::string("last error '") + loom_last_error_message() + "' lacks '" + part +
-                  "'");
-    }
+    expect_has(loom_last_error_message(), part);
+}
+
+/// A call attribute naming `algorithm` (NULL: the default rule), the rest at its defaults.
+inline loom_coll_attr_t attr_naming(const char* algorithm) {
+    loom_coll_attr_t a;
+    loom_coll_attr_init(&a);
+    a.algorithm = algorithm;
+    return a;
+}
+
+/// The thread's last error, in full.
+inline loom_error_info_t last_error() {
+    loom_error_info_t info;
+    info.struct_size = sizeof info;
+    loom_last_error(&info);
+    return info;
 }
 
 /// The byte every untouched output holds.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hh"
+#include "api_test_util.hh"
 #include "schedule/schedule.hh"
 
 namespace loom::test::api {
@@ -27,16 +28,9 @@ std::string where(const rank_context& ctx, const char* what, int peer) {
     return std::string(what) + ": rank " + std::to_string(ctx.rank) + " -> " + std::to_string(peer);
 }
 
-loom_coll_attr_t attr_for(const char* algorithm) {
-    loom_coll_attr_t a;
-    loom_coll_attr_init(&a);
-    a.algorithm = algorithm;
-    return a;
-}
-
 bool sync(rank_context& ctx) {
     int32_t one = 1, all = 0;
-    loom_coll_attr_t a = attr_for("dims");
+    loom_coll_attr_t a = attr_naming("dims");
     loom_status_t st   = loom_allreduce(ctx.comm, &one, &all, 1, LOOM_INT32, LOOM_SUM, &a, nullptr);
     ctx.check(st == LOOM_SUCCESS && all == ctx.size,
               std::string("dims sync: ") + loom_status_string(st));
@@ -111,7 +105,7 @@ void check_dor_relay_link_loads(rank_context& ctx, const topology::shape& fabric
                 static_cast<float>(ctx.rank * 100000 + static_cast<int>(j * 1000 + e));
         }
     }
-    loom_coll_attr_t a = attr_for("dor-relay");
+    loom_coll_attr_t a = attr_naming("dor-relay");
     loom_status_t st   = LOOM_SUCCESS;
     auto moved         = moved_by(ctx, [&] {
         st = loom_alltoall(ctx.comm, in.data(), out.data(), block, LOOM_FLOAT32, &a, nullptr);
@@ -204,7 +198,7 @@ void check_dims_phases(rank_context& ctx, const topology::shape& fabric, routing
     for (size_t e = 0; e < count; ++e) {
         in[e] = static_cast<float>((ctx.rank + 1) * static_cast<int>(e % 7 + 1));
     }
-    loom_coll_attr_t a = attr_for("dims");
+    loom_coll_attr_t a = attr_naming("dims");
     loom_status_t st   = LOOM_SUCCESS;
     auto moved         = moved_by(ctx, [&] {
         st = loom_allreduce(ctx.comm, in.data(), out.data(), count, LOOM_FLOAT32, LOOM_SUM, &a,

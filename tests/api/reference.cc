@@ -69,11 +69,9 @@ double load_float(loom_dtype_t d, const void* buf, size_t i) {
     double x;
     switch (d) {
         case LOOM_FLOAT16:
-            std::memcpy(&h, b + 2 * i, 2);
-            return kernels::half_to_float(h);
         case LOOM_BFLOAT16:
             std::memcpy(&h, b + 2 * i, 2);
-            return kernels::bfloat16_to_float(h);
+            return d == LOOM_FLOAT16 ? kernels::half_to_float(h) : kernels::bfloat16_to_float(h);
         case LOOM_FLOAT32:
             std::memcpy(&f, b + 4 * i, 4);
             return f;
@@ -187,13 +185,11 @@ void store_element(loom_dtype_t d, void* buf, size_t i, double f, int64_t v) {
     auto* b     = static_cast<uint8_t*>(buf);
     size_t size = loom_dtype_size(d);
     switch (d) {
-        case LOOM_FLOAT16: {
-            uint16_t h = kernels::float_to_half(static_cast<float>(f));
-            std::memcpy(b + size * i, &h, 2);
-            return;
-        }
+        case LOOM_FLOAT16:
         case LOOM_BFLOAT16: {
-            uint16_t h = kernels::float_to_bfloat16(static_cast<float>(f));
+            auto x = static_cast<float>(f);
+            uint16_t h =
+                d == LOOM_FLOAT16 ? kernels::float_to_half(x) : kernels::float_to_bfloat16(x);
             std::memcpy(b + size * i, &h, 2);
             return;
         }

@@ -26,11 +26,9 @@ size_t block_offset(size_t count, int n, int i) {
 // Calls through the C API with the case's attribute; NULL for a zero-length buffer is
 // fine (count 0), so empty vectors pass their data() as is.
 loom_status_t issue(rank_context& ctx, const sweep_case& c, const void* in, void* out) {
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.algorithm = c.algorithm.empty() ? nullptr : c.algorithm.c_str();
-    attr.segments  = c.segments;
-    attr.channels  = c.channels;
+    loom_coll_attr_t attr = attr_naming(c.algorithm.empty() ? nullptr : c.algorithm.c_str());
+    attr.segments         = c.segments;
+    attr.channels         = c.channels;
     return call(ctx.comm, c.kind, in, out, c.count, c.dtype, c.op, &attr, nullptr, c.root);
 }
 

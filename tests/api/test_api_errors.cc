@@ -139,8 +139,7 @@ void bad_attributes_are_rejected(void**) {
     loom_coll_attr_init(&attr);
     attr.segments = -2;
     expect_rejected(comm, {.attr = &attr}, LOOM_ERR_INVALID_ARGUMENT, "negative segments");
-    loom_coll_attr_init(&attr);
-    attr.algorithm = "no-such-algorithm";
+    attr = attr_naming("no-such-algorithm");
     expect_rejected(comm, {.attr = &attr}, LOOM_ERR_INVALID_ARGUMENT, "unknown algorithm",
                     "allowed for this call: ring");
     expect_message_has("recursive-doubling");
@@ -149,8 +148,7 @@ void bad_attributes_are_rejected(void**) {
     expect_rejected(comm, {.attr = &attr}, LOOM_ERR_NOT_APPLICABLE, "inapplicable algorithm",
                     "allowed for this call: ring");
     // An old caller's attribute (only struct_size and algorithm) still works.
-    loom_coll_attr_init(&attr);
-    attr.algorithm   = "ring";
+    attr             = attr_naming("ring");
     attr.struct_size = offsetof(loom_coll_attr_t, timeout_s);
     std::vector<int32_t> src{1, 2, 3, 4}, dst(4, 0);
     assert_int_equal(

@@ -24,13 +24,6 @@ const char* transport = "shm";
 // waiting the deadline out.
 constexpr double prompt_s = 4.0;
 
-loom_error_info_t last_error() {
-    loom_error_info_t info;
-    info.struct_size = sizeof info;
-    loom_last_error(&info);
-    return info;
-}
-
 // Checks a call's outcome: `want`, within `within_s`.
 void expect_status(rank_context& ctx, const char* what, loom_status_t st, loom_status_t want,
                    double took, double within_s) {

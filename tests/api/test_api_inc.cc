@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "api_test_util.hh"
 #include "base/clock.hh"
 #include "drivers/datagram.hh"
 #include "inc/protocol/packet.hh"
@@ -39,21 +40,16 @@ bool refused = false;  // --expect fallback: the node refused the communicator
 // Names `inc`, except on a refused communicator: there an explicit `inc` cannot run (it
 // fails the call, checked by explicit_inc_case), so the cases run the tuner's choice.
 loom_coll_attr_t inc_attr() {
-    loom_coll_attr_t a;
-    loom_coll_attr_init(&a);
-    a.algorithm = refused ? nullptr : "inc";
-    return a;
+    return attr_naming(refused ? nullptr : "inc");
 }
 
 // An explicit `inc` that cannot run fails on every rank with LOOM_ERR_NOT_APPLICABLE,
 // naming the algorithm and the reason, and runs nothing else in its place.
 void explicit_inc_fails(rank_context& ctx, loom_dtype_t d, loom_op_t o, const char* reason) {
     std::vector<uint8_t> in(100 * loom_dtype_size(d), 1), out(in.size(), 0x5a);
-    loom_coll_attr_t a;
-    loom_coll_attr_init(&a);
-    a.algorithm      = "inc";
-    loom_status_t st = loom_allreduce(ctx.comm, in.data(), out.data(), 100, d, o, &a, nullptr);
-    std::string msg  = loom_last_error_message();
+    loom_coll_attr_t a = attr_naming("inc");
+    loom_status_t st   = loom_allreduce(ctx.comm, in.data(), out.data(), 100, d, o, &a, nullptr);
+    std::string msg    = loom_last_error_message();
     ctx.check(
         st == LOOM_ERR_NOT_APPLICABLE && msg.find("allreduce inc: ") != std::string::npos &&
             msg.find(reason) != std::string::npos,

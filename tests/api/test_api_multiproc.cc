@@ -204,9 +204,7 @@ void mismatch_workload(rank_context& ctx, const void*) {
     ctx.check(st == LOOM_ERR_MISMATCH, std::string("mismatched allreduce returned ") +
                                            loom_status_string(st) + ": " +
                                            loom_last_error_message());
-    loom_error_info_t info;
-    info.struct_size = sizeof info;
-    loom_last_error(&info);
+    loom_error_info_t info = last_error();
     ctx.check(std::strcmp(info.collective, "allreduce") == 0,
               std::string("last error names '") + info.collective + "'");
     int64_t one = 1, sum = 0;
@@ -243,10 +241,8 @@ void deadline_workload(rank_context& ctx, const void*) {
     double t0      = loom::now_s();
     loom_status_t st =
         loom_allreduce(ctx.comm, in.data(), out.data(), 16, LOOM_INT32, LOOM_SUM, &attr, nullptr);
-    double took = loom::now_s() - t0;
-    loom_error_info_t info;
-    info.struct_size = sizeof info;
-    loom_last_error(&info);
+    double took            = loom::now_s() - t0;
+    loom_error_info_t info = last_error();
     ctx.check(st == LOOM_ERR_TIMEOUT && took >= 0.45 && took < 2.5,
               std::string("attribute deadline: ") + loom_status_string(st) + " after " +
                   std::to_string(took) + " s: " + loom_last_error_message());

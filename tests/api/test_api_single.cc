@@ -128,10 +128,8 @@ void every_applicable_algorithm_runs_by_attribute(void**) {
         if (!loom::algorithms::check_call(*a, c)) {
             continue;
         }
-        loom_coll_attr_t attr;
-        loom_coll_attr_init(&attr);
         std::string name(a->name);
-        attr.algorithm = name.c_str();
+        loom_coll_attr_t attr = attr_naming(name.c_str());
         std::vector<int64_t> in{1, 2, 3, 4, 5, 6, 7}, out(7, 0);
         auto kind = static_cast<loom::comm::call_kind>(a->primitive);
         loom_status_t st =

@@ -62,10 +62,23 @@ loom_explain_t explain(loom_comm_t comm, loom_collective_t coll, size_t count, l
     return e;
 }
 
-void agreed_parameters(rank_context& ctx) {
+// The communicator's agreed figures.
+loom_calibration_t calibration(rank_context& ctx) {
     loom_calibration_t cal;
     cal.struct_size = sizeof cal;
     ctx.check(loom_comm_calibration(ctx.comm, &cal) == LOOM_SUCCESS, "loom_comm_calibration");
+    return cal;
+}
+
+// Every rank holds the same α as `cal`'s, to the bit.
+bool same_alpha_everywhere(loom_comm_t comm, const loom_calibration_t& cal) {
+    uint64_t alpha_bits = 0;
+    std::memcpy(&alpha_bits, &cal.alpha_s, sizeof alpha_bits);
+    return same_everywhere(comm, alpha_bits);
+}
+
+void agreed_parameters(rank_context& ctx) {
+    loom_calibration_t cal = calibration(ctx);
     // rank 0's file says 1 µs and 1 GB/s; rank r's says r+1.
     ctx.check(std::fabs(cal.alpha_s - 1e-6) < 1e-12,
               "alpha " + std::to_string(cal.alpha_s) + " is not rank 0's 1 us");
@@ -118,9 +131,7 @@ void identical_choices(rank_context& ctx) {
 }
 
 void explicit_choices(rank_context& ctx) {
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.algorithm = "ring";
+    loom_coll_attr_t attr = attr_naming("ring");
     loom_status_t st;
     loom_explain_t e = explain(ctx.comm, LOOM_ALLREDUCE, 1000, LOOM_FLOAT32, &attr, &st, nullptr);
     ctx.check(st == LOOM_SUCCESS && std::string(e.algorithm) == "ring" &&
@@ -175,10 +186,8 @@ void tuned_calls_and_traffic(rank_context& ctx) {
     // Ring all-reduce: each rank sends 2(N-1) blocks of M/N.
     const size_t block = 1024, count = block * size_t(ctx.size);
     std::vector<float> in(count, 1.0f), out(count);
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.algorithm  = "ring";
-    uint64_t before = sent_bytes(ctx);
+    loom_coll_attr_t attr = attr_naming("ring");
+    uint64_t before       = sent_bytes(ctx);
     loom_allreduce(ctx.comm, in.data(), out.data(), count, LOOM_FLOAT32, LOOM_SUM, &attr, nullptr);
     uint64_t sent = sent_bytes(ctx) - before;
     ctx.check(sent == 2 * uint64_t(ctx.size - 1) * block * 4,
@@ -202,9 +211,7 @@ void calibrate(rank_context& ctx, const std::string& rank0_file) {
     ctx.check(cal.alpha_s > 0 && cal.alpha_s < 0.1 && cal.bw_bytes_per_s > 1e6 &&
                   cal.reduce_bytes_per_s > 1e6,
               "implausible figures");
-    uint64_t alpha_bits = 0;
-    std::memcpy(&alpha_bits, &cal.alpha_s, sizeof alpha_bits);
-    ctx.check(same_everywhere(ctx.comm, alpha_bits), "ranks adopted different figures");
+    ctx.check(same_alpha_everywhere(ctx.comm, cal), "ranks adopted different figures");
     if (ctx.rank == 0) {
         std::ifstream in(rank0_file);
         std::stringstream ss;
@@ -242,9 +249,7 @@ void explain_matches_run(rank_context& ctx, const void*) {
     for (loom_collective_t coll : colls) {
         for (size_t count : counts) {
             for (const char* name : names) {
-                loom_coll_attr_t attr;
-                loom_coll_attr_init(&attr);
-                attr.algorithm = name;
+                loom_coll_attr_t attr = attr_naming(name);
                 loom_status_t est;
                 loom_explain_t e =
                     explain(ctx.comm, coll, count, LOOM_FLOAT32, &attr, &est, nullptr);
@@ -293,19 +298,15 @@ struct expected_source {
 };
 
 void expect_source(rank_context& ctx, const void* raw) {
-    const auto& want = *static_cast<const expected_source*>(raw);
-    loom_calibration_t cal;
-    cal.struct_size = sizeof cal;
-    ctx.check(loom_comm_calibration(ctx.comm, &cal) == LOOM_SUCCESS, "loom_comm_calibration");
+    const auto& want       = *static_cast<const expected_source*>(raw);
+    loom_calibration_t cal = calibration(ctx);
     ctx.check(std::string(cal.source) == want.source,
               std::string("source ") + cal.source + ", expected " + want.source);
     if (want.cost_class) {
         ctx.check(std::string(cal.transport) == want.cost_class,
                   std::string("cost class ") + cal.transport + ", expected " + want.cost_class);
     }
-    uint64_t alpha_bits = 0;
-    std::memcpy(&alpha_bits, &cal.alpha_s, sizeof alpha_bits);
-    ctx.check(same_everywhere(ctx.comm, alpha_bits), "ranks hold different figures");
+    ctx.check(same_alpha_everywhere(ctx.comm, cal), "ranks hold different figures");
     tuned_calls_and_traffic(ctx);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "test_main.hh"
 
@@ -66,18 +67,39 @@ std::string verify_call(const algorithms::algorithm& a, const algorithms::call& 
     return "";
 }
 
+schedule::schedule_stats expect_verifies(const algorithms::algorithm& a,
+                                         const algorithms::call& c) {
+    schedule::schedule_stats st;
+    auto err = verify_call(a, c, &st);
+    if (!err.empty()) {
+        LOOM_FAIL(err);
+    }
+    return st;
+}
+
+schedule::schedule generate_ok(const algorithms::algorithm& a, const algorithms::call& c) {
+    auto s = algorithms::generate(a, c);
+    if (!s) {
+        LOOM_FAIL(describe_call(a, c) + ": generate: " + s.error().to_string());
+    }
+    return std::move(s).value();
+}
+
+std::vector<schedule::step> sends_of(const schedule::rank_schedule& rs) {
+    std::vector<schedule::step> sends;
+    std::copy_if(rs.steps.begin(), rs.steps.end(), std::back_inserter(sends),
+                 [](const schedule::step& s) { return s.kind == schedule::step_kind::send; });
+    return sends;
+}
+
 uint64_t pair_key(int from, int to) {
     return (static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to);
 }
 
 schedule::schedule_stats verify_pairs(const algorithms::algorithm& a, const algorithms::call& c) {
-    auto s = algorithms::generate(a, c);
-    if (!s) {
-        LOOM_FAIL(describe_call(a, c) + ": " + s.error().to_string());
-    }
     schedule::verify_options opt;
     opt.pair_bytes = true;
-    auto report    = schedule::verify(*s, opt);
+    auto report    = schedule::verify(generate_ok(a, c), opt);
     if (!report.result) {
         LOOM_FAIL(describe_call(a, c) + " " + routing::tie_rule_name(c.ties).data() + ": " +
                   report.result.to_string());
@@ -87,11 +109,7 @@ schedule::schedule_stats verify_pairs(const algorithms::algorithm& a, const algo
 
 schedule::schedule_stats expect_counts_equal_stated(const algorithms::algorithm& a,
                                                     const algorithms::call& c, double bytes) {
-    schedule::schedule_stats st;
-    auto err = verify_call(a, c, &st);
-    if (!err.empty()) {
-        LOOM_FAIL(err);
-    }
+    auto st     = expect_verifies(a, c);
     double m    = bytes;
     auto edge   = a.predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
     auto single = a.predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
@@ -106,12 +124,12 @@ schedule::schedule_stats expect_counts_equal_stated(const algorithms::algorithm&
     return st;
 }
 
+algorithms::cost_query cost_query_at(schedule::collective coll, int nranks, double bytes) {
+    return {.coll = coll, .nranks = nranks, .bytes = bytes};
+}
+
 void expect_stated_cost(const algorithms::algorithm& a, int nranks, double n_alpha, double n_beta) {
-    algorithms::cost_query q;
-    q.coll    = a.primitive;
-    q.nranks  = nranks;
-    q.bytes   = 1e6;
-    auto cost = a.predict(q);
+    auto cost = a.predict(cost_query_at(a.primitive, nranks));
     if (cost.n_alpha != n_alpha || std::fabs(cost.n_beta - n_beta) > 1e-12) {
         LOOM_FAIL(std::string(a.name) + " N=" + std::to_string(nranks) + ": stated " +
                   std::to_string(cost.n_alpha) + "α + " + std::to_string(cost.n_beta) +

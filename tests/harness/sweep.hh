@@ -43,6 +43,15 @@ bool same_bytes(double counted, double stated);
 std::string verify_call(const algorithms::algorithm& a, const algorithms::call& c,
                         schedule::schedule_stats* stats = nullptr);
 
+/// verify_call() that fails the test with the failure text; returns the counted stats.
+schedule::schedule_stats expect_verifies(const algorithms::algorithm& a, const algorithms::call& c);
+
+/// The generated schedule; fails the test when generation fails.
+schedule::schedule generate_ok(const algorithms::algorithm& a, const algorithms::call& c);
+
+/// The send steps of one rank, in schedule order.
+std::vector<schedule::step> sends_of(const schedule::rank_schedule& rs);
+
 /// The key of the directed pair from → to in schedule_stats::pair_bytes.
 uint64_t pair_key(int from, int to);
 
@@ -55,6 +64,9 @@ schedule::schedule_stats verify_pairs(const algorithms::algorithm& a, const algo
 /// returns the counted stats.
 schedule::schedule_stats expect_counts_equal_stated(const algorithms::algorithm& a,
                                                     const algorithms::call& c, double bytes);
+
+/// A per-edge cost query for `coll` at N = nranks and M = bytes on star:N.
+algorithms::cost_query cost_query_at(schedule::collective coll, int nranks, double bytes = 1e6);
 
 /// predict() at N = nranks (M = 1e6 bytes, per-edge) states n_alpha exactly and n_beta to
 /// 1e-12; fails the test otherwise.

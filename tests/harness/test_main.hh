@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 extern "C" {
 #include <cmocka.h>
@@ -37,3 +38,29 @@ inline int run_group(const char* name, const CMUnitTest* tests, size_t n) {
 
 /// Fails the test with a formatted message (cmocka's fail_msg, with std::string).
 #define LOOM_FAIL(msg) fail_msg("%s", std::string(msg).c_str())
+
+namespace loom::test {
+
+/// Fails the test unless `message` contains `part`.
+inline void expect_has(const std::string& message, const std::string& part) {
+    if (message.find(part) == std::string::npos) {
+        LOOM_FAIL("message '" + message + "' lacks '" + part + "'");
+    }
+}
+
+/// `text` with its first `from` replaced by `to`; fails the test when `from` is not there
+/// (a test that edits a good input must edit what it means to).
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
+    if (at == std::string::npos) {
+        LOOM_FAIL("test bug: '" + from + "' is not in the input");
+    }
+    return text.replace(at, from.size(), to);
+}
+
+/// A path in /tmp unique to this process: /tmp/loom-test-SUITE-PID-NAME.
+inline std::string temp_path(const char* suite, const char* name) {
+    return "/tmp/loom-test-" + std::string(suite) + "-" + std::to_string(::getpid()) + "-" + name;
+}
+
+}  // namespace loom::test

@@ -35,11 +35,7 @@ static void pairwise_counts_equal_closed_form(void**) {
 }
 
 static void pairwise_n4_is_3_alpha_3_quarter_beta(void**) {
-    algorithms::cost_query q;
-    q.coll    = schedule::collective::alltoall;
-    q.nranks  = 4;
-    q.bytes   = 1e6;
-    auto cost = pairwise()->predict(q);
+    auto cost = pairwise()->predict(test::cost_query_at(schedule::collective::alltoall, 4));
     assert_true(cost.n_alpha == 3);
     assert_true(cost.n_beta == 0.75);
 }
@@ -49,9 +45,8 @@ static void pairwise_n4_is_3_alpha_3_quarter_beta(void**) {
 static void pairwise_step_k_pairs_r_plus_k_and_r_minus_k(void**) {
     for (int n : {2, 5, 8}) {
         auto c = alltoall_call(n, 3);
-        auto s = algorithms::generate(*pairwise(), c);
-        assert_true(s.is_ok());
-        for (const auto& rs : s->ranks) {
+        auto s = test::generate_ok(*pairwise(), c);
+        for (const auto& rs : s.ranks) {
             int sends = 0, recvs = 0;
             for (const auto& st : rs.steps) {
                 if (st.kind == schedule::step_kind::send) {
@@ -76,11 +71,7 @@ static void pairwise_step_k_pairs_r_plus_k_and_r_minus_k(void**) {
 // sends (or two receives) in one round, so the single-port count equals the per-edge one.
 static void pairwise_one_peer_each_way_per_round(void**) {
     for (int n : {3, 7, 16}) {
-        schedule::schedule_stats st;
-        auto err = test::verify_call(*pairwise(), alltoall_call(n, 10), &st);
-        if (!err.empty()) {
-            LOOM_FAIL(err);
-        }
+        auto st = test::expect_verifies(*pairwise(), alltoall_call(n, 10));
         for (const auto& rs : st.per_rank) {
             assert_true(rs.max_concurrent_peers <= 2);
         }
@@ -88,13 +79,8 @@ static void pairwise_one_peer_each_way_per_round(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(pairwise_verifies_over_sweep),
-        cmocka_unit_test(pairwise_counts_equal_closed_form),
-        cmocka_unit_test(pairwise_n4_is_3_alpha_3_quarter_beta),
-        cmocka_unit_test(pairwise_step_k_pairs_r_plus_k_and_r_minus_k),
-        cmocka_unit_test(pairwise_one_peer_each_way_per_round),
-    };
-    return LOOM_RUN_TESTS("alltoall_pairwise", tests);
-}
+LOOM_TEST_MAIN("alltoall_pairwise", cmocka_unit_test(pairwise_verifies_over_sweep),
+               cmocka_unit_test(pairwise_counts_equal_closed_form),
+               cmocka_unit_test(pairwise_n4_is_3_alpha_3_quarter_beta),
+               cmocka_unit_test(pairwise_step_k_pairs_r_plus_k_and_r_minus_k),
+               cmocka_unit_test(pairwise_one_peer_each_way_per_round))

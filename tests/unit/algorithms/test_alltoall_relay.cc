@@ -11,22 +11,17 @@
 #include <map>
 #include <tuple>
 
+#include "shape_of.hh"
 #include "sweep.hh"
 #include "test_main.hh"
 
 using namespace loom;
 
 using routing::tie_rule;
+using test::axis_of_move;
+using test::shape_of;
 
 static const tie_rule both_ties[] = {tie_rule::toward_plus, tie_rule::source_parity};
-
-static topology::shape shape_of(const std::string& text) {
-    auto s = topology::shape::parse(text);
-    if (!s) {
-        LOOM_FAIL(s.error().to_string());
-    }
-    return *s;
-}
 
 static const algorithms::algorithm* relay(const char* name) {
     return &test::find_algorithm(schedule::collective::alltoall, name);
@@ -53,17 +48,6 @@ static const char* const small_shapes[] = {
     "torus:2x2x2", "mesh:3x4", "mesh:2x2x3", "mesh:1x5", "star:4",    "fullmesh:3"};
 
 // ---- routing ------------------------------------------------------------------------
-
-// The axis a move between neighbours changes (the only coordinate that differs).
-static int axis_of_move(const topology::shape& s, int a, int b) {
-    auto ca = s.coords(a), cb = s.coords(b);
-    for (int i = 0; i < s.ndims(); ++i) {
-        if (ca[i] != cb[i]) {
-            return i;
-        }
-    }
-    return -1;
-}
 
 static void routes_are_dimension_ordered_shortest_paths(void**) {
     for (const char* text : {"ring:7", "ring:8", "torus:4x4", "torus:3x4x5", "torus:2x2x2",
@@ -257,8 +241,7 @@ static void ring_relay_busiest_link_is_errata_a08(void**) {
 // the + link in separate steps); A08: N = 8 carries 10 chunks (10/8, not 7/8), N = 5 three.
 static void ring_relay_text_numbers(void**) {
     const auto* a = relay("ring-relay");
-    algorithms::cost_query q;
-    q.coll = schedule::collective::alltoall;
+    auto q        = test::cost_query_at(schedule::collective::alltoall, 1);
     for (auto [n, alpha, beta] :
          {std::tuple{4, 2.0, 0.75}, std::tuple{8, 4.0, 10.0 / 8}, std::tuple{5, 2.0, 3.0 / 5},
           std::tuple{2, 1.0, 0.5}, std::tuple{1, 0.0, 0.0}}) {
@@ -302,17 +285,14 @@ static void dor_relay_sends_only_to_neighbours(void**) {
     for (const auto& text : shapes) {
         auto s = shape_of(text);
         for (tie_rule ties : both_ties) {
-            auto sched = algorithms::generate(*relay("dor-relay"), alltoall_call(s, 3, ties));
-            assert_true(sched.is_ok());
-            int sends = 0;
-            for (const auto& rs : sched->ranks) {
-                for (const auto& step : rs.steps) {
-                    if (step.kind == schedule::step_kind::send) {
-                        ++sends;
-                        if (s.hops(rs.rank, step.peer) != 1) {
-                            LOOM_FAIL(text + ": rank " + std::to_string(rs.rank) + " sends to " +
-                                      std::to_string(step.peer));
-                        }
+            auto sched = test::generate_ok(*relay("dor-relay"), alltoall_call(s, 3, ties));
+            int sends  = 0;
+            for (const auto& rs : sched.ranks) {
+                for (const auto& step : test::sends_of(rs)) {
+                    ++sends;
+                    if (s.hops(rs.rank, step.peer) != 1) {
+                        LOOM_FAIL(text + ": rank " + std::to_string(rs.rank) + " sends to " +
+                                  std::to_string(step.peer));
                     }
                 }
             }
@@ -397,9 +377,7 @@ static void dor_relay_counts_match_prediction(void**) {
 // dor-relay on ring:N under toward_plus is ring-relay: same closed form, exact.
 static void dor_relay_on_a_ring_is_ring_relay(void**) {
     for (int n = 1; n <= 33; ++n) {
-        algorithms::cost_query q;
-        q.coll   = schedule::collective::alltoall;
-        q.nranks = n;
+        auto q   = test::cost_query_at(schedule::collective::alltoall, n);
         q.topo   = shape_of("ring:" + std::to_string(n));
         auto dor = relay("dor-relay")->predict(q), ring = relay("ring-relay")->predict(q);
         assert_true(dor.exact);
@@ -408,24 +386,19 @@ static void dor_relay_on_a_ring_is_ring_relay(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(routes_are_dimension_ordered_shortest_paths),
-        cmocka_unit_test(route_ties_follow_a10_and_mesh_never_wraps),
-        cmocka_unit_test(transits_match_every_route),
-        cmocka_unit_test(link_loads_match_every_route),
-        cmocka_unit_test(link_loads_reproduce_errata),
-        cmocka_unit_test(ring_relay_verifies_over_sweep),
-        cmocka_unit_test(ring_relay_counts_equal_closed_form),
-        cmocka_unit_test(ring_relay_busiest_link_is_errata_a08),
-        cmocka_unit_test(ring_relay_text_numbers),
-        cmocka_unit_test(dor_relay_verifies_on_every_lattice_and_only_there),
-        cmocka_unit_test(dor_relay_not_applicable_on_star_and_fullmesh),
-        cmocka_unit_test(dor_relay_sends_only_to_neighbours),
-        cmocka_unit_test(dor_relay_4x4_torus_link_counts),
-        cmocka_unit_test(dor_relay_2x2_and_2x2x2_carry_half_m),
-        cmocka_unit_test(dor_relay_counts_match_prediction),
-        cmocka_unit_test(dor_relay_on_a_ring_is_ring_relay),
-    };
-    return LOOM_RUN_TESTS("alltoall_relay", tests);
-}
+LOOM_TEST_MAIN("alltoall_relay", cmocka_unit_test(routes_are_dimension_ordered_shortest_paths),
+               cmocka_unit_test(route_ties_follow_a10_and_mesh_never_wraps),
+               cmocka_unit_test(transits_match_every_route),
+               cmocka_unit_test(link_loads_match_every_route),
+               cmocka_unit_test(link_loads_reproduce_errata),
+               cmocka_unit_test(ring_relay_verifies_over_sweep),
+               cmocka_unit_test(ring_relay_counts_equal_closed_form),
+               cmocka_unit_test(ring_relay_busiest_link_is_errata_a08),
+               cmocka_unit_test(ring_relay_text_numbers),
+               cmocka_unit_test(dor_relay_verifies_on_every_lattice_and_only_there),
+               cmocka_unit_test(dor_relay_not_applicable_on_star_and_fullmesh),
+               cmocka_unit_test(dor_relay_sends_only_to_neighbours),
+               cmocka_unit_test(dor_relay_4x4_torus_link_counts),
+               cmocka_unit_test(dor_relay_2x2_and_2x2x2_carry_half_m),
+               cmocka_unit_test(dor_relay_counts_match_prediction),
+               cmocka_unit_test(dor_relay_on_a_ring_is_ring_relay))

@@ -25,10 +25,7 @@ void expect_pipelined_sweep(collective coll) {
             for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{n},
                                   int64_t{p - 1}, int64_t{1000003}}) {
                 for (int root : {0, n - 1, n / 2}) {
-                    auto err = test::verify_call(*a, test::make_call(coll, n, count, root, p));
-                    if (!err.empty()) {
-                        LOOM_FAIL(err);
-                    }
+                    test::expect_verifies(*a, test::make_call(coll, n, count, root, p));
                     ++verified;
                 }
             }
@@ -47,14 +44,9 @@ constexpr int64_t divisible_count = 16 * 9 * 5 * 7 * 4;
 
 }  // namespace
 
-static void binomial_broadcast_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(*family_member(collective::broadcast));
-}
-static void binomial_reduce_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(*family_member(collective::reduce));
-}
-static void reduce_broadcast_allreduce_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(*family_member(collective::allreduce));
+template <collective C>
+void verifies_over_sweep(void**) {
+    test::expect_clean_sweep(*family_member(C));
 }
 
 static void binomial_pipelined_verifies_for_any_n_count_root(void**) {
@@ -137,15 +129,9 @@ static void binomial_broadcast_n4_is_f000_trace(void**) {
     assert_int_equal(st.rounds, 2);
     assert_true(st.edge_bytes == 2 * m);
     expect_pair_bytes(st, {{0, 1}, {0, 2}, {1, 3}}, 4000);
-    auto s = algorithms::generate(*a, c);
-    assert_true(s.is_ok());
-    std::vector<int> rank0_sends;
-    for (const auto& step : s->ranks[0].steps) {
-        if (step.kind == schedule::step_kind::send) {
-            rank0_sends.push_back(step.peer);
-        }
-    }
-    assert_true((rank0_sends == std::vector<int>{1, 2}));
+    auto rank0_sends = test::sends_of(test::generate_ok(*a, c).ranks[0]);
+    assert_int_equal(rank0_sends.size(), 2);
+    assert_true(rank0_sends[0].peer == 1 && rank0_sends[1].peer == 2);
 }
 
 // f000 §4.2, N = 4 to R0: R1→R0 and R3→R2, then R2→R0 (R3 under R2, not under R1 as in
@@ -157,10 +143,9 @@ static void binomial_reduce_n4_is_f000_trace(void**) {
     assert_int_equal(st.rounds, 2);
     assert_true(st.edge_bytes == 2 * 4000.0);
     expect_pair_bytes(st, {{1, 0}, {3, 2}, {2, 0}}, 4000);
-    auto s = algorithms::generate(*a, c);
-    assert_true(s.is_ok());
+    auto s = test::generate_ok(*a, c);
     std::vector<int> rank0_receives;
-    for (const auto& step : s->ranks[0].steps) {
+    for (const auto& step : s.ranks[0].steps) {
         if (schedule::is_receive(step.kind)) {
             rank0_receives.push_back(step.peer);
         }
@@ -176,18 +161,14 @@ static void binomial_broadcast_relabels_the_root(void**) {
     expect_pair_bytes(st, {{2, 3}, {2, 0}, {3, 1}}, 40);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(binomial_broadcast_verifies_over_sweep),
-        cmocka_unit_test(binomial_reduce_verifies_over_sweep),
-        cmocka_unit_test(reduce_broadcast_allreduce_verifies_over_sweep),
-        cmocka_unit_test(binomial_pipelined_verifies_for_any_n_count_root),
-        cmocka_unit_test(binomial_p1_counts_equal_text_formulas),
-        cmocka_unit_test(binomial_pipelined_counts_equal_stated_forms),
-        cmocka_unit_test(binomial_n8_p8_pipelined_numbers),
-        cmocka_unit_test(binomial_broadcast_n4_is_f000_trace),
-        cmocka_unit_test(binomial_reduce_n4_is_f000_trace),
-        cmocka_unit_test(binomial_broadcast_relabels_the_root),
-    };
-    return LOOM_RUN_TESTS("algorithms_binomial", tests);
-}
+LOOM_TEST_MAIN("algorithms_binomial",
+               cmocka_unit_test(binomial_pipelined_verifies_for_any_n_count_root),
+               cmocka_unit_test(binomial_p1_counts_equal_text_formulas),
+               cmocka_unit_test(binomial_pipelined_counts_equal_stated_forms),
+               cmocka_unit_test(binomial_n8_p8_pipelined_numbers),
+               cmocka_unit_test(binomial_broadcast_n4_is_f000_trace),
+               cmocka_unit_test(binomial_reduce_n4_is_f000_trace),
+               cmocka_unit_test(binomial_broadcast_relabels_the_root),
+               cmocka_unit_test(verifies_over_sweep<collective::broadcast>),
+               cmocka_unit_test(verifies_over_sweep<collective::reduce>),
+               cmocka_unit_test(verifies_over_sweep<collective::allreduce>))

@@ -56,14 +56,10 @@ static void bruck_counts_equal_closed_forms(void**) {
 static void bruck_rotation_is_exact_at_n_3_5_6_7(void**) {
     for (int n : {3, 5, 6, 7}) {
         for (int64_t cnt : {1, 3}) {
-            auto c   = make_call(n, cnt);
-            auto err = test::verify_call(*bruck(), c);
-            if (!err.empty()) {
-                LOOM_FAIL(err);
-            }
-            auto s = algorithms::generate(*bruck(), c);
-            assert_true(s.is_ok());
-            for (auto& rs : s->ranks) {
+            auto c = make_call(n, cnt);
+            test::expect_verifies(*bruck(), c);
+            auto s = test::generate_ok(*bruck(), c);
+            for (auto& rs : s.ranks) {
                 size_t first = rs.steps.size() - n;
                 for (int j = 0; j < n; ++j) {
                     auto& st = rs.steps[first + j];
@@ -73,7 +69,7 @@ static void bruck_rotation_is_exact_at_n_3_5_6_7(void**) {
                     st.src.offset = ((j - rs.rank + n) % n) * cnt;  // the text's rotate-right
                 }
             }
-            assert_false(schedule::verify(*s).result.is_ok());
+            assert_false(schedule::verify(s).result.is_ok());
         }
     }
 }
@@ -83,15 +79,12 @@ static void bruck_round_messages_follow_bit_k(void**) {
     for (auto [n, want] :
          {std::pair{6, std::vector<int64_t>{3, 2, 2}}, std::pair{8, std::vector<int64_t>{4, 4, 4}},
           std::pair{5, std::vector<int64_t>{2, 2, 1}}}) {
-        auto s = algorithms::generate(*bruck(), make_call(n, 10));
-        assert_true(s.is_ok());
-        for (const auto& rs : s->ranks) {
+        auto s = test::generate_ok(*bruck(), make_call(n, 10));
+        for (const auto& rs : s.ranks) {
             std::vector<int64_t> slots;
-            for (const auto& st : rs.steps) {
-                if (st.kind == schedule::step_kind::send) {
-                    assert_int_equal(st.peer, (rs.rank + (1 << slots.size())) % n);
-                    slots.push_back(st.src.count / 10);
-                }
+            for (const auto& st : test::sends_of(rs)) {
+                assert_int_equal(st.peer, (rs.rank + (1 << slots.size())) % n);
+                slots.push_back(st.src.count / 10);
             }
             assert_true(slots == want);
         }
@@ -101,10 +94,7 @@ static void bruck_round_messages_follow_bit_k(void**) {
 // f000 App. B.5 at N = 4: 2α + M/BW; crossover with pairwise at M* = 4αBW (ERRATA A16).
 // Non-powers of two count the real slots: N = 5 is 1·M/BW (not ⌈log2 5⌉/2 = 1.5).
 static void bruck_n4_is_2_alpha_1_beta(void**) {
-    algorithms::cost_query q;
-    q.coll    = collective::alltoall;
-    q.nranks  = 4;
-    q.bytes   = 1e6;
+    auto q    = test::cost_query_at(collective::alltoall, 4);
     auto cost = bruck()->predict(q);
     assert_true(cost.n_alpha == 2);
     assert_true(cost.n_beta == 1);
@@ -119,13 +109,8 @@ static void bruck_n4_is_2_alpha_1_beta(void**) {
     assert_true(bruck()->predict(q).note.find("same cost as pairwise") != std::string::npos);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(bruck_alltoall_verifies_over_sweep),
-        cmocka_unit_test(bruck_counts_equal_closed_forms),
-        cmocka_unit_test(bruck_rotation_is_exact_at_n_3_5_6_7),
-        cmocka_unit_test(bruck_round_messages_follow_bit_k),
-        cmocka_unit_test(bruck_n4_is_2_alpha_1_beta),
-    };
-    return LOOM_RUN_TESTS("algorithms_bruck", tests);
-}
+LOOM_TEST_MAIN("algorithms_bruck", cmocka_unit_test(bruck_alltoall_verifies_over_sweep),
+               cmocka_unit_test(bruck_counts_equal_closed_forms),
+               cmocka_unit_test(bruck_rotation_is_exact_at_n_3_5_6_7),
+               cmocka_unit_test(bruck_round_messages_follow_bit_k),
+               cmocka_unit_test(bruck_n4_is_2_alpha_1_beta))

@@ -141,13 +141,8 @@ static void predict_routes_oblivious_algorithms_on_lattices(void**) {
     assert_true(d.n_alpha == 6 && d.n_beta == 14.0 / 8);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_named_algorithm_is_registered),
-        cmocka_unit_test(entries_are_documented_and_unique),
-        cmocka_unit_test(invalid_calls_are_rejected_by_every_algorithm),
-        cmocka_unit_test(names_for_lists_the_allowed_names),
-        cmocka_unit_test(predict_routes_oblivious_algorithms_on_lattices),
-    };
-    return LOOM_RUN_TESTS("algorithms_catalogue", tests);
-}
+LOOM_TEST_MAIN("algorithms_catalogue", cmocka_unit_test(every_named_algorithm_is_registered),
+               cmocka_unit_test(entries_are_documented_and_unique),
+               cmocka_unit_test(invalid_calls_are_rejected_by_every_algorithm),
+               cmocka_unit_test(names_for_lists_the_allowed_names),
+               cmocka_unit_test(predict_routes_oblivious_algorithms_on_lattices))

@@ -21,12 +21,7 @@ static algorithms::call dbt_call(int n, int64_t count, int segments) {
 }
 
 static schedule::schedule_stats verified(const algorithms::call& c) {
-    schedule::schedule_stats st;
-    auto err = test::verify_call(*dbt(), c, &st);
-    if (!err.empty()) {
-        LOOM_FAIL(err);
-    }
-    return st;
+    return test::expect_verifies(*dbt(), c);
 }
 
 static void dbt_allreduce_verifies_over_sweep(void**) {
@@ -203,9 +198,8 @@ static void dbt_trees_are_complementary_for_n_1_to_64(void**) {
     for (int n = 1; n <= 64; ++n) {
         auto c = dbt_call(n, 2 * n, 1);
         verified(c);
-        auto s = algorithms::generate(*dbt(), c);
-        assert_true(s.is_ok());
-        auto t0 = view_tree(*s, 0), t1 = view_tree(*s, 1);
+        auto s  = test::generate_ok(*dbt(), c);
+        auto t0 = view_tree(s, 0), t1 = view_tree(s, 1);
         std::string what = "N=" + std::to_string(n);
         if (n > 1) {
             expect_binary_spanning_tree(t0, n, what + " tree 0");
@@ -225,9 +219,8 @@ static void dbt_trees_are_complementary_for_n_1_to_64(void**) {
 
 // NCCL's trees at N = 4: tree 0 is 0→2→{1,3} (ncclGetBtree), tree 1 its mirror 3→1→{2,0}.
 static void dbt_n4_trees_are_nccl_btree_and_mirror(void**) {
-    auto s = algorithms::generate(*dbt(), dbt_call(4, 8, 1));
-    assert_true(s.is_ok());
-    auto t0 = view_tree(*s, 0), t1 = view_tree(*s, 1);
+    auto s  = test::generate_ok(*dbt(), dbt_call(4, 8, 1));
+    auto t0 = view_tree(s, 0), t1 = view_tree(s, 1);
     assert_true((t0.peers[0] == std::set<int>{2}) && (t0.peers[2] == std::set<int>{0, 1, 3}));
     assert_true((t0.peers[1] == std::set<int>{2}) && (t0.peers[3] == std::set<int>{2}));
     assert_true((t1.peers[3] == std::set<int>{1}) && (t1.peers[1] == std::set<int>{0, 2, 3}));
@@ -235,17 +228,12 @@ static void dbt_n4_trees_are_nccl_btree_and_mirror(void**) {
     assert_true(t0.interior[0] && t0.interior[2] && t1.interior[3] && t1.interior[1]);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(dbt_allreduce_verifies_over_sweep),
-        cmocka_unit_test(dbt_pipelined_verifies_for_awkward_counts),
-        cmocka_unit_test(dbt_counts_equal_per_edge_closed_form),
-        cmocka_unit_test(dbt_single_port_count_within_stated_form),
-        cmocka_unit_test(dbt_n4_is_4_alpha_2_beta_not_ring),
-        cmocka_unit_test(dbt_n4_single_port_exceeds_per_edge),
-        cmocka_unit_test(dbt_pipelined_floors_are_half_per_edge_two_single_port),
-        cmocka_unit_test(dbt_trees_are_complementary_for_n_1_to_64),
-        cmocka_unit_test(dbt_n4_trees_are_nccl_btree_and_mirror),
-    };
-    return LOOM_RUN_TESTS("algorithms_double_binary_tree", tests);
-}
+LOOM_TEST_MAIN("algorithms_double_binary_tree", cmocka_unit_test(dbt_allreduce_verifies_over_sweep),
+               cmocka_unit_test(dbt_pipelined_verifies_for_awkward_counts),
+               cmocka_unit_test(dbt_counts_equal_per_edge_closed_form),
+               cmocka_unit_test(dbt_single_port_count_within_stated_form),
+               cmocka_unit_test(dbt_n4_is_4_alpha_2_beta_not_ring),
+               cmocka_unit_test(dbt_n4_single_port_exceeds_per_edge),
+               cmocka_unit_test(dbt_pipelined_floors_are_half_per_edge_two_single_port),
+               cmocka_unit_test(dbt_trees_are_complementary_for_n_1_to_64),
+               cmocka_unit_test(dbt_n4_trees_are_nccl_btree_and_mirror))

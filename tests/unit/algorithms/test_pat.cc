@@ -13,11 +13,9 @@ static const algorithms::algorithm* pat(collective coll) {
     return &test::find_algorithm(coll, "pat");
 }
 
-static void pat_allgather_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(*pat(collective::allgather));
-}
-static void pat_reduce_scatter_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(*pat(collective::reduce_scatter));
+template <collective C>
+void verifies_over_sweep(void**) {
+    test::expect_clean_sweep(*pat(C));
 }
 
 // Counted rounds and bytes equal the closed form for N = 1..40 and a few larger N (count
@@ -42,19 +40,16 @@ static void pat_counts_equal_closed_forms(void**) {
 // The block counts of each rank's sends, in schedule order.
 static std::vector<int64_t> send_blocks(const schedule::rank_schedule& rs, int64_t block) {
     std::vector<int64_t> out;
-    for (const auto& s : rs.steps) {
-        if (s.kind == schedule::step_kind::send) {
-            out.push_back(s.src.count / block);
-        }
+    for (const auto& s : test::sends_of(rs)) {
+        out.push_back(s.src.count / block);
     }
     return out;
 }
 
 static void expect_round_payloads(collective coll, int n, std::vector<int64_t> want) {
     int64_t block = 10;
-    auto s        = algorithms::generate(*pat(coll), test::make_call(coll, n, n * block));
-    assert_true(s.is_ok());
-    for (const auto& rs : s->ranks) {
+    auto s        = test::generate_ok(*pat(coll), test::make_call(coll, n, n * block));
+    for (const auto& rs : s.ranks) {
         if (send_blocks(rs, block) != want) {
             LOOM_FAIL(std::string(schedule::collective_name(coll)) + " N=" + std::to_string(n) +
                       " rank " + std::to_string(rs.rank) + ": unexpected per-round payload");
@@ -77,10 +72,9 @@ static void pat_n8_round_payload_grows_1_2_4_blocks(void**) {
 // f000's N = 8 trace: partner offsets farthest first, 4, 2, 1 (the tree of R0 is
 // R0→R4; R0→R2, R4→R6; R0→R1, R2→R3, R4→R5, R6→R7).
 static void pat_n8_partner_offsets_are_4_2_1(void**) {
-    auto s = algorithms::generate(*pat(collective::allgather),
-                                  test::make_call(collective::allgather, 8, 64));
-    assert_true(s.is_ok());
-    for (const auto& rs : s->ranks) {
+    auto s = test::generate_ok(*pat(collective::allgather),
+                               test::make_call(collective::allgather, 8, 64));
+    for (const auto& rs : s.ranks) {
         std::vector<int> to, from;
         for (const auto& st : rs.steps) {
             if (st.kind == schedule::step_kind::send) {
@@ -97,10 +91,7 @@ static void pat_n8_partner_offsets_are_4_2_1(void**) {
 // f000 App. A's closed form at N = 8 (3α + 7/8·M/BW) and the scale-out N = 512 (9α).
 static void pat_predicts_seed_numbers(void**) {
     for (auto coll : {collective::allgather, collective::reduce_scatter}) {
-        algorithms::cost_query q;
-        q.coll    = coll;
-        q.nranks  = 8;
-        q.bytes   = 1e6;
+        auto q    = test::cost_query_at(coll, 8);
         auto cost = pat(coll)->predict(q);
         assert_true(cost.n_alpha == 3);
         assert_true(cost.n_beta == 0.875);
@@ -109,14 +100,9 @@ static void pat_predicts_seed_numbers(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(pat_allgather_verifies_over_sweep),
-        cmocka_unit_test(pat_reduce_scatter_verifies_over_sweep),
-        cmocka_unit_test(pat_counts_equal_closed_forms),
-        cmocka_unit_test(pat_n8_round_payload_grows_1_2_4_blocks),
-        cmocka_unit_test(pat_n8_partner_offsets_are_4_2_1),
-        cmocka_unit_test(pat_predicts_seed_numbers),
-    };
-    return LOOM_RUN_TESTS("algorithms_pat", tests);
-}
+LOOM_TEST_MAIN("algorithms_pat", cmocka_unit_test(verifies_over_sweep<collective::allgather>),
+               cmocka_unit_test(verifies_over_sweep<collective::reduce_scatter>),
+               cmocka_unit_test(pat_counts_equal_closed_forms),
+               cmocka_unit_test(pat_n8_round_payload_grows_1_2_4_blocks),
+               cmocka_unit_test(pat_n8_partner_offsets_are_4_2_1),
+               cmocka_unit_test(pat_predicts_seed_numbers))

@@ -46,21 +46,16 @@ static void rabenseifner_closed_form_values(void**) {
 static void rabenseifner_n4_trace(void**) {
     auto c   = test::make_call(collective::allreduce, 4, 4 * 1000);
     auto blk = int64_t{1000};
-    schedule::schedule_stats st;
-    auto err = test::verify_call(algo(), c, &st);
-    if (!err.empty()) {
-        LOOM_FAIL(err);
-    }
+    auto st  = test::expect_verifies(algo(), c);
     assert_int_equal(st.rounds, 4);
     assert_true(st.edge_bytes == 1.5 * c.count * 4);
     assert_true(st.port_bytes == 1.5 * c.count * 4);
-    auto s = algorithms::generate(algo(), c);
-    assert_true(s.is_ok());
+    auto s = test::generate_ok(algo(), c);
     for (int r = 0; r < 4; ++r) {
         std::vector<int> peers;
         std::vector<int64_t> sizes;
         std::vector<schedule::region> reduced;
-        for (const auto& step : s->ranks[r].steps) {
+        for (const auto& step : s.ranks[r].steps) {
             if (step.kind == schedule::step_kind::send) {
                 peers.push_back(step.peer);
                 sizes.push_back(step.src.count);
@@ -73,7 +68,7 @@ static void rabenseifner_n4_trace(void**) {
         assert_int_equal(reduced.size(), 2);
         assert_true(reduced[1] == schedule::out(r * blk, blk));
         // The butterfly accumulates in the output: no scratch.
-        assert_int_equal(s->ranks[r].scratch_count, 0);
+        assert_int_equal(s.ranks[r].scratch_count, 0);
     }
 }
 
@@ -82,13 +77,9 @@ static void rabenseifner_allreduce_verifies_with_channels(void**) {
     test::expect_verifies_with_channels(algo());
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(rabenseifner_allreduce_verifies_over_sweep),
-        cmocka_unit_test(rabenseifner_counts_equal_closed_forms),
-        cmocka_unit_test(rabenseifner_closed_form_values),
-        cmocka_unit_test(rabenseifner_n4_trace),
-        cmocka_unit_test(rabenseifner_allreduce_verifies_with_channels),
-    };
-    return LOOM_RUN_TESTS("algorithms_rabenseifner", tests);
-}
+LOOM_TEST_MAIN("algorithms_rabenseifner",
+               cmocka_unit_test(rabenseifner_allreduce_verifies_over_sweep),
+               cmocka_unit_test(rabenseifner_counts_equal_closed_forms),
+               cmocka_unit_test(rabenseifner_closed_form_values),
+               cmocka_unit_test(rabenseifner_n4_trace),
+               cmocka_unit_test(rabenseifner_allreduce_verifies_with_channels))

@@ -16,32 +16,18 @@ static const algorithms::algorithm& algo(collective coll) {
         coll, coll == collective::reduce_scatter ? "recursive-halving" : "recursive-doubling");
 }
 
-static void recursive_doubling_allreduce_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(algo(collective::allreduce));
-}
-static void recursive_doubling_allgather_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(algo(collective::allgather));
-}
-static void recursive_halving_reduce_scatter_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(algo(collective::reduce_scatter));
+template <collective C>
+void verifies_over_sweep(void**) {
+    test::expect_clean_sweep(algo(C));
 }
 
 // Counted rounds == n_alpha; edge bytes (per-edge) and port bytes (single-port) == n_beta·M.
-static void expect_counts_equal_closed_forms(collective coll) {
+template <collective C>
+void counts_equal_closed_forms(void**) {
     for (int n : test::ranks_up_to(40, {48, 63, 64, 96, 100, 128})) {
-        auto c = test::make_call(coll, n, int64_t{n} * 64);  // N divides the count
-        test::expect_counts_equal_stated(algo(coll), c, c.count * 4.0);
+        auto c = test::make_call(C, n, int64_t{n} * 64);  // N divides the count
+        test::expect_counts_equal_stated(algo(C), c, c.count * 4.0);
     }
-}
-
-static void recursive_doubling_allreduce_counts_equal_closed_forms(void**) {
-    expect_counts_equal_closed_forms(collective::allreduce);
-}
-static void recursive_doubling_allgather_counts_equal_closed_forms(void**) {
-    expect_counts_equal_closed_forms(collective::allgather);
-}
-static void recursive_halving_reduce_scatter_counts_equal_closed_forms(void**) {
-    expect_counts_equal_closed_forms(collective::reduce_scatter);
 }
 
 static void expect_cost(collective coll, int n, double n_alpha, double n_beta) {
@@ -72,13 +58,10 @@ static void recursive_doubling_allgather_reduce_scatter_closed_form_values(void*
 
 // The peers of rank r's sends, in schedule order.
 static std::vector<int> send_peers(collective coll, int n, int r) {
-    auto s = algorithms::generate(algo(coll), test::make_call(coll, n, int64_t{n} * 8));
-    assert_true(s.is_ok());
+    auto s = test::generate_ok(algo(coll), test::make_call(coll, n, int64_t{n} * 8));
     std::vector<int> peers;
-    for (const auto& st : s->ranks[r].steps) {
-        if (st.kind == schedule::step_kind::send) {
-            peers.push_back(st.peer);
-        }
+    for (const auto& st : test::sends_of(s.ranks[r])) {
+        peers.push_back(st.peer);
     }
     return peers;
 }
@@ -126,12 +109,8 @@ static void recursive_doubling_allreduce_folds_other_n(void**) {
     expect_peers(collective::allreduce, 6, 4, {5, 0});
     expect_peers(collective::allreduce, 6, 5, {4, 2});
     for (int n : {3, 6, 7, 12, 24}) {
-        schedule::schedule_stats st;
-        auto err = test::verify_call(algo(collective::allreduce),
-                                     test::make_call(collective::allreduce, n, n * 16), &st);
-        if (!err.empty()) {
-            LOOM_FAIL(err);
-        }
+        auto st = test::expect_verifies(algo(collective::allreduce),
+                                        test::make_call(collective::allreduce, n, n * 16));
         for (const auto& rs : st.per_rank) {
             assert_int_equal(rs.max_concurrent_peers, 1);
         }
@@ -143,20 +122,17 @@ static void recursive_doubling_allreduce_verifies_with_channels(void**) {
     test::expect_verifies_with_channels(algo(collective::allreduce));
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(recursive_doubling_allreduce_verifies_over_sweep),
-        cmocka_unit_test(recursive_doubling_allgather_verifies_over_sweep),
-        cmocka_unit_test(recursive_halving_reduce_scatter_verifies_over_sweep),
-        cmocka_unit_test(recursive_doubling_allreduce_counts_equal_closed_forms),
-        cmocka_unit_test(recursive_doubling_allgather_counts_equal_closed_forms),
-        cmocka_unit_test(recursive_halving_reduce_scatter_counts_equal_closed_forms),
-        cmocka_unit_test(recursive_doubling_allreduce_closed_form_values),
-        cmocka_unit_test(recursive_doubling_allgather_reduce_scatter_closed_form_values),
-        cmocka_unit_test(recursive_doubling_power_of_two_uses_butterfly_partners),
-        cmocka_unit_test(recursive_doubling_other_n_uses_dissemination_partners),
-        cmocka_unit_test(recursive_doubling_allreduce_folds_other_n),
-        cmocka_unit_test(recursive_doubling_allreduce_verifies_with_channels),
-    };
-    return LOOM_RUN_TESTS("algorithms_recursive_doubling", tests);
-}
+using enum collective;
+
+LOOM_TEST_MAIN("algorithms_recursive_doubling", cmocka_unit_test(verifies_over_sweep<allreduce>),
+               cmocka_unit_test(verifies_over_sweep<allgather>),
+               cmocka_unit_test(verifies_over_sweep<reduce_scatter>),
+               cmocka_unit_test(counts_equal_closed_forms<allreduce>),
+               cmocka_unit_test(counts_equal_closed_forms<allgather>),
+               cmocka_unit_test(counts_equal_closed_forms<reduce_scatter>),
+               cmocka_unit_test(recursive_doubling_allreduce_closed_form_values),
+               cmocka_unit_test(recursive_doubling_allgather_reduce_scatter_closed_form_values),
+               cmocka_unit_test(recursive_doubling_power_of_two_uses_butterfly_partners),
+               cmocka_unit_test(recursive_doubling_other_n_uses_dissemination_partners),
+               cmocka_unit_test(recursive_doubling_allreduce_folds_other_n),
+               cmocka_unit_test(recursive_doubling_allreduce_verifies_with_channels))

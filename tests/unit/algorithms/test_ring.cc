@@ -10,20 +10,9 @@ static const algorithms::algorithm& ring(collective coll) {
     return test::find_algorithm(coll, "ring");
 }
 
-static void ring_allreduce_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(ring(collective::allreduce));
-}
-static void ring_reduce_scatter_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(ring(collective::reduce_scatter));
-}
-static void ring_allgather_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(ring(collective::allgather));
-}
-static void ring_broadcast_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(ring(collective::broadcast));
-}
-static void ring_reduce_verifies_over_sweep(void**) {
-    test::expect_clean_sweep(ring(collective::reduce));
+template <collective C>
+void verifies_over_sweep(void**) {
+    test::expect_clean_sweep(ring(C));
 }
 
 // Counted rounds and bytes equal the closed form, for every N up to 64 (count divisible).
@@ -33,12 +22,8 @@ static void ring_counts_equal_closed_forms(void**) {
         const auto& a = ring(coll);
         for (int n : test::standard_ranks()) {
             for (int p : {1, 4}) {
-                auto c = test::make_call(coll, n, int64_t{n} * 64 * 4, 0, p);
-                schedule::schedule_stats st;
-                auto err = test::verify_call(a, c, &st);
-                if (!err.empty()) {
-                    LOOM_FAIL(err);
-                }
+                auto c   = test::make_call(coll, n, int64_t{n} * 64 * 4, 0, p);
+                auto st  = test::expect_verifies(a, c);
                 double m = c.count * 4.0;
                 auto cost =
                     a.predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
@@ -57,23 +42,15 @@ static void ring_counts_equal_closed_forms(void**) {
 
 static void ring_allreduce_n4_is_6_alpha_1_5_beta(void**) {
     const auto& a = ring(collective::allreduce);
-    algorithms::cost_query q;
-    q.nranks  = 4;
-    q.bytes   = 1e6;
-    auto cost = a.predict(q);
+    auto cost     = a.predict(test::cost_query_at(collective::allreduce, 4));
     assert_true(cost.n_alpha == 6);
     assert_true(cost.n_beta == 1.5);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(ring_allreduce_verifies_over_sweep),
-        cmocka_unit_test(ring_reduce_scatter_verifies_over_sweep),
-        cmocka_unit_test(ring_allgather_verifies_over_sweep),
-        cmocka_unit_test(ring_broadcast_verifies_over_sweep),
-        cmocka_unit_test(ring_reduce_verifies_over_sweep),
-        cmocka_unit_test(ring_counts_equal_closed_forms),
-        cmocka_unit_test(ring_allreduce_n4_is_6_alpha_1_5_beta),
-    };
-    return LOOM_RUN_TESTS("algorithms_ring", tests);
-}
+LOOM_TEST_MAIN("algorithms_ring", cmocka_unit_test(verifies_over_sweep<collective::allreduce>),
+               cmocka_unit_test(verifies_over_sweep<collective::reduce_scatter>),
+               cmocka_unit_test(verifies_over_sweep<collective::allgather>),
+               cmocka_unit_test(verifies_over_sweep<collective::broadcast>),
+               cmocka_unit_test(verifies_over_sweep<collective::reduce>),
+               cmocka_unit_test(ring_counts_equal_closed_forms),
+               cmocka_unit_test(ring_allreduce_n4_is_6_alpha_1_5_beta))

@@ -31,12 +31,8 @@ static void sendrecv_direct_counts_equal_closed_form(void**) {
     for (int n = 1; n <= 64; n += n < 9 ? 1 : 11) {
         for (int root = 0; root < n; ++root) {
             for (int peer = 0; peer < n; ++peer) {
-                auto c = make_call(n, 1000, root, peer);
-                schedule::schedule_stats st;
-                auto err = test::verify_call(*direct(), c, &st);
-                if (!err.empty()) {
-                    LOOM_FAIL(err);
-                }
+                auto c      = make_call(n, 1000, root, peer);
+                auto st     = test::expect_verifies(*direct(), c);
                 double m    = 4000;
                 bool moving = root != peer;
                 if (st.rounds != (moving ? 1 : 0) || st.edge_bytes != (moving ? m : 0) ||
@@ -61,10 +57,9 @@ static void sendrecv_direct_counts_equal_closed_form(void**) {
 // when they coincide), and the other ranks stay idle.
 static void sendrecv_direct_involves_only_root_and_peer(void**) {
     for (auto [root, peer] : {std::pair{4, 1}, std::pair{2, 2}}) {
-        auto s = algorithms::generate(*direct(), make_call(6, 77, root, peer));
-        assert_true(s.is_ok());
+        auto s = test::generate_ok(*direct(), make_call(6, 77, root, peer));
         for (int r = 0; r < 6; ++r) {
-            const auto& steps = s->ranks[r].steps;
+            const auto& steps = s.ranks[r].steps;
             if (r != root && r != peer) {
                 assert_int_equal(steps.size(), 0);
                 continue;
@@ -81,11 +76,6 @@ static void sendrecv_direct_involves_only_root_and_peer(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sendrecv_direct_verifies_over_sweep),
-        cmocka_unit_test(sendrecv_direct_counts_equal_closed_form),
-        cmocka_unit_test(sendrecv_direct_involves_only_root_and_peer),
-    };
-    return LOOM_RUN_TESTS("algorithms_sendrecv", tests);
-}
+LOOM_TEST_MAIN("algorithms_sendrecv", cmocka_unit_test(sendrecv_direct_verifies_over_sweep),
+               cmocka_unit_test(sendrecv_direct_counts_equal_closed_form),
+               cmocka_unit_test(sendrecv_direct_involves_only_root_and_peer))

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "shape_of.hh"
 #include "sweep.hh"
 #include "test_main.hh"
 
@@ -46,21 +47,9 @@ algorithms::call call_on(collective coll, const std::string& shape, int64_t coun
     return test::make_call(coll, *topology::shape::parse(shape), count, root, segments);
 }
 
-schedule::schedule generate_ok(const algorithms::algorithm& a, const algorithms::call& c) {
-    auto s = algorithms::generate(a, c);
-    if (!s) {
-        LOOM_FAIL(test::describe_call(a, c) + ": " + s.error().to_string());
-    }
-    return std::move(s).value();
-}
-
 // Verifies the call and compares the counted rounds/bytes with predict() (per-edge).
 void expect_counts(const algorithms::algorithm& a, const algorithms::call& c) {
-    schedule::schedule_stats st;
-    auto err = test::verify_call(a, c, &st);
-    if (!err.empty()) {
-        LOOM_FAIL(err);
-    }
+    auto st   = test::expect_verifies(a, c);
     double m  = c.coll == collective::alltoall ? double(c.nranks) * c.count * c.dtype_size
                                                : double(c.count) * c.dtype_size;
     auto edge = a.predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
@@ -81,40 +70,12 @@ void expect_counts(const algorithms::algorithm& a, const algorithms::call& c) {
     }
 }
 
-int dim_of_link(const topology::shape& t, int a, int b) {
-    auto ca = t.coords(a), cb = t.coords(b);
-    for (int i = 0; i < t.ndims(); ++i) {
-        if (ca[i] != cb[i]) {
-            return i;
-        }
-    }
-    return -1;
-}
-
 }  // namespace
 
 // Not applicable exactly on the star calls; every lattice call verifies.
-static void expect_sweep(collective coll) {
-    test::expect_clean_sweep(dims_for(coll), lattices(), test::applies::lattices_only);
-}
-
-static void dims_broadcast_verifies_over_sweep(void**) {
-    expect_sweep(collective::broadcast);
-}
-static void dims_reduce_verifies_over_sweep(void**) {
-    expect_sweep(collective::reduce);
-}
-static void dims_allreduce_verifies_over_sweep(void**) {
-    expect_sweep(collective::allreduce);
-}
-static void dims_reduce_scatter_verifies_over_sweep(void**) {
-    expect_sweep(collective::reduce_scatter);
-}
-static void dims_allgather_verifies_over_sweep(void**) {
-    expect_sweep(collective::allgather);
-}
-static void dims_alltoall_verifies_over_sweep(void**) {
-    expect_sweep(collective::alltoall);
+template <collective C>
+void verifies_over_sweep(void**) {
+    test::expect_clean_sweep(dims_for(C), lattices(), test::applies::lattices_only);
 }
 
 // Pipelined trees with P segments, counts P does not divide, every root of small shapes.
@@ -125,10 +86,7 @@ static void dims_pipelined_trees_verify_for_every_root(void**) {
             int n = topology::shape::parse(shape)->size();
             for (int root = 0; root < n; ++root) {
                 for (int p : {2, 3, 7}) {
-                    auto err = test::verify_call(a, call_on(coll, shape, 1000 + root, root, p));
-                    if (!err.empty()) {
-                        LOOM_FAIL(err);
-                    }
+                    test::expect_verifies(a, call_on(coll, shape, 1000 + root, root, p));
                 }
             }
         }
@@ -140,11 +98,9 @@ static void dims_rejects_star_and_full_mesh(void**) {
         for (const char* shape : {"star:8", "fullmesh:8"}) {
             auto st = algorithms::check_call(dims_for(coll), call_on(coll, shape, 16));
             assert_int_equal(st.code(), LOOM_ERR_NOT_APPLICABLE);
-            std::string want =
-                std::string("needs a torus, ring or mesh topology (got ") + shape + ")";
-            if (st.to_string().find(want) == std::string::npos) {
-                LOOM_FAIL("unexpected reason: " + st.to_string());
-            }
+            test::expect_has(
+                st.to_string(),
+                std::string("needs a torus, ring or mesh topology (got ") + shape + ")");
         }
     }
 }
@@ -173,12 +129,7 @@ static void dims_allreduce_8x8x8_is_42_alpha(void**) {
     auto cost = a.predict(algorithms::query_for(c, 512 * 16.0, algorithms::port_model::per_edge));
     assert_true(cost.n_alpha == 42);
     assert_true(cost.n_beta == 2.0 * 511 / 512);
-    schedule::schedule_stats st;
-    auto err = test::verify_call(a, c, &st);
-    if (!err.empty()) {
-        LOOM_FAIL(err);
-    }
-    assert_int_equal(st.rounds, 42);
+    assert_int_equal(test::expect_verifies(a, c).rounds, 42);
 }
 
 // f001 §3.1: on 2x2x2 a traversal is 3 hops dimension-decomposed, 7 on the flat ring.
@@ -189,32 +140,21 @@ static void dims_2x2x2_is_3_per_traversal_against_ring_7(void**) {
         const auto* ring = algorithms::find(coll, "ring");
         assert_non_null(ring);
         auto c = call_on(coll, "torus:2x2x2", 8 * 16);
-        schedule::schedule_stats dims_st, ring_st;
-        auto err =
-            test::verify_call(dims_for(coll), c, &dims_st) + test::verify_call(*ring, c, &ring_st);
-        if (!err.empty()) {
-            LOOM_FAIL(err);
-        }
-        assert_int_equal(dims_st.rounds, dims_rounds);
-        assert_int_equal(ring_st.rounds, dims_rounds / 3 * 7);
+        assert_int_equal(test::expect_verifies(dims_for(coll), c).rounds, dims_rounds);
+        assert_int_equal(test::expect_verifies(*ring, c).rounds, dims_rounds / 3 * 7);
     }
 }
 
 // f001 §3.4's 2x2x2 trace (a = rank 0, b = 4, e = 2, c = 1 in row-major X, Y, Z): a sends
 // chunks 4-7 to b, then 2-3 to e, then 1 to c, keeping 0-3, 0-1, 0.
 static void dims_allreduce_2x2x2_follows_the_trace(void**) {
-    auto s = generate_ok(dims_for(collective::allreduce),
-                         call_on(collective::allreduce, "torus:2x2x2", 8));
-    std::vector<std::pair<int, schedule::region>> sends;
-    for (const auto& st : s.ranks[0].steps) {
-        if (st.kind == schedule::step_kind::send) {
-            sends.push_back({st.peer, st.src});
-        }
-    }
+    auto s     = test::generate_ok(dims_for(collective::allreduce),
+                                   call_on(collective::allreduce, "torus:2x2x2", 8));
+    auto sends = test::sends_of(s.ranks[0]);
     assert_true(sends.size() == 6);
-    assert_true(sends[0].first == 4 && sends[0].second == schedule::in(4, 4));
-    assert_true(sends[1].first == 2 && sends[1].second == schedule::out(2, 2));
-    assert_true(sends[2].first == 1 && sends[2].second == schedule::out(1, 1));
+    assert_true(sends[0].peer == 4 && sends[0].src == schedule::in(4, 4));
+    assert_true(sends[1].peer == 2 && sends[1].src == schedule::out(2, 2));
+    assert_true(sends[2].peer == 1 && sends[2].src == schedule::out(1, 1));
 }
 
 // f001 §3.2/§3.3: bidirectional broadcast and reduce on a 3x3 torus take 2α (unidirectional
@@ -227,12 +167,7 @@ static void dims_trees_3x3_take_2_alpha(void**) {
                                                        {"mesh:3x3", 4, 2}};
     for (auto coll : {collective::broadcast, collective::reduce}) {
         for (const auto& [shape, root, rounds] : cases) {
-            auto c = call_on(coll, shape, 90, root);
-            schedule::schedule_stats st;
-            auto err = test::verify_call(dims_for(coll), c, &st);
-            if (!err.empty()) {
-                LOOM_FAIL(err);
-            }
+            auto st = test::expect_verifies(dims_for(coll), call_on(coll, shape, 90, root));
             assert_int_equal(st.rounds, rounds);
         }
     }
@@ -261,11 +196,10 @@ static void dims_sends_only_to_neighbours(void**) {
             int n = topology::shape::parse(shape)->size();
             for (int root : {0, n / 2, n - 1}) {
                 auto c = call_on(coll, shape, 3 * n + 1, root, 3);
-                auto s = generate_ok(a, c);
+                auto s = test::generate_ok(a, c);
                 for (const auto& rs : s.ranks) {
-                    for (const auto& st : rs.steps) {
-                        if (st.kind == schedule::step_kind::send &&
-                            c.topo.hops(rs.rank, st.peer) != 1) {
+                    for (const auto& st : test::sends_of(rs)) {
+                        if (c.topo.hops(rs.rank, st.peer) != 1) {
                             LOOM_FAIL(test::describe_call(a, c) + ": rank " +
                                       std::to_string(rs.rank) + " sends to non-neighbour " +
                                       std::to_string(st.peer));
@@ -292,15 +226,13 @@ static void dims_allreduce_phase_i_uses_dim_i_links(void**) {
         for (size_t k = want.size(); k-- > 1;) {
             want.push_back(want[k - 1]);
         }
-        auto s = generate_ok(a, c);
+        auto s = test::generate_ok(a, c);
         for (const auto& rs : s.ranks) {
             std::vector<int> seen;
-            for (const auto& st : rs.steps) {
-                if (st.kind == schedule::step_kind::send) {
-                    int d = dim_of_link(c.topo, rs.rank, st.peer);
-                    if (seen.empty() || seen.back() != d) {
-                        seen.push_back(d);
-                    }
+            for (const auto& st : test::sends_of(rs)) {
+                int d = test::axis_of_move(c.topo, rs.rank, st.peer);
+                if (seen.empty() || seen.back() != d) {
+                    seen.push_back(d);
                 }
             }
             if (seen != want) {
@@ -311,24 +243,20 @@ static void dims_allreduce_phase_i_uses_dim_i_links(void**) {
     }
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(dims_broadcast_verifies_over_sweep),
-        cmocka_unit_test(dims_reduce_verifies_over_sweep),
-        cmocka_unit_test(dims_allreduce_verifies_over_sweep),
-        cmocka_unit_test(dims_reduce_scatter_verifies_over_sweep),
-        cmocka_unit_test(dims_allgather_verifies_over_sweep),
-        cmocka_unit_test(dims_alltoall_verifies_over_sweep),
-        cmocka_unit_test(dims_pipelined_trees_verify_for_every_root),
-        cmocka_unit_test(dims_rejects_star_and_full_mesh),
-        cmocka_unit_test(dims_counts_equal_closed_forms),
-        cmocka_unit_test(dims_allreduce_8x8x8_is_42_alpha),
-        cmocka_unit_test(dims_2x2x2_is_3_per_traversal_against_ring_7),
-        cmocka_unit_test(dims_allreduce_2x2x2_follows_the_trace),
-        cmocka_unit_test(dims_trees_3x3_take_2_alpha),
-        cmocka_unit_test(dims_alltoall_per_phase_forms),
-        cmocka_unit_test(dims_sends_only_to_neighbours),
-        cmocka_unit_test(dims_allreduce_phase_i_uses_dim_i_links),
-    };
-    return LOOM_RUN_TESTS("algorithms_torus_dims", tests);
-}
+LOOM_TEST_MAIN("algorithms_torus_dims",
+               cmocka_unit_test(verifies_over_sweep<collective::broadcast>),
+               cmocka_unit_test(verifies_over_sweep<collective::reduce>),
+               cmocka_unit_test(verifies_over_sweep<collective::allreduce>),
+               cmocka_unit_test(verifies_over_sweep<collective::reduce_scatter>),
+               cmocka_unit_test(verifies_over_sweep<collective::allgather>),
+               cmocka_unit_test(verifies_over_sweep<collective::alltoall>),
+               cmocka_unit_test(dims_pipelined_trees_verify_for_every_root),
+               cmocka_unit_test(dims_rejects_star_and_full_mesh),
+               cmocka_unit_test(dims_counts_equal_closed_forms),
+               cmocka_unit_test(dims_allreduce_8x8x8_is_42_alpha),
+               cmocka_unit_test(dims_2x2x2_is_3_per_traversal_against_ring_7),
+               cmocka_unit_test(dims_allreduce_2x2x2_follows_the_trace),
+               cmocka_unit_test(dims_trees_3x3_take_2_alpha),
+               cmocka_unit_test(dims_alltoall_per_phase_forms),
+               cmocka_unit_test(dims_sends_only_to_neighbours),
+               cmocka_unit_test(dims_allreduce_phase_i_uses_dim_i_links))

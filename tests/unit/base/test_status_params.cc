@@ -220,20 +220,15 @@ static void a_component_registered_late_reads_the_environment(void**) {
     assert_non_null(params::registry::global().find("LOOM_TEST_LATE"));
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_status_has_a_distinct_string),
-        cmocka_unit_test(status_to_string_names_class_and_message),
-        cmocka_unit_test(dtype_sizes_match_the_types),
-        cmocka_unit_test(registry_rejects_invalid_values_with_allowed_list),
-        cmocka_unit_test(every_parameter_is_documented_and_its_default_valid),
-        cmocka_unit_test(secrets_are_never_printed),
-        cmocka_unit_test(typed_handles_read_defaults_and_set_values),
-        cmocka_unit_test(the_catalog_declares_every_component_once),
-        cmocka_unit_test(a_handle_is_listed_by_its_component),
-        cmocka_unit_test(the_markdown_table_has_a_row_per_parameter),
-        cmocka_unit_test(a_misspelt_variable_names_the_closest_parameter),
-        cmocka_unit_test(a_component_registered_late_reads_the_environment),
-    };
-    return LOOM_RUN_TESTS("base_status_params", tests);
-}
+LOOM_TEST_MAIN("base_status_params", cmocka_unit_test(every_status_has_a_distinct_string),
+               cmocka_unit_test(status_to_string_names_class_and_message),
+               cmocka_unit_test(dtype_sizes_match_the_types),
+               cmocka_unit_test(registry_rejects_invalid_values_with_allowed_list),
+               cmocka_unit_test(every_parameter_is_documented_and_its_default_valid),
+               cmocka_unit_test(secrets_are_never_printed),
+               cmocka_unit_test(typed_handles_read_defaults_and_set_values),
+               cmocka_unit_test(the_catalog_declares_every_component_once),
+               cmocka_unit_test(a_handle_is_listed_by_its_component),
+               cmocka_unit_test(the_markdown_table_has_a_row_per_parameter),
+               cmocka_unit_test(a_misspelt_variable_names_the_closest_parameter),
+               cmocka_unit_test(a_component_registered_late_reads_the_environment))

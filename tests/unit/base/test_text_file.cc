@@ -17,21 +17,11 @@ using namespace loom;
 
 namespace {
 
-std::string temp_path(const char* name) {
-    return "/tmp/loom-test-text-file-" + std::to_string(::getpid()) + "-" + name;
-}
-
 void write_file(const std::string& path, const std::string& text) {
     std::FILE* f = std::fopen(path.c_str(), "w");
     assert_non_null(f);
     std::fwrite(text.data(), 1, text.size(), f);
     std::fclose(f);
-}
-
-void expect_message(const status& st, const std::string& must_contain) {
-    if (st.message().find(must_contain) == std::string::npos) {
-        LOOM_FAIL("message '" + st.message() + "' lacks '" + must_contain + "'");
-    }
 }
 
 // Without the fix the open itself blocks (no writer ever comes): the alarm turns that hang
@@ -45,7 +35,7 @@ void fail_on_hang(int) {
 }  // namespace
 
 static void a_regular_file_is_read_whole(void**) {
-    std::string path = temp_path("regular");
+    std::string path = test::temp_path("text-file", "regular");
     write_file(path, "line one\nline two\n");
     auto text = read_text_file(path, "test file", 1024);
     assert_true(text.is_ok());
@@ -54,7 +44,7 @@ static void a_regular_file_is_read_whole(void**) {
 }
 
 static void a_fifo_is_refused_at_once(void**) {
-    std::string path = temp_path("fifo");
+    std::string path = test::temp_path("text-file", "fifo");
     assert_int_equal(::mkfifo(path.c_str(), 0600), 0);
     std::signal(SIGALRM, fail_on_hang);
     ::alarm(10);
@@ -63,32 +53,34 @@ static void a_fifo_is_refused_at_once(void**) {
     ::unlink(path.c_str());
     assert_false(text.is_ok());
     assert_int_equal(text.error().code(), LOOM_ERR_INVALID_ARGUMENT);
-    expect_message(text.error(), "schedule file '" + path + "' is a FIFO, not a regular file");
+    test::expect_has(text.error().message(),
+                     "schedule file '" + path + "' is a FIFO, not a regular file");
 }
 
 static void a_directory_is_refused(void**) {
     auto text = read_text_file("/", "fabric file", 1024);
     assert_false(text.is_ok());
-    expect_message(text.error(), "fabric file '/' is a directory");
+    test::expect_has(text.error().message(), "fabric file '/' is a directory");
 }
 
 static void a_file_over_the_limit_is_refused(void**) {
-    std::string path = temp_path("large");
+    std::string path = test::temp_path("text-file", "large");
     write_file(path, std::string(2000, 'x'));
     auto text = read_text_file(path, "calibration file", 1000);
     std::remove(path.c_str());
     assert_false(text.is_ok());
     assert_int_equal(text.error().code(), LOOM_ERR_INVALID_ARGUMENT);
-    expect_message(text.error(), "is 2000 bytes, larger than 1000");
+    test::expect_has(text.error().message(), "is 2000 bytes, larger than 1000");
 }
 
 static void a_missing_file_reports_its_errno(void**) {
     int open_errno = 0;
-    auto text      = read_text_file(temp_path("none"), "schedule file", 1024, &open_errno);
+    auto text =
+        read_text_file(test::temp_path("text-file", "none"), "schedule file", 1024, &open_errno);
     assert_false(text.is_ok());
     assert_int_equal(text.error().code(), LOOM_ERR_SYSTEM);
     assert_int_equal(open_errno, ENOENT);
-    expect_message(text.error(), "cannot open schedule file");
+    test::expect_has(text.error().message(), "cannot open schedule file");
 }
 
 static void a_stream_is_bounded_too(void**) {
@@ -99,7 +91,7 @@ static void a_stream_is_bounded_too(void**) {
     auto text = read_text_stream(fds[0], "schedule on standard input", 4);
     ::close(fds[0]);
     assert_false(text.is_ok());
-    expect_message(text.error(), "schedule on standard input is larger than 4 bytes");
+    test::expect_has(text.error().message(), "schedule on standard input is larger than 4 bytes");
 }
 
 LOOM_TEST_MAIN("base_text_file", cmocka_unit_test(a_regular_file_is_read_whole),

@@ -183,12 +183,8 @@ static void oversized_shapes_are_refused(void**) {
     assert_false(huge.is_ok());  // N²·diameter beyond int64: refused, not overflowed
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(route_hops_follow_route_and_switch_after_the_dateline),
-        cmocka_unit_test(dateline_vcs_leave_no_dependency_cycle),
-        cmocka_unit_test(without_vcs_rings_of_two_hop_arcs_have_a_cycle),
-        cmocka_unit_test(oversized_shapes_are_refused),
-    };
-    return LOOM_RUN_TESTS("routing_dateline", tests);
-}
+LOOM_TEST_MAIN("routing_dateline",
+               cmocka_unit_test(route_hops_follow_route_and_switch_after_the_dateline),
+               cmocka_unit_test(dateline_vcs_leave_no_dependency_cycle),
+               cmocka_unit_test(without_vcs_rings_of_two_hop_arcs_have_a_cycle),
+               cmocka_unit_test(oversized_shapes_are_refused))

@@ -90,10 +90,5 @@ static void entries_say_port_and_vc_rule(void**) {
     assert_int_equal(full.entries().size(), 4);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(walking_the_tables_reproduces_every_route),
-        cmocka_unit_test(entries_say_port_and_vc_rule),
-    };
-    return LOOM_RUN_TESTS("routing_route_table", tests);
-}
+LOOM_TEST_MAIN("routing_route_table", cmocka_unit_test(walking_the_tables_reproduces_every_route),
+               cmocka_unit_test(entries_say_port_and_vc_rule))

@@ -9,6 +9,7 @@
 #include "test_main.hh"
 
 using namespace loom;
+using test::replaced;
 
 namespace {
 
@@ -32,22 +33,12 @@ const std::string good_json = R"({"format": "loom-schedule", "version": 1,
       {"kind": "recv_reduce", "peer": 0, "dst": ["out", 0, 4], "src": ["in", 0, 4], "deps": [0]}]}
   ]})";
 
-std::string replaced(std::string s, const std::string& from, const std::string& to) {
-    size_t at = s.find(from);
-    if (at == std::string::npos) {
-        LOOM_FAIL("test bug: '" + from + "' is not in the input");
-    }
-    return s.replace(at, from.size(), to);
-}
-
 void expect_parse_error(const result<schedule::schedule>& r, const std::string& must_contain) {
     if (r.is_ok()) {
         LOOM_FAIL("accepted; expected a parse error containing '" + must_contain + "'");
     }
     assert_int_equal(r.error().code(), LOOM_ERR_PARSE);
-    if (r.error().message().find(must_contain) == std::string::npos) {
-        LOOM_FAIL("message '" + r.error().message() + "' lacks '" + must_contain + "'");
-    }
+    test::expect_has(r.error().message(), must_contain);
 }
 
 void text_rejects(const std::string& from, const std::string& to, const std::string& message) {
@@ -148,16 +139,11 @@ static void header_numbers_are_checked(void**) {
     json_rejects("\"ranks\": 2", "\"ranks\": 0", "ranks=0 must be at least 1");
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(the_good_inputs_parse_and_verify),
-        cmocka_unit_test(header_names_must_be_printable),
-        cmocka_unit_test(negative_peers_are_refused),
-        cmocka_unit_test(region_offsets_are_bounded),
-        cmocka_unit_test(too_many_dependencies_are_refused),
-        cmocka_unit_test(json_integers_must_fit_their_field),
-        cmocka_unit_test(header_numbers_are_checked),
-        cmocka_unit_test(a_huge_version_is_an_unsupported_version),
-    };
-    return LOOM_RUN_TESTS("schedule_parse_hostile", tests);
-}
+LOOM_TEST_MAIN("schedule_parse_hostile", cmocka_unit_test(the_good_inputs_parse_and_verify),
+               cmocka_unit_test(header_names_must_be_printable),
+               cmocka_unit_test(negative_peers_are_refused),
+               cmocka_unit_test(region_offsets_are_bounded),
+               cmocka_unit_test(too_many_dependencies_are_refused),
+               cmocka_unit_test(json_integers_must_fit_their_field),
+               cmocka_unit_test(header_numbers_are_checked),
+               cmocka_unit_test(a_huge_version_is_an_unsupported_version))

@@ -5,39 +5,35 @@
 
 #include "algorithms/algorithm.hh"
 #include "schedule/verifier.hh"
+#include "shape_of.hh"
+#include "sweep.hh"
 #include "test_main.hh"
 
 using namespace loom;
+using test::replaced;
 
 static void every_algorithm_round_trips_text_and_json(void**) {
     int checked = 0;
     for (const auto* a : algorithms::catalogue()) {
         for (const char* topo : {"star:6", "torus:2x3", "mesh:3x2", "star:8", "torus:2x2x2"}) {
-            algorithms::call c;
-            c.coll     = a->primitive;
-            c.topo     = *topology::shape::parse(topo);
-            c.nranks   = c.topo.size();
-            c.count    = 37;
-            c.root     = 1;
-            c.peer     = 3;
-            c.segments = 2;
+            auto c = test::make_call(a->primitive, test::shape_of(topo), 37, 1, 2);
+            c.peer = 3;
             if (algorithms::check_call(*a, c).code() == LOOM_ERR_NOT_APPLICABLE) {
                 continue;
             }
-            auto s = algorithms::generate(*a, c);
-            assert_true(s.is_ok());
-            auto t = schedule::parse_text(schedule::to_text(*s));
+            auto s = test::generate_ok(*a, c);
+            auto t = schedule::parse_text(schedule::to_text(s));
             if (!t) {
                 LOOM_FAIL(t.error().to_string());
             }
-            assert_true(schedule::equal(*t, *s));
-            auto j = schedule::parse_json(schedule::to_json(*s, 1));
+            assert_true(schedule::equal(*t, s));
+            auto j = schedule::parse_json(schedule::to_json(s, 1));
             if (!j) {
                 LOOM_FAIL(j.error().to_string());
             }
-            assert_true(schedule::equal(*j, *s));
-            auto any = schedule::parse_any(schedule::to_json(*s));
-            assert_true(any.is_ok() && schedule::equal(*any, *s));
+            assert_true(schedule::equal(*j, s));
+            auto any = schedule::parse_any(schedule::to_json(s));
+            assert_true(any.is_ok() && schedule::equal(*any, s));
             ++checked;
         }
     }
@@ -73,14 +69,7 @@ static void expect_parse_error(const std::string& text, const std::string& must_
         LOOM_FAIL("accepted malformed input: " + text.substr(0, 80));
     }
     assert_int_equal(s.error().code(), LOOM_ERR_PARSE);
-    if (s.error().message().find(must_contain) == std::string::npos) {
-        LOOM_FAIL("message '" + s.error().message() + "' lacks '" + must_contain + "'");
-    }
-}
-
-static std::string replaced(std::string text, const std::string& from, const std::string& to) {
-    text.replace(text.find(from), from.size(), to);
-    return text;
+    test::expect_has(s.error().message(), must_contain);
 }
 
 static void malformed_json_is_rejected_with_location(void**) {
@@ -116,12 +105,7 @@ static void malformed_text_is_rejected_with_line(void**) {
     expect_parse_error(replaced(good, "rank 0 scratch=0\n", ""), "step before the first 'rank'");
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_algorithm_round_trips_text_and_json),
-        cmocka_unit_test(hand_written_json_schedule_verifies),
-        cmocka_unit_test(malformed_json_is_rejected_with_location),
-        cmocka_unit_test(malformed_text_is_rejected_with_line),
-    };
-    return LOOM_RUN_TESTS("schedule_text_json", tests);
-}
+LOOM_TEST_MAIN("schedule_text_json", cmocka_unit_test(every_algorithm_round_trips_text_and_json),
+               cmocka_unit_test(hand_written_json_schedule_verifies),
+               cmocka_unit_test(malformed_json_is_rejected_with_location),
+               cmocka_unit_test(malformed_text_is_rejected_with_line))

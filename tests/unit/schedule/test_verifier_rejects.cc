@@ -5,6 +5,7 @@
 
 #include "algorithms/algorithm.hh"
 #include "schedule/verifier.hh"
+#include "sweep.hh"
 #include "test_main.hh"
 
 using namespace loom;
@@ -63,10 +64,7 @@ void expect_rejected(const sched& s, const std::string& must_contain) {
         LOOM_FAIL("verifier accepted a broken schedule (expected: " + must_contain + ")");
     }
     assert_int_equal(report.result.code(), LOOM_ERR_VERIFY);
-    const std::string& msg = report.result.message();
-    if (msg.find(must_contain) == std::string::npos) {
-        LOOM_FAIL("message '" + msg + "' does not mention '" + must_contain + "'");
-    }
+    test::expect_has(report.result.message(), must_contain);
 }
 
 }  // namespace
@@ -202,38 +200,24 @@ static void inc_allreduce_is_accepted(void**) {
 
 // A large, real schedule verifies quickly: regions, not elements.
 static void ring_allreduce_n64_million_elements_verifies(void**) {
-    algorithms::call c;
-    c.nranks = 64;
-    c.count  = 1000003;
-    c.topo   = topology::shape::star(64);
-    auto s   = algorithms::generate(*algorithms::find(collective::allreduce, "ring"), c);
-    assert_true(s.is_ok());
-    auto report = verify(*s);
-    if (!report.result) {
-        LOOM_FAIL(report.result.to_string());
-    }
-    assert_int_equal(report.stats.rounds, 126);
+    auto stats = test::expect_verifies(test::find_algorithm(collective::allreduce, "ring"),
+                                       test::make_call(collective::allreduce, 64, 1000003));
+    assert_int_equal(stats.rounds, 126);
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(correct_exchange_is_accepted),
-        cmocka_unit_test(missing_contribution_is_rejected),
-        cmocka_unit_test(contribution_counted_twice_is_rejected),
-        cmocka_unit_test(unmatched_send_is_rejected),
-        cmocka_unit_test(unmatched_receive_is_rejected),
-        cmocka_unit_test(length_mismatch_is_rejected),
-        cmocka_unit_test(wait_cycle_is_rejected),
-        cmocka_unit_test(out_of_bounds_region_is_rejected),
-        cmocka_unit_test(write_to_input_is_rejected),
-        cmocka_unit_test(race_is_rejected),
-        cmocka_unit_test(misaligned_reduction_is_rejected),
-        cmocka_unit_test(dependency_on_later_step_is_rejected),
-        cmocka_unit_test(unwritten_output_is_rejected),
-        cmocka_unit_test(peer_out_of_range_is_rejected),
-        cmocka_unit_test(inc_slot_without_all_contributors_deadlocks),
-        cmocka_unit_test(inc_allreduce_is_accepted),
-        cmocka_unit_test(ring_allreduce_n64_million_elements_verifies),
-    };
-    return LOOM_RUN_TESTS("schedule_verifier_rejects", tests);
-}
+LOOM_TEST_MAIN("schedule_verifier_rejects", cmocka_unit_test(correct_exchange_is_accepted),
+               cmocka_unit_test(missing_contribution_is_rejected),
+               cmocka_unit_test(contribution_counted_twice_is_rejected),
+               cmocka_unit_test(unmatched_send_is_rejected),
+               cmocka_unit_test(unmatched_receive_is_rejected),
+               cmocka_unit_test(length_mismatch_is_rejected),
+               cmocka_unit_test(wait_cycle_is_rejected),
+               cmocka_unit_test(out_of_bounds_region_is_rejected),
+               cmocka_unit_test(write_to_input_is_rejected), cmocka_unit_test(race_is_rejected),
+               cmocka_unit_test(misaligned_reduction_is_rejected),
+               cmocka_unit_test(dependency_on_later_step_is_rejected),
+               cmocka_unit_test(unwritten_output_is_rejected),
+               cmocka_unit_test(peer_out_of_range_is_rejected),
+               cmocka_unit_test(inc_slot_without_all_contributors_deadlocks),
+               cmocka_unit_test(inc_allreduce_is_accepted),
+               cmocka_unit_test(ring_allreduce_n64_million_elements_verifies))

@@ -9,6 +9,7 @@
 #include "topology/fabric.hh"
 
 using namespace loom;
+using test::replaced;
 
 namespace {
 
@@ -112,14 +113,6 @@ static void fabric_file_is_read_in_full(void**) {
     assert_true(up.alpha_s == 2e-6 && up.bw_bytes_per_s == 12.5e9);
     assert_int_equal(f->link_between_ranks(0, 3), -1);
     assert_int_equal(f->links_of(f->find_node("leaf")).size(), 3);
-}
-
-static std::string replaced(std::string text, const std::string& from, const std::string& to) {
-    auto at = text.find(from);
-    if (at == std::string::npos) {
-        fail_msg("test bug: '%s' not in the example", from.c_str());
-    }
-    return text.replace(at, from.size(), to);
 }
 
 static void fabric_file_errors_name_the_bad_item(void**) {

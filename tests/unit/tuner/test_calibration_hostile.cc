@@ -17,19 +17,13 @@ using namespace loom;
 
 namespace {
 
-std::string temp_path(const char* name) {
-    return "/tmp/loom-test-calibration-hostile-" + std::to_string(::getpid()) + "-" + name;
-}
-
 void expect_refused(const std::string& line, const std::string& must_contain) {
     auto p = tuner::from_line(line);
     if (p.is_ok()) {
         LOOM_FAIL("accepted: " + line);
     }
     assert_int_equal(p.error().code(), LOOM_ERR_PARSE);
-    if (p.error().message().find(must_contain) == std::string::npos) {
-        LOOM_FAIL("message '" + p.error().message() + "' lacks '" + must_contain + "'");
-    }
+    test::expect_has(p.error().message(), must_contain);
 }
 
 void fail_on_hang(int) {
@@ -69,16 +63,14 @@ static void figures_must_be_finite(void**) {
 }
 
 static void a_fifo_as_calibration_file_is_an_error_not_a_hang(void**) {
-    std::string path = temp_path("fifo");
+    std::string path = test::temp_path("calibration-hostile", "fifo");
     assert_int_equal(::mkfifo(path.c_str(), 0600), 0);
     std::signal(SIGALRM, fail_on_hang);
     ::alarm(10);
     auto loaded = tuner::load(path, "a", "shm");
     ::alarm(0);
     assert_false(loaded.is_ok());
-    if (loaded.error().message().find("is a FIFO") == std::string::npos) {
-        LOOM_FAIL("message lacks 'is a FIFO': " + loaded.error().message());
-    }
+    test::expect_has(loaded.error().message(), "is a FIFO");
     // save() reads the file to keep its other lines: it refuses too, and leaves it alone.
     ::alarm(10);
     status saved = tuner::save(path, *tuner::from_line(prefix));
@@ -91,7 +83,7 @@ static void a_fifo_as_calibration_file_is_an_error_not_a_hang(void**) {
 }
 
 static void a_huge_calibration_file_is_refused(void**) {
-    std::string path = temp_path("huge");
+    std::string path = test::temp_path("calibration-hostile", "huge");
     {
         std::ofstream out(path);
         std::string comment = "# " + std::string(1000, 'x') + "\n";
@@ -102,24 +94,17 @@ static void a_huge_calibration_file_is_refused(void**) {
     auto loaded = tuner::load(path, "a", "shm");
     std::remove(path.c_str());
     assert_false(loaded.is_ok());
-    if (loaded.error().message().find("larger than") == std::string::npos) {
-        LOOM_FAIL("message lacks 'larger than': " + loaded.error().message());
-    }
+    test::expect_has(loaded.error().message(), "larger than");
 }
 
 static void a_missing_file_is_no_calibration(void**) {
-    auto loaded = tuner::load(temp_path("none"), "a", "shm");
+    auto loaded = tuner::load(test::temp_path("calibration-hostile", "none"), "a", "shm");
     assert_true(loaded.is_ok());
     assert_false(loaded->has_value());
 }
 
-int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(ranks_beyond_int_are_refused),
-        cmocka_unit_test(figures_must_be_finite),
-        cmocka_unit_test(a_fifo_as_calibration_file_is_an_error_not_a_hang),
-        cmocka_unit_test(a_huge_calibration_file_is_refused),
-        cmocka_unit_test(a_missing_file_is_no_calibration),
-    };
-    return LOOM_RUN_TESTS("tuner_calibration_hostile", tests);
-}
+LOOM_TEST_MAIN("tuner_calibration_hostile", cmocka_unit_test(ranks_beyond_int_are_refused),
+               cmocka_unit_test(figures_must_be_finite),
+               cmocka_unit_test(a_fifo_as_calibration_file_is_an_error_not_a_hang),
+               cmocka_unit_test(a_huge_calibration_file_is_refused),
+               cmocka_unit_test(a_missing_file_is_no_calibration))
