@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
+#include "base/net.hh"
 #include "drivers/tcp/tcp.hh"
 
 namespace loom::drivers::tcp {
@@ -20,12 +20,6 @@ namespace {
 
 constexpr double first_backoff_s = 0.005;  // retry a refused connect soon: the peer is
 constexpr double max_backoff_s   = 0.2;    // usually only a moment late
-
-std::string seconds(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-    return buf;
-}
 
 /// One outgoing connection being set up.
 struct dial {
@@ -127,7 +121,7 @@ status handshaker::resolve(kv_store& store, const deadline& dl, double timeout_s
             if (value.error().code() == LOOM_ERR_TIMEOUT) {
                 return {LOOM_ERR_TIMEOUT, who_ + "rank " + std::to_string(d.rank) +
                                               " did not publish its tcp address (key " + key +
-                                              ") within " + seconds(timeout_s)};
+                                              ") within " + net::seconds_text(timeout_s)};
             }
             status st = value.error();
             return st.prefix(who_ + "reading the address of rank " + std::to_string(d.rank) + ": ");
@@ -343,7 +337,8 @@ status handshaker::timeout_error(double timeout_s) const {
                        " never connected to this rank";
         }
     }
-    return {LOOM_ERR_TIMEOUT, who_ + "timed out after " + seconds(timeout_s) + ": " + missing};
+    return {LOOM_ERR_TIMEOUT,
+            who_ + "timed out after " + net::seconds_text(timeout_s) + ": " + missing};
 }
 
 result<std::vector<int>> handshaker::run(int lfd, const std::vector<int>& ranks, kv_store& store,
