@@ -10,6 +10,7 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
+#include "drivers/common/wrapper.hh"
 #include "drivers/fault/fault.hh"
 #include "drivers/fault/fault_params.hh"
 #include "drivers/fault_dice.hh"
@@ -43,16 +44,15 @@ struct message {
     double due_s;     // not before (delay)
 };
 
-class fault_endpoint final : public endpoint {
+class fault_endpoint final : public common::wrapper_endpoint<fault_endpoint> {
   public:
     fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank, int size);
+    // The inner endpoint goes first: it may still send from copies_ while it closes.
+    ~fault_endpoint() override { inner_.reset(); }
     caps capabilities() const override;
     status connect() override { return inner_->connect(); }
-    const fast_path& fast() const override { return fast_; }
-    void close() override { inner_->close(); }
 
     const fault_stats& stats() const { return stats_; }
-    endpoint& inner() { return *inner_; }
 
     loom_status_t post_send(int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len,
                             uint64_t cookie);
@@ -64,16 +64,10 @@ class fault_endpoint final : public endpoint {
     /// back or delayed) goes on later from a private copy, the rest is the inner driver's
     /// to withdraw; no completion either way.
     bool cancel(uint64_t cookie);
-    /// The inner endpoint's waker: a peer's send wakes an idle caller through the inner
-    /// transport. Messages the wrapper still holds (delayed, held back for reordering) or
-    /// completions it made itself shorten the sleep: arm_sleep() measures them, where the
+    /// Messages the wrapper still holds (delayed, held back for reordering) or completions
+    /// it made itself shorten the sleep (common/wrapper.hh): measured here, where the
     /// endpoint may be used; sleep() may run while another thread posts.
-    waker idle_waker() override;
     uint64_t arm_sleep();
-    void sleep(uint64_t token, int64_t timeout_ns) {
-        inner_waker_.sleep(inner_waker_.ctx, token, std::min(timeout_ns, sleep_cap_ns_));
-    }
-    void ring() { inner_waker_.ring_if_any(); }
 
   private:
     uint32_t take_op(uint64_t cookie, uint32_t inner_pending);
@@ -85,15 +79,9 @@ class fault_endpoint final : public endpoint {
     void drain(double now);
     void release_held(double now, bool all);
 
-    // By op: the bytes of cancelled sends. Declared before inner_ so that it outlives it:
-    // the inner driver may still write from a copy while it closes.
+    // By op: the bytes of cancelled sends (the destructor closes the inner driver first).
     std::vector<std::unique_ptr<uint8_t[]>> copies_;
-    std::unique_ptr<endpoint> inner_;
     fault_config config_;
-    std::string name_;
-    fast_path fast_{};
-    waker inner_waker_;
-    int64_t sleep_cap_ns_ = 0;
     dice dice_;
     size_t dup_limit_ = 0;
     fault_stats stats_;
@@ -110,8 +98,7 @@ class fault_endpoint final : public endpoint {
 
 fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank,
                                int size)
-    : inner_(std::move(inner)), config_(c) {
-    name_      = std::string("fault:") + inner_->capabilities().name;
+    : wrapper_endpoint(std::move(inner), "fault:"), config_(c) {
     fast_      = fast_path_of(this);
     dice_      = dice(c.drop, c.dup, c.reorder, rank_seed(c.seed, rank));
     dup_limit_ = inner_->capabilities().eager_limit;
@@ -371,11 +358,6 @@ bool fault_endpoint::cancel(uint64_t cookie) {
     return true;
 }
 
-waker fault_endpoint::idle_waker() {
-    inner_waker_ = inner_->idle_waker();
-    return inner_waker_ ? wrapper_waker_of(this, inner_waker_) : waker{};
-}
-
 uint64_t fault_endpoint::arm_sleep() {
     sleep_cap_ns_ = INT64_MAX;
     if (local_head_ != local_tail_) {
@@ -388,7 +370,7 @@ uint64_t fault_endpoint::arm_sleep() {
         }
         sleep_cap_ns_ = std::max(int64_t(due_s * 1e9), int64_t{0});
     }
-    return inner_waker_.arm(inner_waker_.ctx);
+    return arm_inner();
 }
 
 bool fault_endpoint::pending() const {
