@@ -257,15 +257,11 @@ void switch_node::drop_group(group_state& g) {
 
 std::string switch_node::stats_text() const {
     drivers::datagram_stats links = retired_;
-    auto add                      = [&](const drivers::datagram_stats& s) {
-        links.send_dropped += s.send_dropped;
-        links.bad_frames += s.bad_frames;
-    };
     for (const auto& p : peers_) {
-        add(p->l->stats());
+        add(links, p->l->stats());
     }
     if (parent_) {
-        add(parent_->l->stats());
+        add(links, parent_->l->stats());
     }
     const aggregator_stats& a = agg_.stats();
     std::ostringstream o;
