@@ -111,14 +111,13 @@ bool await_challenge(drivers::datagram_endpoint& l, double timeout_s, join_nonce
 
 size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
                       std::string_view payload, uint8_t* out, uint32_t seq, uint32_t slot) {
-    header h;
-    h.kind        = kind;
-    h.job         = job;
-    h.comm        = comm;
-    h.seq         = seq;
-    h.slot        = slot;
-    h.count       = uint32_t(payload.size());
-    h.contributor = member;
+    header h{.kind        = kind,
+             .job         = job,
+             .comm        = comm,
+             .seq         = seq,
+             .slot        = slot,
+             .count       = uint32_t(payload.size()),
+             .contributor = member};
     return encode(h, payload.data(), out);
 }
 
