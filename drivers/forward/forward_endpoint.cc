@@ -299,17 +299,13 @@ bool forward_endpoint::pending() const {
 }
 
 bool forward_endpoint::cancel(uint64_t cookie) {
-    int i = -1;
-    for (size_t r = 0; r < ops_.size(); ++r) {
-        if (ops_[r].live && !ops_[r].cancelled && ops_[r].cookie == cookie) {
-            i = int(r);
-            break;
-        }
-    }
-    if (i < 0) {
+    auto it = std::ranges::find_if(
+        ops_, [&](const user_op& o) { return o.live && !o.cancelled && o.cookie == cookie; });
+    if (it == ops_.end()) {
         return false;
     }
-    user_op& o = ops_[size_t(i)];
+    int i      = index_of(&*it);
+    user_op& o = *it;
     if (o.kind == op_kind::self) {
         const fast_path& f = inner_->fast();
         if (!f.cancel(f.ctx, cookie_of(k_self, uint64_t(i)))) {
@@ -327,10 +323,8 @@ bool forward_endpoint::cancel(uint64_t cookie) {
 }
 
 std::vector<link_stat> forward_endpoint::stats() const {
-    std::vector<link_stat> v;
-    for (const link_state& l : links_) {
-        v.push_back(l.stat);
-    }
+    std::vector<link_stat> v(links_.size());
+    std::ranges::transform(links_, v.begin(), &link_state::stat);
     return v;
 }
 
