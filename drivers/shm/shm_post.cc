@@ -210,11 +210,8 @@ bool shm_endpoint::cancel(uint64_t cookie) {
     peer_state& ps = peers_[o->peer];
     switch (o->state) {
         case op_state::posted:
-            ps.match.posted.remove(o);
-            match_.release(o);
-            break;
         case op_state::queued:
-            ps.queued.remove(o);
+            (o->state == op_state::posted ? ps.match.posted : ps.queued).remove(o);
             match_.release(o);
             break;
         case op_state::await_ack: {
