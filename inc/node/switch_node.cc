@@ -105,9 +105,7 @@ result<std::unique_ptr<switch_node>> switch_node::open(const switch_config& c) {
         if (!up) {
             return status(up.error()).prefix("loom-switch: parent: ");
         }
-        n->parent_            = std::make_unique<peer>();
-        n->parent_->l         = std::move(*up);
-        n->parent_->is_parent = true;
+        n->parent_ = std::make_unique<peer>(peer{.l = std::move(*up), .is_parent = true});
         // Our joins upward sign the parent's nonce: it comes first on the link.
         if (!await_challenge(*n->parent_->l, c.connect_timeout_s, &n->parent_->nonce)) {
             return status(LOOM_ERR_TIMEOUT, "loom-switch: parent " + c.parent +
@@ -151,9 +149,7 @@ void switch_node::accept_links() {
             ++stats_.links_refused;
             continue;  // `l` closes
         }
-        auto p          = std::make_unique<peer>();
-        p->l            = std::move(l);
-        p->idle_since_s = now_s();
+        auto p = std::make_unique<peer>(peer{.l = std::move(l), .idle_since_s = now_s()});
         ++stats_.links_accepted;
         send_challenge(*p);
         peers_.push_back(std::move(p));
