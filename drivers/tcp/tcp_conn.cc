@@ -99,18 +99,16 @@ handshaker::~handshaker() {
 }
 
 hello handshaker::make(hello_kind kind, int to, reject_reason why) const {
-    hello h{};
-    h.magic       = hello_magic;
-    h.version     = hello_version;
-    h.kind        = uint16_t(kind);
-    h.from_rank   = rank_;
-    h.to_rank     = to;
-    h.size        = size_;
-    h.eager_limit = uint32_t(settings_.eager_limit);
-    h.send_queue  = settings_.send_queue;
-    h.reason      = uint32_t(why);
-    h.job_hash    = job_;
-    return h;
+    return hello{.magic       = hello_magic,
+                 .version     = hello_version,
+                 .kind        = uint16_t(kind),
+                 .from_rank   = rank_,
+                 .to_rank     = to,
+                 .size        = size_,
+                 .eager_limit = uint32_t(settings_.eager_limit),
+                 .send_queue  = settings_.send_queue,
+                 .reason      = uint32_t(why),
+                 .job_hash    = job_};
 }
 
 status handshaker::resolve(kv_store& store, const deadline& dl, double timeout_s) {
