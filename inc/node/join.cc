@@ -16,26 +16,30 @@ namespace {
 using be::get32;
 using be::put32;
 
+// The next well-formed packet on `l`: false (after a yield) when none is waiting, or when
+// what came does not parse (it is dropped).
+bool next_packet(drivers::datagram_endpoint& l, header* h, const uint8_t** body) {
+    const uint8_t* p = nullptr;
+    size_t len       = 0;
+    if (!l.recv(&p, &len)) {
+        sched_yield();
+        return false;
+    }
+    return parse(p, len, h, body) == parse_error::none;
+}
+
 // Waits for the first packet of `kind` (job and communicator 0: the node's own); other
 // packets are dropped: before a join completes nothing else is addressed to us.
 bool await(drivers::datagram_endpoint& l, packet_kind kind, double timeout_s,
            std::string* payload) {
     deadline until(timeout_s);
     while (!until.expired() && l.alive()) {
-        const uint8_t* p = nullptr;
-        size_t len       = 0;
-        if (!l.recv(&p, &len)) {
-            sched_yield();
-            continue;
-        }
         header h;
         const uint8_t* body = nullptr;
-        if (parse(p, len, &h, &body) != parse_error::none || h.kind != kind || h.job != 0 ||
-            h.comm != 0) {
-            continue;
+        if (next_packet(l, &h, &body) && h.kind == kind && h.job == 0 && h.comm == 0) {
+            payload->assign(reinterpret_cast<const char*>(body), payload_bytes(h));
+            return true;
         }
-        payload->assign(reinterpret_cast<const char*>(body), payload_bytes(h));
-        return true;
     }
     return false;
 }
@@ -167,15 +171,9 @@ result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t
     double deadline = now_s() + timeout_s;
     while (now_s() < deadline && l.alive()) {
         j.tick(l, now_s());
-        const uint8_t* p = nullptr;
-        size_t len       = 0;
-        if (!l.recv(&p, &len)) {
-            sched_yield();
-            continue;
-        }
         header h;
         const uint8_t* body = nullptr;
-        if (parse(p, len, &h, &body) != parse_error::none || !j.on_packet(h, body)) {
+        if (!next_packet(l, &h, &body) || !j.on_packet(h, body)) {
             continue;
         }
         if (j.current() != joiner::state::awaiting_answer) {
