@@ -86,6 +86,7 @@ result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view addr
 
 /// The fault injector (drivers/fault) around `inner`: its sends dropped, duplicated and
 /// reordered with these probabilities, decided by the splitmix64 stream `seed` (fault.hh).
+/// Receives, alive(), describe() (" (lossy)" appended) and stats are the inner endpoint's.
 std::unique_ptr<datagram_endpoint> lossy_datagram(std::unique_ptr<datagram_endpoint> inner,
                                                   double drop, double dup, double reorder,
                                                   uint64_t seed);

@@ -24,7 +24,8 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view add
     if (address.starts_with("fault:")) {
         LOOM_ASSIGN(auto config, fault::config_from_params());
         LOOM_ASSIGN(auto inner, connect_datagram(address.substr(6), timeout_s));
-        return fault::wrap_datagram(std::move(inner), config, config.seed);
+        return lossy_datagram(std::move(inner), config.drop, config.dup, config.reorder,
+                              config.seed);
     }
     return unknown(address);
 }

@@ -1,6 +1,7 @@
-// A queue of finished operations waiting for poll() to hand them out, on one array sized
-// when the endpoint opens (a power of two). The endpoint bounds what it admits (operations
-// in flight, control notices held) so the ring never overflows; push() asserts it.
+// A queue on one array sized when the endpoint opens (a power of two): finished operations
+// waiting for poll() to hand them out, or a wrapper's messages on their way. The endpoint
+// bounds what it admits (operations in flight, control notices held) so the ring never
+// overflows; push() asserts it.
 #pragma once
 
 #include <bit>
@@ -30,7 +31,10 @@ class completion_ring {
         items_[tail_ & mask_] = v;
         ++tail_;
     }
+    T& front() { return items_[head_ & mask_]; }
     const T& front() const { return items_[head_ & mask_]; }
+    /// The i-th entry from the front (a scan, for cancel).
+    T& operator[](size_t i) { return items_[(head_ + i) & mask_]; }
     void pop() { ++head_; }
 
   private:

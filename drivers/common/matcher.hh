@@ -131,18 +131,13 @@ class matcher {
         if (o == nullptr) {
             return nullptr;
         }
-        o->prev      = nullptr;
-        o->tag       = tag;
-        o->imm       = imm;
-        o->cookie    = cookie;
-        o->buf       = static_cast<char*>(const_cast<void*>(buf));
-        o->len       = len;
-        o->bytes     = 0;
-        o->peer      = peer;
-        o->status    = LOOM_SUCCESS;
-        o->idle      = false;
-        o->cancelled = false;
-        o->withdrawn = false;
+        static_cast<match_op<Op>&>(*o) = {.tag    = tag,
+                                          .imm    = imm,
+                                          .cookie = cookie,
+                                          .buf    = static_cast<char*>(const_cast<void*>(buf)),
+                                          .len    = len,
+                                          .peer   = peer,
+                                          .idle   = false};
         return o;
     }
     /// `o`, out of every list, completes: poll() hands it out after those completed before.

@@ -57,10 +57,4 @@ const fault_stats* stats_of(const endpoint& ep);
 /// The wrapped endpoint, or null when `ep` is not a fault wrapper.
 endpoint* inner_of(endpoint& ep);
 
-/// Wraps a datagram endpoint: its sends are dropped, duplicated or reordered with `config`'s
-/// probabilities, decided by the splitmix64 stream `seed`. Receives, alive(), describe()
-/// (" (lossy)" appended) and stats are the inner endpoint's.
-std::unique_ptr<datagram_endpoint> wrap_datagram(std::unique_ptr<datagram_endpoint> inner,
-                                                 const fault_config& config, uint64_t seed);
-
 }  // namespace loom::drivers::fault

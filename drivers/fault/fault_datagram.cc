@@ -12,10 +12,8 @@ namespace {
 
 class fault_datagram final : public datagram_endpoint {
   public:
-    fault_datagram(std::unique_ptr<datagram_endpoint> inner, const fault_config& c, uint64_t seed)
-        : inner_(std::move(inner)),
-          dice_(c.drop, c.dup, c.reorder, seed),
-          held_(new uint8_t[datagram_max_frame]) {}
+    fault_datagram(std::unique_ptr<datagram_endpoint> inner, const dice& d)
+        : inner_(std::move(inner)), dice_(d), held_(new uint8_t[datagram_max_frame]) {}
 
     void send(const uint8_t* frame, size_t len) override {
         // Three draws every time, so one fault does not shift the pattern of the next.
@@ -60,12 +58,6 @@ class fault_datagram final : public datagram_endpoint {
 };
 
 }  // namespace
-
-std::unique_ptr<datagram_endpoint> wrap_datagram(std::unique_ptr<datagram_endpoint> inner,
-                                                 const fault_config& config, uint64_t seed) {
-    return std::make_unique<fault_datagram>(std::move(inner), config, seed);
-}
-
 }  // namespace loom::drivers::fault
 
 namespace loom::drivers {
@@ -73,11 +65,8 @@ namespace loom::drivers {
 std::unique_ptr<datagram_endpoint> lossy_datagram(std::unique_ptr<datagram_endpoint> inner,
                                                   double drop, double dup, double reorder,
                                                   uint64_t seed) {
-    fault::fault_config c;
-    c.drop    = drop;
-    c.dup     = dup;
-    c.reorder = reorder;
-    return fault::wrap_datagram(std::move(inner), c, seed);
+    return std::make_unique<fault::fault_datagram>(std::move(inner),
+                                                   fault::dice(drop, dup, reorder, seed));
 }
 
 }  // namespace loom::drivers

@@ -1,6 +1,5 @@
 // The fault wrapper (fault.hh): an endpoint whose fast path sits in front of another's.
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -10,6 +9,8 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
+#include "drivers/common/completion_ring.hh"
+#include "drivers/common/wrapper.hh"
 #include "drivers/fault/fault.hh"
 #include "drivers/fault/fault_params.hh"
 #include "drivers/fault_dice.hh"
@@ -43,16 +44,15 @@ struct message {
     double due_s;     // not before (delay)
 };
 
-class fault_endpoint final : public endpoint {
+class fault_endpoint final : public common::wrapper_endpoint<fault_endpoint> {
   public:
     fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank, int size);
+    // The inner endpoint goes first: it may still send from copies_ while it closes.
+    ~fault_endpoint() override { inner_.reset(); }
     caps capabilities() const override;
     status connect() override { return inner_->connect(); }
-    const fast_path& fast() const override { return fast_; }
-    void close() override { inner_->close(); }
 
     const fault_stats& stats() const { return stats_; }
-    endpoint& inner() { return *inner_; }
 
     loom_status_t post_send(int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len,
                             uint64_t cookie);
@@ -64,54 +64,39 @@ class fault_endpoint final : public endpoint {
     /// back or delayed) goes on later from a private copy, the rest is the inner driver's
     /// to withdraw; no completion either way.
     bool cancel(uint64_t cookie);
-    /// The inner endpoint's waker: a peer's send wakes an idle caller through the inner
-    /// transport. Messages the wrapper still holds (delayed, held back for reordering) or
-    /// completions it made itself shorten the sleep: arm_sleep() measures them, where the
+    /// Messages the wrapper still holds (delayed, held back for reordering) or completions
+    /// it made itself shorten the sleep (common/wrapper.hh): measured here, where the
     /// endpoint may be used; sleep() may run while another thread posts.
-    waker idle_waker() override;
     uint64_t arm_sleep();
-    void sleep(uint64_t token, int64_t timeout_ns) {
-        inner_waker_.sleep(inner_waker_.ctx, token, std::min(timeout_ns, sleep_cap_ns_));
-    }
-    void ring() { inner_waker_.ring_if_any(); }
 
   private:
     uint32_t take_op(uint64_t cookie, uint32_t inner_pending);
     void release_op(uint32_t i);
     /// Points `m` (a message of cancelled op `i` not yet posted) at a copy of its bytes.
     void keep_copy(message& m, uint32_t i);
-    void enqueue(const message& m);
     loom_status_t post_inner(message& m);
     void drain(double now);
     void release_held(double now, bool all);
 
-    // By op: the bytes of cancelled sends. Declared before inner_ so that it outlives it:
-    // the inner driver may still write from a copy while it closes.
+    // By op: the bytes of cancelled sends (the destructor closes the inner driver first).
     std::vector<std::unique_ptr<uint8_t[]>> copies_;
-    std::unique_ptr<endpoint> inner_;
     fault_config config_;
-    std::string name_;
-    fast_path fast_{};
-    waker inner_waker_;
-    int64_t sleep_cap_ns_ = 0;
     dice dice_;
     size_t dup_limit_ = 0;
     fault_stats stats_;
     std::vector<op> ops_;
     std::vector<uint32_t> free_ops_;
-    std::vector<message> outbox_;  // FIFO ring, in posting order (after reordering)
-    uint64_t out_head_ = 0, out_tail_ = 0, out_mask_ = 0;
-    std::vector<message> held_;  // by peer: a message waiting to be overtaken
+    common::completion_ring<message> outbox_;  // in posting order (after reordering)
+    std::vector<message> held_;                // by peer: a message waiting to be overtaken
     std::vector<bool> has_held_;
     int held_count_ = 0;
-    std::vector<completion> local_;  // drops (cookie = op index): done without the inner driver
-    uint64_t local_head_ = 0, local_tail_ = 0;
+    // Drops and refusals (cookie = op index): done without the inner driver.
+    common::completion_ring<completion> local_;
 };
 
 fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_config& c, int rank,
                                int size)
-    : inner_(std::move(inner)), config_(c) {
-    name_      = std::string("fault:") + inner_->capabilities().name;
+    : wrapper_endpoint(std::move(inner), "fault:"), config_(c) {
     fast_      = fast_path_of(this);
     dice_      = dice(c.drop, c.dup, c.reorder, rank_seed(c.seed, rank));
     dup_limit_ = inner_->capabilities().eager_limit;
@@ -120,10 +105,8 @@ fault_endpoint::fault_endpoint(std::unique_ptr<endpoint> inner, const fault_conf
     for (uint32_t i = 0; i < c.max_ops; ++i) {
         free_ops_[i] = c.max_ops - 1 - i;
     }
-    uint64_t ring = std::bit_ceil(uint64_t{c.max_ops});
-    outbox_.resize(ring);
-    out_mask_ = ring - 1;
-    local_.resize(ring);
+    outbox_.init(c.max_ops);
+    local_.init(c.max_ops);
     held_.resize(size_t(size));
     has_held_.assign(size_t(size), false);
 }
@@ -149,11 +132,6 @@ void fault_endpoint::release_op(uint32_t i) {
     free_ops_.push_back(i);
 }
 
-void fault_endpoint::enqueue(const message& m) {
-    outbox_[out_tail_ & out_mask_] = m;
-    ++out_tail_;
-}
-
 loom_status_t fault_endpoint::post_inner(message& m) {
     const fast_path& f = inner_->fast();
     while (m.copies > 0) {
@@ -167,8 +145,8 @@ loom_status_t fault_endpoint::post_inner(message& m) {
 }
 
 void fault_endpoint::drain(double now) {
-    while (out_head_ != out_tail_) {
-        message& m = outbox_[out_head_ & out_mask_];
+    while (!outbox_.empty()) {
+        message& m = outbox_.front();
         if (m.due_s > now) {
             return;  // FIFO with one delay: later ones are due later
         }
@@ -178,9 +156,9 @@ void fault_endpoint::drain(double now) {
         }
         if (st != LOOM_SUCCESS) {
             // Accepted by us earlier, refused by the inner driver now: complete it with that.
-            local_[local_tail_++ & out_mask_] = completion{m.op, st, m.peer, 0, m.tag, m.imm};
+            local_.push(completion{m.op, st, m.peer, 0, m.tag, m.imm});
         }
-        ++out_head_;
+        outbox_.pop();
     }
 }
 
@@ -189,7 +167,7 @@ void fault_endpoint::release_held(double now, bool all) {
     for (size_t p = 0; p < held_.size() && held_count_ > 0; ++p) {
         if (has_held_[p] && (all || now - held_[p].due_s >= hold_s)) {
             held_[p].due_s = now + double(config_.delay_us) * 1e-6;
-            enqueue(held_[p]);
+            outbox_.push(held_[p]);
             has_held_[p] = false;
             --held_count_;
         }
@@ -213,8 +191,7 @@ loom_status_t fault_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, co
     if (dice_.drop()) {
         ++stats_.dropped;
         // Holds an op until poll() hands the completion out, so local_ cannot overflow.
-        local_[local_tail_++ & out_mask_] =
-            completion{take_op(cookie, 0), LOOM_SUCCESS, peer, len, tag, imm};
+        local_.push(completion{take_op(cookie, 0), LOOM_SUCCESS, peer, len, tag, imm});
         return LOOM_SUCCESS;
     }
     uint32_t copies = 1;
@@ -235,10 +212,10 @@ loom_status_t fault_endpoint::post_send(int peer, uint64_t tag, uint64_t imm, co
         ++held_count_;
         return LOOM_SUCCESS;
     }
-    enqueue(m);
+    outbox_.push(m);
     if (has_held_[size_t(peer)]) {  // this one overtook the held one: now it follows
         held_[size_t(peer)].due_s = m.due_s;
-        enqueue(held_[size_t(peer)]);
+        outbox_.push(held_[size_t(peer)]);
         has_held_[size_t(peer)] = false;
         --held_count_;
     }
@@ -267,8 +244,8 @@ int fault_endpoint::poll(completion* out, int max) {
     }
     drain(now);
     int got = 0;
-    while (got < max && local_head_ != local_tail_) {
-        completion c = local_[local_head_++ & out_mask_];
+    for (; got < max && !local_.empty(); local_.pop()) {
+        completion c = local_.front();
         auto i       = uint32_t(c.cookie);
         bool quiet   = ops_[i].cancelled;
         c.cookie     = ops_[i].cookie;
@@ -329,8 +306,8 @@ bool fault_endpoint::cancel(uint64_t cookie) {
     if (i == n) {
         return false;  // nothing of ours (control notices have no op: nothing to withdraw)
     }
-    for (uint64_t k = local_head_; k != local_tail_; ++k) {
-        if (local_[k & out_mask_].cookie == i) {
+    for (size_t k = 0; k < local_.size(); ++k) {
+        if (local_[k].cookie == i) {
             return false;  // done here (dropped or refused): the completion waits in poll
         }
     }
@@ -346,8 +323,8 @@ bool fault_endpoint::cancel(uint64_t cookie) {
             withdrawn = true;
         }
     }
-    for (uint64_t k = out_head_; k != out_tail_; ++k) {
-        message& m = outbox_[k & out_mask_];
+    for (size_t k = 0; k < outbox_.size(); ++k) {
+        message& m = outbox_[k];
         if (m.op == i && m.copies > 0) {
             keep_copy(m, i);
             withdrawn = true;
@@ -371,30 +348,24 @@ bool fault_endpoint::cancel(uint64_t cookie) {
     return true;
 }
 
-waker fault_endpoint::idle_waker() {
-    inner_waker_ = inner_->idle_waker();
-    return inner_waker_ ? wrapper_waker_of(this, inner_waker_) : waker{};
-}
-
 uint64_t fault_endpoint::arm_sleep() {
     sleep_cap_ns_ = INT64_MAX;
-    if (local_head_ != local_tail_) {
+    if (!local_.empty()) {
         sleep_cap_ns_ = 0;  // poll() has completions to hand out now
-    } else if (out_head_ != out_tail_ || held_count_ > 0) {
+    } else if (!outbox_.empty() || held_count_ > 0) {
         // Only poll() posts them, when they are due: wake by the earliest.
         double due_s = std::max(min_hold_s, double(config_.delay_us) * 1e-6);
-        if (out_head_ != out_tail_) {
-            due_s = std::min(due_s, outbox_[out_head_ & out_mask_].due_s - now_s());
+        if (!outbox_.empty()) {
+            due_s = std::min(due_s, outbox_.front().due_s - now_s());
         }
         sleep_cap_ns_ = std::max(int64_t(due_s * 1e9), int64_t{0});
     }
-    return inner_waker_.arm(inner_waker_.ctx);
+    return arm_inner();
 }
 
 bool fault_endpoint::pending() const {
     const fast_path& f = inner_->fast();
-    return held_count_ > 0 || out_head_ != out_tail_ || local_head_ != local_tail_ ||
-           f.pending(f.ctx);
+    return held_count_ > 0 || !outbox_.empty() || !local_.empty() || f.pending(f.ctx);
 }
 
 result<double> probability(const loom::params::real_param& param) {

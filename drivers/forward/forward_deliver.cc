@@ -149,20 +149,10 @@ void forward_endpoint::deliver(uint32_t c) {
         }
         int mi = free_msgs_.back();
         free_msgs_.pop_back();
-        in_msg& m     = msgs_[size_t(mi)];
-        m.live        = true;
-        m.src         = k.h.src;
-        m.tag         = k.h.tag;
-        m.imm         = k.h.imm;
-        m.total       = k.h.total;
-        m.rop         = -1;
-        m.drain       = false;
-        m.withdrawn   = false;
-        m.status      = LOOM_SUCCESS;
-        m.done_bytes  = 0;
-        m.parked_head = m.parked_tail = -1;
-        m.taken                       = false;
-        k.msg                         = mi;
+        in_msg& m = msgs_[size_t(mi)];
+        m         = in_msg{
+                    .live = true, .src = k.h.src, .tag = k.h.tag, .imm = k.h.imm, .total = k.h.total};
+        k.msg = mi;
         park(mi, c);
         k.state            = ch_state::parked;
         source_lists& from = sources_[size_t(m.src)];

@@ -17,7 +17,7 @@ namespace forward {
 
 forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forward_config& c,
                                    const topology::shape& s, routing::tie_rule ties, int rank)
-    : inner_(std::move(inner)),
+    : wrapper_endpoint(std::move(inner), "fwd:"),
       cfg_(c),
       shape_(s),
       table_(routing::route_table::build(s, rank, ties, routing::vc_policy::dateline)),
@@ -25,7 +25,6 @@ forward_endpoint::forward_endpoint(std::unique_ptr<endpoint> inner, const forwar
       retry_(c.max_ops),
       stalled_(size_t(c.headers) * 8),
       done_(c.max_ops) {
-    name_ = std::string("fwd:") + inner_->capabilities().name;
     fast_ = fast_path_of(this);
     link_of_.assign(size_t(s.size()), -1);
     for (int p : s.neighbours(rank)) {
@@ -280,11 +279,6 @@ int forward_endpoint::poll(completion* out, int max) {
     return got;
 }
 
-waker forward_endpoint::idle_waker() {
-    inner_waker_ = inner_->idle_waker();
-    return inner_waker_ ? wrapper_waker_of(this, inner_waker_) : waker{};
-}
-
 uint64_t forward_endpoint::arm_sleep() {
     // Refused posts (retry_) and chunks waiting for a buffer or an entry move on in poll()
     // when the inner driver frees room, which rings nothing: keep such a sleep as short as
@@ -296,7 +290,7 @@ uint64_t forward_endpoint::arm_sleep() {
     } else if (!retry_.empty() || !stalled_.empty() || waiting_chunks_ > 0) {
         sleep_cap_ns_ = retry_sleep_ns;
     }
-    return inner_waker_.arm(inner_waker_.ctx);
+    return arm_inner();
 }
 
 bool forward_endpoint::pending() const {
@@ -305,17 +299,13 @@ bool forward_endpoint::pending() const {
 }
 
 bool forward_endpoint::cancel(uint64_t cookie) {
-    int i = -1;
-    for (size_t r = 0; r < ops_.size(); ++r) {
-        if (ops_[r].live && !ops_[r].cancelled && ops_[r].cookie == cookie) {
-            i = int(r);
-            break;
-        }
-    }
-    if (i < 0) {
+    auto it = std::ranges::find_if(
+        ops_, [&](const user_op& o) { return o.live && !o.cancelled && o.cookie == cookie; });
+    if (it == ops_.end()) {
         return false;
     }
-    user_op& o = ops_[size_t(i)];
+    int i      = index_of(&*it);
+    user_op& o = *it;
     if (o.kind == op_kind::self) {
         const fast_path& f = inner_->fast();
         if (!f.cancel(f.ctx, cookie_of(k_self, uint64_t(i)))) {
@@ -333,10 +323,8 @@ bool forward_endpoint::cancel(uint64_t cookie) {
 }
 
 std::vector<link_stat> forward_endpoint::stats() const {
-    std::vector<link_stat> v;
-    for (const link_state& l : links_) {
-        v.push_back(l.stat);
-    }
+    std::vector<link_stat> v(links_.size());
+    std::ranges::transform(links_, v.begin(), &link_state::stat);
     return v;
 }
 

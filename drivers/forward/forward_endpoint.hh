@@ -17,6 +17,7 @@
 
 #include "base/intrusive_list.hh"
 #include "drivers/common/matcher.hh"
+#include "drivers/common/wrapper.hh"
 #include "drivers/driver.hh"
 #include "drivers/forward/fifo.hh"
 #include "drivers/forward/forward.hh"
@@ -113,14 +114,15 @@ struct link_state {
     link_stat stat;
 };
 
-class forward_endpoint final : public endpoint {
+class forward_endpoint final : public common::wrapper_endpoint<forward_endpoint> {
   public:
     forward_endpoint(std::unique_ptr<endpoint> inner, const forward_config& c,
                      const topology::shape& s, routing::tie_rule ties, int rank);
+    // The inner endpoint goes first: it may still read from or write into bufs_ and sink_
+    // while it closes.
+    ~forward_endpoint() override { inner_.reset(); }
     caps capabilities() const override;
     status connect() override;
-    const fast_path& fast() const override { return fast_; }
-    void close() override { inner_->close(); }
 
     std::vector<link_stat> stats() const;
     bool link_statistics(std::vector<link_stat>* out) const override {
@@ -135,15 +137,13 @@ class forward_endpoint final : public endpoint {
     int poll(completion* out, int max);
     bool pending() const;
     bool cancel(uint64_t cookie);
-    /// The inner endpoint's waker: every chunk arrives there. Work of the wrapper's own
-    /// that no inner event announces shortens the sleep (arm_sleep()).
-    waker idle_waker() override;
+    /// Work of the wrapper's own that no inner event announces shortens the sleep
+    /// (common/wrapper.hh).
     uint64_t arm_sleep();
     void sleep(uint64_t token, int64_t timeout_ns) {
         int64_t cap = stirred_.load(std::memory_order_relaxed) ? 0 : sleep_cap_ns_;
         inner_waker_.sleep(inner_waker_.ctx, token, std::min(timeout_ns, cap));
     }
-    void ring() { inner_waker_.ring_if_any(); }
 
   private:
     int take_op();
@@ -182,15 +182,10 @@ class forward_endpoint final : public endpoint {
 
     std::vector<std::unique_ptr<uint8_t[]>> bufs_;
     std::unique_ptr<uint8_t[]> sink_;
-    std::unique_ptr<endpoint> inner_;
     forward_config cfg_;
     topology::shape shape_;
     routing::route_table table_;
     int rank_;
-    std::string name_;
-    fast_path fast_{};
-    waker inner_waker_;
-    int64_t sleep_cap_ns_ = 0;
     /// The last poll() handled inner completions, or a post came since: what that started
     /// (relayed chunks, sends completed at posting) may wait in the inner driver unannounced.
     /// Atomic: sleep() reads it while another thread may post.

@@ -12,7 +12,7 @@ namespace {
 class self_endpoint final : public endpoint {
   public:
     self_endpoint(int rank, size_t max_ops) : rank_(rank), loop_(rank, max_ops) {
-        fast_ = fast_path{this, &post_send, &post_recv, &poll, &pending, &cancel};
+        fast_ = fast_path_of(this);
     }
     ~self_endpoint() override { close(); }
 
@@ -30,26 +30,22 @@ class self_endpoint final : public endpoint {
     const fast_path& fast() const override { return fast_; }
     void close() override { loop_.fail_all(LOOM_ERR_PEER_FAILURE); }
 
-  private:
-    static self_endpoint* self(void* ctx) { return static_cast<self_endpoint*>(ctx); }
-    static loom_status_t post_send(void* ctx, int peer, uint64_t tag, uint64_t imm, const void* buf,
-                                   size_t len, uint64_t cookie) {
-        if (peer != self(ctx)->rank_) {
-            return LOOM_ERR_INVALID_ARGUMENT;  // self only reaches its own rank
-        }
-        return self(ctx)->loop_.post_send(tag, imm, buf, len, cookie);
+    // The fast path: self only reaches its own rank.
+    loom_status_t post_send(int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len,
+                            uint64_t cookie) {
+        return peer == rank_ ? loop_.post_send(tag, imm, buf, len, cookie)
+                             : LOOM_ERR_INVALID_ARGUMENT;
     }
-    static loom_status_t post_recv(void* ctx, int peer, uint64_t tag, uint64_t imm, void* buf,
-                                   size_t len, uint64_t cookie) {
-        if (peer != self(ctx)->rank_) {
-            return LOOM_ERR_INVALID_ARGUMENT;
-        }
-        return self(ctx)->loop_.post_recv(tag, imm, buf, len, cookie);
+    loom_status_t post_recv(int peer, uint64_t tag, uint64_t imm, void* buf, size_t len,
+                            uint64_t cookie) {
+        return peer == rank_ ? loop_.post_recv(tag, imm, buf, len, cookie)
+                             : LOOM_ERR_INVALID_ARGUMENT;
     }
-    static int poll(void* ctx, completion* out, int max) { return self(ctx)->loop_.poll(out, max); }
-    static bool pending(void* ctx) { return self(ctx)->loop_.pending(); }
-    static bool cancel(void* ctx, uint64_t cookie) { return self(ctx)->loop_.cancel(cookie); }
+    int poll(completion* out, int max) { return loop_.poll(out, max); }
+    bool pending() const { return loop_.pending(); }
+    bool cancel(uint64_t cookie) { return loop_.cancel(cookie); }
 
+  private:
     int rank_;
     common::loopback loop_;
     fast_path fast_{};

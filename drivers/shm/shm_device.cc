@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "base/check.hh"
 #include "base/log.hh"
@@ -126,20 +127,18 @@ segment::~segment() {
 }
 
 segment::segment(segment&& o) noexcept
-    : base_(o.base_), bytes_(o.bytes_), name_(std::move(o.name_)), owner_(o.owner_) {
-    o.base_  = nullptr;
-    o.bytes_ = 0;
-}
+    : base_(std::exchange(o.base_, nullptr)),
+      bytes_(std::exchange(o.bytes_, 0)),
+      name_(std::move(o.name_)),
+      owner_(o.owner_) {}
 
 segment& segment::operator=(segment&& o) noexcept {
     if (this != &o) {
         unmap();
-        base_    = o.base_;
-        bytes_   = o.bytes_;
-        name_    = std::move(o.name_);
-        owner_   = o.owner_;
-        o.base_  = nullptr;
-        o.bytes_ = 0;
+        base_  = std::exchange(o.base_, nullptr);
+        bytes_ = std::exchange(o.bytes_, 0);
+        name_  = std::move(o.name_);
+        owner_ = o.owner_;
     }
     return *this;
 }

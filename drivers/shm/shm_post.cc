@@ -168,15 +168,14 @@ bool shm_endpoint::accept_message(peer_state& ps, const slot_header& h, const ch
         complete(o, LOOM_SUCCESS, 0);
         return true;
     }
-    early_msg in_ring;
-    in_ring.tag         = h.tag;
-    in_ring.imm         = h.imm;
-    in_ring.len         = h.len;
-    in_ring.remote_addr = h.addr;
-    in_ring.remote_op   = h.op;
-    in_ring.remote_gen  = h.op_gen;
-    in_ring.kind        = h.kind == uint16_t(msg_kind::eager) ? msg_kind::eager : msg_kind::rts;
-    in_ring.data        = const_cast<char*>(payload);
+    early_msg in_ring{.tag         = h.tag,
+                      .imm         = h.imm,
+                      .len         = h.len,
+                      .remote_addr = h.addr,
+                      .remote_op   = h.op,
+                      .remote_gen  = h.op_gen,
+                      .kind = h.kind == uint16_t(msg_kind::eager) ? msg_kind::eager : msg_kind::rts,
+                      .data = const_cast<char*>(payload)};
     if (op* o = ps.match.take_posted(h.tag); o != nullptr) {
         deliver(ps, o, in_ring);
         return true;
@@ -211,11 +210,8 @@ bool shm_endpoint::cancel(uint64_t cookie) {
     peer_state& ps = peers_[o->peer];
     switch (o->state) {
         case op_state::posted:
-            ps.match.posted.remove(o);
-            match_.release(o);
-            break;
         case op_state::queued:
-            ps.queued.remove(o);
+            (o->state == op_state::posted ? ps.match.posted : ps.queued).remove(o);
             match_.release(o);
             break;
         case op_state::await_ack: {

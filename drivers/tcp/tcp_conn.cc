@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
+#include "base/net.hh"
 #include "drivers/tcp/tcp.hh"
 
 namespace loom::drivers::tcp {
@@ -20,12 +20,6 @@ namespace {
 
 constexpr double first_backoff_s = 0.005;  // retry a refused connect soon: the peer is
 constexpr double max_backoff_s   = 0.2;    // usually only a moment late
-
-std::string seconds(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-    return buf;
-}
 
 /// One outgoing connection being set up.
 struct dial {
@@ -105,18 +99,16 @@ handshaker::~handshaker() {
 }
 
 hello handshaker::make(hello_kind kind, int to, reject_reason why) const {
-    hello h{};
-    h.magic       = hello_magic;
-    h.version     = hello_version;
-    h.kind        = uint16_t(kind);
-    h.from_rank   = rank_;
-    h.to_rank     = to;
-    h.size        = size_;
-    h.eager_limit = uint32_t(settings_.eager_limit);
-    h.send_queue  = settings_.send_queue;
-    h.reason      = uint32_t(why);
-    h.job_hash    = job_;
-    return h;
+    return hello{.magic       = hello_magic,
+                 .version     = hello_version,
+                 .kind        = uint16_t(kind),
+                 .from_rank   = rank_,
+                 .to_rank     = to,
+                 .size        = size_,
+                 .eager_limit = uint32_t(settings_.eager_limit),
+                 .send_queue  = settings_.send_queue,
+                 .reason      = uint32_t(why),
+                 .job_hash    = job_};
 }
 
 status handshaker::resolve(kv_store& store, const deadline& dl, double timeout_s) {
@@ -127,7 +119,7 @@ status handshaker::resolve(kv_store& store, const deadline& dl, double timeout_s
             if (value.error().code() == LOOM_ERR_TIMEOUT) {
                 return {LOOM_ERR_TIMEOUT, who_ + "rank " + std::to_string(d.rank) +
                                               " did not publish its tcp address (key " + key +
-                                              ") within " + seconds(timeout_s)};
+                                              ") within " + net::seconds_text(timeout_s)};
             }
             status st = value.error();
             return st.prefix(who_ + "reading the address of rank " + std::to_string(d.rank) + ": ");
@@ -343,7 +335,8 @@ status handshaker::timeout_error(double timeout_s) const {
                        " never connected to this rank";
         }
     }
-    return {LOOM_ERR_TIMEOUT, who_ + "timed out after " + seconds(timeout_s) + ": " + missing};
+    return {LOOM_ERR_TIMEOUT,
+            who_ + "timed out after " + net::seconds_text(timeout_s) + ": " + missing};
 }
 
 result<std::vector<int>> handshaker::run(int lfd, const std::vector<int>& ranks, kv_store& store,

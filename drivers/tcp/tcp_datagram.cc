@@ -6,8 +6,6 @@
 // dropped and counted, as a full queue does on every datagram endpoint. A frame is never
 // dropped half sent: once its first byte is on the wire its rest is buffered, so the stream
 // stays framed. Receiving reads into one fixed buffer and hands out complete frames in place.
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -18,6 +16,7 @@
 #include <memory>
 
 #include "base/byte_order.hh"
+#include "base/net.hh"
 #include "drivers/tcp/tcp_datagram.hh"
 
 namespace loom::drivers::tcp {
@@ -36,8 +35,7 @@ class tcp_datagram final : public datagram_endpoint {
           address_(std::move(address)),
           out_(new uint8_t[send_buffer]),
           in_(new uint8_t[receive_buffer]) {
-        int one = 1;  // a packet is a whole message: do not hold it back for Nagle
-        ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        net::set_nodelay(fd_);  // a packet is a whole message: do not hold it back for Nagle
     }
     ~tcp_datagram() override { close(); }
 

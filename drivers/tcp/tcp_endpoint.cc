@@ -415,7 +415,11 @@ bool tcp_endpoint::cancel_send(uint64_t cookie) {
 // ---- failure and close ----
 
 int tcp_endpoint::fail_peer_entries(peer& p) {
-    int failed = 0;
+    int failed     = 0;
+    auto fail_recv = [&](uint64_t cookie, uint64_t tag, uint64_t imm) {
+        complete_recv(p.rank, cookie, LOOM_ERR_PEER_FAILURE, 0, tag, imm);
+        ++failed;
+    };
     for (uint32_t i = p.wire_head; i != p.wire_tail; ++i) {
         const frame& f = p.wire[i & p.wire_mask];
         if (f.desc >= 0 && (f.type == frame_type::eager || f.type == frame_type::data)) {
@@ -432,8 +436,7 @@ int tcp_endpoint::fail_peer_entries(peer& p) {
     for (intrusive_list<rx_entry>* list : {&p.match.posted, &p.awaiting_data}) {
         while (rx_entry* e = list->pop_front()) {
             if (!e->cancelled) {
-                complete_recv(p.rank, e->cookie, LOOM_ERR_PEER_FAILURE, 0, e->tag, e->imm);
-                ++failed;
+                fail_recv(e->cookie, e->tag, e->imm);
             }
             entries_.put(e);
         }
@@ -453,15 +456,13 @@ int tcp_endpoint::fail_peer_entries(peer& p) {
     if (p.rx.kind == sink::slot && p.rx.entry->claimed) {  // off every list, still filling
         rx_entry* e = p.rx.entry;
         if (!e->cancelled) {
-            complete_recv(p.rank, e->cookie, LOOM_ERR_PEER_FAILURE, 0, e->tag, e->imm);
-            ++failed;
+            fail_recv(e->cookie, e->tag, e->imm);
         }
         pool_.put(e->slot, e->msg_len);
         entries_.put(e);
     }
     if (p.rx.kind == sink::user) {
-        complete_recv(p.rank, p.rx.cookie, LOOM_ERR_PEER_FAILURE, 0, p.rx.tag, p.rx.imm);
-        ++failed;
+        fail_recv(p.rx.cookie, p.rx.tag, p.rx.imm);
     }
     p.rx   = rx_state{};
     p.rpos = p.wpos = 0;

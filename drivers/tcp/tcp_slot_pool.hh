@@ -18,7 +18,6 @@ class slot_pool {
     void init(uint64_t eager_limit, uint64_t cap_bytes);
     uint8_t* get(uint64_t len);
     void put(uint8_t* slot, uint64_t len);
-    uint64_t bytes_held() const { return bytes_; }
 
   private:
     static constexpr int max_classes = 8;

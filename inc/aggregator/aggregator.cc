@@ -170,27 +170,28 @@ void aggregator::on_packet(const header& h, const uint8_t* payload, packet_sink&
         contribute(*g, h, payload, out);
         return;
     }
-    if (h.kind == packet_kind::ack) {
-        for (int k = 0; k < 2; ++k) {
-            entry& e = g->entries[size_t(h.slot) * 2 + size_t(k)];
-            if (e.key_is(h.seq, h.offset) && e.complete && !test_bit(e.acks, h.contributor)) {
-                set_bit(e.acks, h.contributor);
-                ++e.acked;
-                ++stats_.acks;
-            }
-        }
+    entry* e = h.kind == packet_kind::ack ? find_entry(*g, h) : nullptr;
+    if (e != nullptr && e->complete && !test_bit(e->acks, h.contributor)) {
+        set_bit(e->acks, h.contributor);
+        ++e->acked;
+        ++stats_.acks;
     }
+}
+
+// The entry of h's key in its slot, or null.
+aggregator::entry* aggregator::find_entry(group& g, const header& h) {
+    entry* pair = &g.entries[size_t(h.slot) * 2];
+    return pair[0].key_is(h.seq, h.offset)   ? &pair[0]
+           : pair[1].key_is(h.seq, h.offset) ? &pair[1]
+                                             : nullptr;
 }
 
 // The entry of h's key, a new one replacing the older of the slot's two, or null (stale).
 aggregator::entry* aggregator::entry_for(group& g, const header& h) {
+    if (entry* e = find_entry(g, h)) {
+        return e;
+    }
     entry* pair = &g.entries[size_t(h.slot) * 2];
-    if (pair[0].key_is(h.seq, h.offset)) {
-        return &pair[0];
-    }
-    if (pair[1].key_is(h.seq, h.offset)) {
-        return &pair[1];
-    }
     // A new phase replaces the older entry, which must be complete (p−1: delivered to all,
     // aggregator.hh); anything else is a phase older than both, or a client that ran ahead
     // of a result: dropped.
@@ -333,10 +334,7 @@ void aggregator::answer(group& g, entry& e, packet_sink& out) {
 }
 
 void aggregator::from_parent(group& g, const header& h, const uint8_t* payload, packet_sink& out) {
-    entry* pair = &g.entries[size_t(h.slot) * 2];
-    entry* e    = pair[0].key_is(h.seq, h.offset)   ? &pair[0]
-                  : pair[1].key_is(h.seq, h.offset) ? &pair[1]
-                                                    : nullptr;
+    entry* e = find_entry(g, h);
     if (e == nullptr || !g.cfg.upstream) {
         ++stats_.stale;
         return;

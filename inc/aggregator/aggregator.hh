@@ -129,6 +129,7 @@ class aggregator {
     struct entry;
     group* find(uint32_t job, uint32_t comm);
     void contribute(group& g, const header& h, const uint8_t* payload, packet_sink& out);
+    static entry* find_entry(group& g, const header& h);
     entry* entry_for(group& g, const header& h);
     bool accepts(const entry& e, const header& h);
     void store(group& g, entry& e, const header& h, const uint8_t* payload);

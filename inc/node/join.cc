@@ -3,11 +3,11 @@
 
 #include <sched.h>
 
-#include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "base/byte_order.hh"
+#include "base/clock.hh"
 #include "drivers/datagram.hh"
 
 namespace loom::inc {
@@ -16,30 +16,30 @@ namespace {
 using be::get32;
 using be::put32;
 
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+// The next well-formed packet on `l`: false (after a yield) when none is waiting, or when
+// what came does not parse (it is dropped).
+bool next_packet(drivers::datagram_endpoint& l, header* h, const uint8_t** body) {
+    const uint8_t* p = nullptr;
+    size_t len       = 0;
+    if (!l.recv(&p, &len)) {
+        sched_yield();
+        return false;
+    }
+    return parse(p, len, h, body) == parse_error::none;
 }
 
-// Waits for the first packet of `kind` (or of `alt`) for (job, comm); other packets are
-// dropped: before a join completes nothing else is addressed to us.
-bool await(drivers::datagram_endpoint& l, packet_kind kind, packet_kind alt, uint32_t job,
-           uint32_t comm, double timeout_s, header* h, std::string* payload) {
-    double deadline = now_s() + timeout_s;
-    while (now_s() < deadline && l.alive()) {
-        const uint8_t* p = nullptr;
-        size_t len       = 0;
-        if (!l.recv(&p, &len)) {
-            sched_yield();
-            continue;
-        }
+// Waits for the first packet of `kind` (job and communicator 0: the node's own); other
+// packets are dropped: before a join completes nothing else is addressed to us.
+bool await(drivers::datagram_endpoint& l, packet_kind kind, double timeout_s,
+           std::string* payload) {
+    deadline until(timeout_s);
+    while (!until.expired() && l.alive()) {
+        header h;
         const uint8_t* body = nullptr;
-        if (parse(p, len, h, &body) != parse_error::none || (h->kind != kind && h->kind != alt) ||
-            h->job != job || h->comm != comm) {
-            continue;
+        if (next_packet(l, &h, &body) && h.kind == kind && h.job == 0 && h.comm == 0) {
+            payload->assign(reinterpret_cast<const char*>(body), payload_bytes(h));
+            return true;
         }
-        payload->assign(reinterpret_cast<const char*>(body), payload_bytes(*h));
-        return true;
     }
     return false;
 }
@@ -58,13 +58,9 @@ bool decode_join(const uint8_t* p, size_t len, join_request* out, const uint8_t*
     if (len != join_request_bytes && len != signed_join_bytes) {
         return false;
     }
-    out->members        = get32(p);
-    out->expected       = get32(p + 4);
-    out->slots          = get32(p + 8);
-    out->flags          = get32(p + 12);
-    out->parent_members = get32(p + 16);
-    out->parent_index   = get32(p + 20);
-    *mac                = len == signed_join_bytes ? p + join_request_bytes : nullptr;
+    *out = join_request{get32(p),      get32(p + 4),  get32(p + 8),
+                        get32(p + 12), get32(p + 16), get32(p + 20)};
+    *mac = len == signed_join_bytes ? p + join_request_bytes : nullptr;
     return true;
 }
 
@@ -109,10 +105,8 @@ bool read_challenge(const header& h, const uint8_t* body, join_nonce* nonce) {
 }
 
 bool await_challenge(drivers::datagram_endpoint& l, double timeout_s, join_nonce* nonce) {
-    header h;
     std::string text;
-    if (!await(l, packet_kind::challenge, packet_kind::challenge, 0, 0, timeout_s, &h, &text) ||
-        text.size() != nonce_bytes) {
+    if (!await(l, packet_kind::challenge, timeout_s, &text) || text.size() != nonce_bytes) {
         return false;
     }
     std::memcpy(nonce->data(), text.data(), nonce_bytes);
@@ -121,14 +115,13 @@ bool await_challenge(drivers::datagram_endpoint& l, double timeout_s, join_nonce
 
 size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
                       std::string_view payload, uint8_t* out, uint32_t seq, uint32_t slot) {
-    header h;
-    h.kind        = kind;
-    h.job         = job;
-    h.comm        = comm;
-    h.seq         = seq;
-    h.slot        = slot;
-    h.count       = uint32_t(payload.size());
-    h.contributor = member;
+    header h{.kind        = kind,
+             .job         = job,
+             .comm        = comm,
+             .seq         = seq,
+             .slot        = slot,
+             .count       = uint32_t(payload.size()),
+             .contributor = member};
     return encode(h, payload.data(), out);
 }
 
@@ -178,15 +171,9 @@ result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t
     double deadline = now_s() + timeout_s;
     while (now_s() < deadline && l.alive()) {
         j.tick(l, now_s());
-        const uint8_t* p = nullptr;
-        size_t len       = 0;
-        if (!l.recv(&p, &len)) {
-            sched_yield();
-            continue;
-        }
         header h;
         const uint8_t* body = nullptr;
-        if (parse(p, len, &h, &body) != parse_error::none || !j.on_packet(h, body)) {
+        if (!next_packet(l, &h, &body) || !j.on_packet(h, body)) {
             continue;
         }
         if (j.current() != joiner::state::awaiting_answer) {
@@ -229,10 +216,8 @@ result<std::string> query_stats(std::string_view address, double timeout_s) {
     }
     uint8_t pkt[header_bytes];
     (*l)->send(pkt, control_packet(packet_kind::stats_query, 0, 0, 0, {}, pkt));
-    header h;
     std::string text;
-    if (!await(**l, packet_kind::stats_reply, packet_kind::stats_reply, 0, 0, timeout_s, &h,
-               &text)) {
+    if (!await(**l, packet_kind::stats_reply, timeout_s, &text)) {
         return status(LOOM_ERR_TIMEOUT, "inc: no statistics from " + std::string(address) +
                                             " within " + std::to_string(timeout_s) + " s");
     }

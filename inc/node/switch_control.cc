@@ -98,16 +98,15 @@ status switch_node::admit_group(const header& h, const join_request& r, group_st
                                 " outside the parent's " + std::to_string(r.parent_members) +
                                 " members");
     }
-    group_config c;
-    c.job               = h.job;
-    c.comm              = h.comm;
-    c.members           = r.members;
-    c.expected          = r.expected;
-    c.slots             = r.slots;
-    c.deterministic     = (r.flags & join_deterministic) != 0;
-    c.upstream          = tree;
-    c.up_index          = r.parent_index;
-    c.members_are_nodes = (r.flags & join_from_node) != 0;
+    group_config c{.job               = h.job,
+                   .comm              = h.comm,
+                   .members           = r.members,
+                   .expected          = r.expected,
+                   .slots             = r.slots,
+                   .deterministic     = (r.flags & join_deterministic) != 0,
+                   .upstream          = tree,
+                   .up_index          = r.parent_index,
+                   .members_are_nodes = (r.flags & join_from_node) != 0};
     if (status st = agg_.admit(c); !st) {
         return st;
     }
@@ -257,15 +256,11 @@ void switch_node::drop_group(group_state& g) {
 
 std::string switch_node::stats_text() const {
     drivers::datagram_stats links = retired_;
-    auto add                      = [&](const drivers::datagram_stats& s) {
-        links.send_dropped += s.send_dropped;
-        links.bad_frames += s.bad_frames;
-    };
     for (const auto& p : peers_) {
-        add(p->l->stats());
+        add(links, p->l->stats());
     }
     if (parent_) {
-        add(parent_->l->stats());
+        add(links, parent_->l->stats());
     }
     const aggregator_stats& a = agg_.stats();
     std::ostringstream o;

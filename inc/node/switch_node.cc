@@ -40,16 +40,6 @@ class switch_node::sink final : public packet_sink {
 
 namespace {
 
-aggregator_config aggregator_for(const switch_config& c) {
-    aggregator_config a;
-    a.total_slots  = c.slots;
-    a.job_quota    = c.job_quota;
-    a.max_members  = c.max_members;
-    a.memory_limit = c.memory_limit;
-    a.job_memory   = c.job_memory;
-    return a;
-}
-
 // tcp:127.x.x.x / tcp:localhost / tcp:[::1] and shm: (a Unix socket) reach this host only.
 bool loopback_only(std::string_view listen) {
     if (!listen.starts_with("tcp:")) {
@@ -59,7 +49,9 @@ bool loopback_only(std::string_view listen) {
     return host.starts_with("127.") || host == "localhost" || host == "[::1]" || host == "::1";
 }
 
-void add(drivers::datagram_stats& to, const drivers::datagram_stats& s) {
+}  // namespace
+
+void switch_node::add(drivers::datagram_stats& to, const drivers::datagram_stats& s) {
     to.sent += s.sent;
     to.received += s.received;
     to.send_dropped += s.send_dropped;
@@ -68,11 +60,13 @@ void add(drivers::datagram_stats& to, const drivers::datagram_stats& s) {
     to.bad_frames += s.bad_frames;
 }
 
-}  // namespace
-
 switch_node::switch_node(const switch_config& c)
     : cfg_(c),
-      agg_(aggregator_for(c)),
+      agg_(aggregator_config{.total_slots  = c.slots,
+                             .job_quota    = c.job_quota,
+                             .max_members  = c.max_members,
+                             .memory_limit = c.memory_limit,
+                             .job_memory   = c.job_memory}),
       sink_(std::make_unique<sink>(*this)),
       dice_(c.drop, c.dup, 0, c.seed) {
     ctrl_.resize(header_bytes + max_payload_bytes);
@@ -111,9 +105,7 @@ result<std::unique_ptr<switch_node>> switch_node::open(const switch_config& c) {
         if (!up) {
             return status(up.error()).prefix("loom-switch: parent: ");
         }
-        n->parent_            = std::make_unique<peer>();
-        n->parent_->l         = std::move(*up);
-        n->parent_->is_parent = true;
+        n->parent_ = std::make_unique<peer>(peer{.l = std::move(*up), .is_parent = true});
         // Our joins upward sign the parent's nonce: it comes first on the link.
         if (!await_challenge(*n->parent_->l, c.connect_timeout_s, &n->parent_->nonce)) {
             return status(LOOM_ERR_TIMEOUT, "loom-switch: parent " + c.parent +
@@ -157,9 +149,7 @@ void switch_node::accept_links() {
             ++stats_.links_refused;
             continue;  // `l` closes
         }
-        auto p          = std::make_unique<peer>();
-        p->l            = std::move(l);
-        p->idle_since_s = now_s();
+        auto p = std::make_unique<peer>(peer{.l = std::move(l), .idle_since_s = now_s()});
         ++stats_.links_accepted;
         send_challenge(*p);
         peers_.push_back(std::move(p));

@@ -119,6 +119,7 @@ class switch_node {
     bool drain(peer& p);
     void handle(peer& p, const uint8_t* packet, size_t len);
     void reap();
+    static void add(drivers::datagram_stats& to, const drivers::datagram_stats& s);
     void send(peer& p, const uint8_t* packet, size_t len);
     group_state* find_group(uint32_t job, uint32_t comm);
 

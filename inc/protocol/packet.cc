@@ -69,29 +69,13 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t len) {
 }
 
 std::string_view parse_error_name(parse_error e) {
-    switch (e) {
-        case parse_error::none:
-            return "none";
-        case parse_error::truncated:
-            return "truncated";
-        case parse_error::bad_magic:
-            return "bad magic";
-        case parse_error::bad_version:
-            return "bad version";
-        case parse_error::bad_kind:
-            return "bad kind";
-        case parse_error::bad_dtype:
-            return "bad dtype";
-        case parse_error::bad_op:
-            return "bad op";
-        case parse_error::too_large:
-            return "payload too large";
-        case parse_error::bad_length:
-            return "payload length differs from count";
-        case parse_error::bad_checksum:
-            return "bad checksum";
-    }
-    return "?";
+    // In parse_error's order.
+    static constexpr std::string_view names[] = {
+        "none",        "truncated",         "bad magic",
+        "bad version", "bad kind",          "bad dtype",
+        "bad op",      "payload too large", "payload length differs from count",
+        "bad checksum"};
+    return size_t(e) < std::size(names) ? names[size_t(e)] : "?";
 }
 
 size_t element_bytes(loom_dtype_t dtype) {

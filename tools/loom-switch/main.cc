@@ -8,11 +8,11 @@
 #include <signal.h>
 #include <time.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
+#include "base/clock.hh"
 #include "inc/node/join.hh"
 #include "inc/node/ticket.hh"
 #include "key_file.hh"
@@ -91,17 +91,16 @@ int serve(options o) {
             return fail(st.message(), exit_failed);
         }
     }
-    using clock     = std::chrono::steady_clock;
-    auto next_stats = clock::now() + std::chrono::duration<double>(o.stats_interval_s);
-    uint64_t idle   = 0;
+    double next_stats_s = now_s() + o.stats_interval_s;
+    uint64_t idle       = 0;
     while (stop_requested == 0) {
         idle = (*node)->poll() ? 0 : idle + 1;
         if (idle > 0) {
             back_off(idle);
         }
-        if (o.stats_interval_s > 0 && clock::now() >= next_stats) {
+        if (o.stats_interval_s > 0 && now_s() >= next_stats_s) {
             std::cout << (*node)->stats_text() << std::endl;
-            next_stats = clock::now() + std::chrono::duration<double>(o.stats_interval_s);
+            next_stats_s = now_s() + o.stats_interval_s;
         }
     }
     std::cout << (*node)->stats_text() << std::flush;
