@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "base/check.hh"
 #include "base/clock.hh"
 
 namespace loom::engine {
@@ -73,9 +74,7 @@ result<request*> engine_impl::start(std::shared_ptr<const plan> p, const call_bu
                           std::to_string(config_.max_requests) + " calls in flight");
     }
     absorb_arrivals();
-    if (status st = prepare(*r, std::move(p), buffers, seq, p2p, timeout_s); !st) {
-        return st;
-    }
+    LOOM_CHECK(prepare(*r, std::move(p), buffers, seq, p2p, timeout_s));
     if (r->in_progress()) {
         apply_early_notices(*r);
     }

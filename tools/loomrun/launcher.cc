@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/check.hh"
 #include "base/clock.hh"
 #include "base/secret.hh"
 #include "loomrun.hh"
@@ -238,11 +239,7 @@ void job::exec_rank(int rank, int out_fd, int err_fd, std::vector<std::string> e
 status job::start(const std::string& bootstrap) {
     job_id_ = "lr" + std::to_string(getpid()) + "-" +
               std::to_string(static_cast<unsigned long>(std::time(nullptr)) % 1000000);
-    auto secret = random_secret_hex();
-    if (!secret) {
-        return secret.error();
-    }
-    secret_ = *secret;
+    LOOM_ASSIGN(secret_, random_secret_hex());
     for (int k = 0; k < o_.ranks; ++k) {
         rank_proc& r = ranks_[static_cast<size_t>(k)];
         int out[2], err[2];
