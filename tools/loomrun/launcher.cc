@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -131,6 +132,7 @@ class job {
     void end_ranks();
     std::string running_list() const;
     int running_count() const;
+    void signal_running(int sig) const;
 
     const options& o_;
     netns_hosts* net_;
@@ -280,11 +282,16 @@ status job::start(const std::string& bootstrap) {
 }
 
 int job::running_count() const {
-    int n = 0;
+    return static_cast<int>(
+        std::count_if(ranks_.begin(), ranks_.end(), [](const rank_proc& r) { return r.running; }));
+}
+
+void job::signal_running(int sig) const {
     for (const auto& r : ranks_) {
-        n += r.running;
+        if (r.running) {
+            kill(-r.pid, sig);  // the rank's whole process group
+        }
     }
-    return n;
 }
 
 std::string job::running_list() const {
@@ -311,11 +318,7 @@ void job::end_ranks() {
     }
     ending_    = true;
     kill_at_s_ = now_s() + o_.grace_s;
-    for (const auto& r : ranks_) {
-        if (r.running) {
-            kill(-r.pid, SIGTERM);
-        }
-    }
+    signal_running(SIGTERM);
 }
 
 void job::reap() {
@@ -429,11 +432,7 @@ int job::wait_all() {
                                          "; ranks still running: " + running_list());
         }
         if (ending_ && kill_at_s_ > 0 && now >= kill_at_s_) {
-            for (const auto& r : ranks_) {
-                if (r.running) {
-                    kill(-r.pid, SIGKILL);
-                }
-            }
+            signal_running(SIGKILL);
             kill_at_s_ = 0;
         }
     }
