@@ -44,6 +44,14 @@ void engine_impl::send_control(int peer, uint64_t tag, uint64_t imm) {
     controls_.push_back(control{peer, tag, imm});
 }
 
+void engine_impl::send_control_to_others(uint64_t tag, uint64_t imm) {
+    for (int peer = 0; peer < config_.size; ++peer) {
+        if (peer != config_.rank) {
+            send_control(peer, tag, imm);
+        }
+    }
+}
+
 bool engine_impl::flush_controls() {
     size_t sent = 0;
     for (; sent < controls_.size(); ++sent) {
@@ -207,12 +215,7 @@ void engine_impl::start_probe(request& r) {
     r.probe_until_s = now_s() + probe_grace_s;
     r.deadline_s    = r.probe_until_s;
     r.answers.assign(static_cast<size_t>(config_.size), -1);
-    uint64_t tag = control_tag(r.call_tag, wire::control_kind::query);
-    for (int peer = 0; peer < config_.size; ++peer) {
-        if (peer != config_.rank) {
-            send_control(peer, tag, 0);
-        }
-    }
+    send_control_to_others(control_tag(r.call_tag, wire::control_kind::query), 0);
 }
 
 void engine_impl::conclude_probe(request& r) {
