@@ -21,9 +21,8 @@ namespace {
 #define LOOM_CONFIG_HAS(cfg, f) \
     has_field((cfg)->struct_size, offsetof(loom_config_t, f) + sizeof((cfg)->f))
 
-const char* text_field(const loom_config_t* c, const char* loom_config_t::*field, size_t end) {
-    return c && has_field(c->struct_size, end) ? c->*field : nullptr;
-}
+// A text field of the caller's config, or null when not given (or not in its struct).
+#define LOOM_CONFIG_TEXT(cfg, f) ((cfg) && LOOM_CONFIG_HAS(cfg, f) ? (cfg)->f : nullptr)
 
 std::string param_or(const char* given, const loom::params::string_param& param) {
     return given ? std::string(given) : param.get();
@@ -42,10 +41,8 @@ status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::st
                                 " exceeds the limit of " + std::to_string(bootstrap::max_ranks) +
                                 " ranks per job");
     }
-    const char* job =
-        text_field(c, &loom_config_t::job, offsetof(loom_config_t, job) + sizeof(char*));
-    const char* boot = text_field(c, &loom_config_t::bootstrap,
-                                  offsetof(loom_config_t, bootstrap) + sizeof(char*));
+    const char* job  = LOOM_CONFIG_TEXT(c, job);
+    const char* boot = LOOM_CONFIG_TEXT(c, bootstrap);
     bool from_env    = rank < 0;
     // The environment is consulted only for what the config does not give: a fully
     // specified config does not fail on unrelated launcher variables.
@@ -113,13 +110,9 @@ status resolve_numbers(const loom_config_t* c, settings* s) {
 }
 
 status resolve_shapes(const loom_config_t* c, settings* s) {
-    std::string transport = param_or(text_field(c, &loom_config_t::transport,
-                                                offsetof(loom_config_t, transport) + sizeof(char*)),
-                                     params::transport);
+    std::string transport = param_or(LOOM_CONFIG_TEXT(c, transport), params::transport);
     s->transport          = !transport.empty() ? transport : s->size == 1 ? "self" : "shm";
-    std::string topo      = param_or(
-             text_field(c, &loom_config_t::topology, offsetof(loom_config_t, topology) + sizeof(char*)),
-             params::topology);
+    std::string topo      = param_or(LOOM_CONFIG_TEXT(c, topology), params::topology);
     if (topo.empty()) {
         // Over a fabric (LOOM_FABRIC) the communicator's topology is that fabric, so the
         // lattice algorithms (dims, dor-relay) apply and route as the forwarder does.
