@@ -1,6 +1,7 @@
 #include "log.hh"
 
 #include <atomic>
+#include <bit>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
@@ -13,44 +14,16 @@ namespace {
 // -1 means "not read from the registry yet". Relaxed is enough: the value is a setting,
 // not a synchronisation point, and a racing first read computes the same number.
 std::atomic<int> g_threshold{-1};
-std::atomic<uint32_t> g_mask{~0u};
 
 const char* level_name(level l) {
-    switch (l) {
-        case level::error:
-            return "ERROR";
-        case level::warn:
-            return "WARN";
-        case level::info:
-            return "INFO";
-        case level::debug:
-            return "DEBUG";
-        case level::trace:
-            return "TRACE";
-    }
-    return "?";
+    static const char* names[] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
+    return names[static_cast<int>(l)];
 }
 
+// Subsystems are single bits: the bit's index names it.
 const char* subsystem_name(subsystem s) {
-    switch (s) {
-        case subsystem::init:
-            return "init";
-        case subsystem::coll:
-            return "coll";
-        case subsystem::net:
-            return "net";
-        case subsystem::inc:
-            return "inc";
-        case subsystem::sim:
-            return "sim";
-        case subsystem::ctl:
-            return "ctl";
-        case subsystem::sched:
-            return "sched";
-        case subsystem::tune:
-            return "tune";
-    }
-    return "?";
+    static const char* names[] = {"init", "coll", "net", "inc", "sim", "ctl", "sched", "tune"};
+    return names[std::countr_zero(static_cast<uint32_t>(s))];
 }
 
 int load_threshold() {
@@ -75,16 +48,8 @@ level threshold() {
     return static_cast<level>(t);
 }
 
-void set_threshold(level l) {
-    g_threshold.store(static_cast<int>(l), std::memory_order_relaxed);
-}
-void set_subsystem_mask(uint32_t mask) {
-    g_mask.store(mask, std::memory_order_relaxed);
-}
-
-bool enabled(level l, subsystem s) {
-    return static_cast<int>(l) <= static_cast<int>(threshold()) &&
-           (g_mask.load(std::memory_order_relaxed) & static_cast<uint32_t>(s)) != 0;
+bool enabled(level l, subsystem) {
+    return static_cast<int>(l) <= static_cast<int>(threshold());
 }
 
 void write(level l, subsystem s, const char* fmt, ...) {

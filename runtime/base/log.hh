@@ -1,5 +1,5 @@
-// Logging by level and subsystem: the level from LOOM_LOG_LEVEL (the parameter registry),
-// the subsystem mask from tools. Off the hot path only: a disabled level costs one compare.
+// Logging by level and subsystem: the level from LOOM_LOG_LEVEL (the parameter registry);
+// the subsystem names the line. Off the hot path only: a disabled level costs one compare.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +19,8 @@ enum class subsystem : uint32_t {
     tune  = 1u << 7,
 };
 
-/// Current threshold and subsystem mask (read once from the registry, settable by tools).
+/// Current threshold (read once from the registry).
 level threshold();
-void set_threshold(level l);
-void set_subsystem_mask(uint32_t mask);
 bool enabled(level l, subsystem s);
 
 /// printf-style; writes one line "loom <LEVEL> <subsys>: message" to stderr.

@@ -185,12 +185,9 @@ std::unique_lock<std::mutex> registry::loaded() const {
 }
 
 long registry::index_of(std::string_view name) const {
-    for (size_t i = 0; i < entries_.size(); ++i) {
-        if (entries_[i].declaration->name == name) {
-            return static_cast<long>(i);
-        }
-    }
-    return -1;
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const entry& e) { return e.declaration->name == name; });
+    return it == entries_.end() ? -1 : static_cast<long>(it - entries_.begin());
 }
 
 std::pair<std::string, bool> registry::read(const handle& h) const {

@@ -1,5 +1,7 @@
 #include "status.hh"
 
+#include <iterator>
+
 #include "loom_config.h"
 
 namespace loom {
@@ -14,58 +16,35 @@ std::string status::to_string() const {
 
 }  // namespace loom
 
+// Both tables are indexed by the enum's value: loom.h numbers the codes and the dtypes from
+// 0 without gaps, as stable ABI. A value from C outside the range gets the fallback.
 extern "C" const char* loom_status_string(loom_status_t status) {
-    switch (status) {
-        case LOOM_SUCCESS:
-            return "success";
-        case LOOM_IN_PROGRESS:
-            return "in progress";
-        case LOOM_ERR_INVALID_ARGUMENT:
-            return "invalid argument";
-        case LOOM_ERR_MISMATCH:
-            return "mismatch across ranks";
-        case LOOM_ERR_PEER_FAILURE:
-            return "peer failure";
-        case LOOM_ERR_TIMEOUT:
-            return "timeout";
-        case LOOM_ERR_NO_RESOURCE:
-            return "resource exhausted";
-        case LOOM_ERR_SYSTEM:
-            return "system error";
-        case LOOM_ERR_INTERNAL:
-            return "internal error";
-        case LOOM_ERR_NOT_SUPPORTED:
-            return "not supported";
-        case LOOM_ERR_NOT_APPLICABLE:
-            return "not applicable";
-        case LOOM_ERR_PARSE:
-            return "parse error";
-        case LOOM_ERR_VERIFY:
-            return "verification failed";
-    }
-    return "unknown status";
+    static const char* const names[] = {
+        "success",
+        "in progress",
+        "invalid argument",
+        "mismatch across ranks",
+        "peer failure",
+        "timeout",
+        "resource exhausted",
+        "system error",
+        "internal error",
+        "not supported",
+        "not applicable",
+        "parse error",
+        "verification failed",
+    };
+    static_assert(std::size(names) == LOOM_ERR_VERIFY + 1);
+    auto code = static_cast<unsigned>(status);
+    return code < std::size(names) ? names[code] : "unknown status";
 }
 
 extern "C" size_t loom_dtype_size(loom_dtype_t dtype) {
-    switch (dtype) {
-        case LOOM_INT8:
-        case LOOM_UINT8:
-            return 1;
-        case LOOM_FLOAT16:
-        case LOOM_BFLOAT16:
-            return 2;
-        case LOOM_INT32:
-        case LOOM_UINT32:
-        case LOOM_FLOAT32:
-            return 4;
-        case LOOM_INT64:
-        case LOOM_UINT64:
-        case LOOM_FLOAT64:
-            return 8;
-        case LOOM_DTYPE_COUNT:
-            break;
-    }
-    return 0;
+    // int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, float32, float64
+    static constexpr size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+    static_assert(std::size(sizes) == LOOM_DTYPE_COUNT);
+    auto index = static_cast<unsigned>(dtype);
+    return index < std::size(sizes) ? sizes[index] : 0;
 }
 
 extern "C" const char* loom_version(void) {

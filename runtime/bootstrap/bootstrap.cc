@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/check.hh"
 #include "base/clock.hh"
 #include "bootstrap/store_internal.hh"
 
@@ -115,16 +116,11 @@ result<std::unique_ptr<kv_store>> connect_store(const std::string& address, cons
         return detail::open_memory_store();
     }
     if (address.starts_with("file:")) {
-        if (status st = detail::validate_address(address); !st) {
-            return st;
-        }
+        LOOM_CHECK(detail::validate_address(address));
         return detail::open_file_store(address.substr(5), me, timeout_s);
     }
-    auto where = detail::parse_host_port(address);
-    if (!where) {
-        return where.error();
-    }
-    return detail::open_tcp_store(*where, me, timeout_s);
+    LOOM_ASSIGN(auto where, detail::parse_host_port(address));
+    return detail::open_tcp_store(where, me, timeout_s);
 }
 
 result<std::unique_ptr<kv_store>> connect_store(const identity& me) {

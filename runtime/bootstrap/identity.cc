@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <fstream>
 #include <optional>
 #include <sstream>
 
@@ -144,21 +143,9 @@ std::string sanitize_job(const std::string& prefix, std::string id) {
 // "p<ppid>.<start time>": every local rank of one launch shares its parent (mpirun,
 // hydra_pmi_proxy, orted, a shell), whose pid and start time name it uniquely.
 std::string parent_job() {
-    pid_t parent = getppid();
-    std::ifstream stat("/proc/" + std::to_string(parent) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    std::string start = "0";
-    size_t close      = line.rfind(')');
-    if (close != std::string::npos) {
-        std::istringstream fields(line.substr(close + 2));
-        std::string field;
-        // Field 3 (state) is the first after the name; start time is field 22.
-        for (int i = 3; i <= 22 && fields >> field; ++i) {
-            start = field;
-        }
-    }
-    return "p" + std::to_string(parent) + "." + start;
+    pid_t parent      = getppid();
+    std::string start = detail::process_start_time(parent);
+    return "p" + std::to_string(parent) + "." + (start.empty() ? "0" : start);
 }
 
 result<std::string> read_job(const identity& me) {

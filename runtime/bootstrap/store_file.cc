@@ -29,6 +29,7 @@
 
 #include "base/secret.hh"
 
+#include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
 #include "bootstrap/store_internal.hh"
@@ -68,24 +69,6 @@ int read_file(const std::string& path, std::string* out) {
     return err;
 }
 
-// The start time of process `pid` (field 22 of /proc/<pid>/stat), "" when there is none:
-// with the pid it names a process uniquely, even after the pid is reused.
-std::string start_time(pid_t pid) {
-    std::string stat;
-    if (read_file("/proc/" + std::to_string(pid) + "/stat", &stat) != 0) {
-        return "";
-    }
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos) {
-        return "";
-    }
-    std::istringstream fields(stat.substr(close + 2));
-    std::string field;
-    for (int i = 3; i <= 22 && fields >> field; ++i) {
-    }
-    return field;
-}
-
 struct stamp {
     pid_t pid = 0;
     std::string started, fingerprint;
@@ -113,7 +96,7 @@ class file_store final : public kv_store {
     file_store(std::string dir, const identity& me, double timeout_s)
         : dir_(std::move(dir)), job_(escape_key(me.job)), me_(me), timeout_s_(timeout_s) {
         own_.pid         = getpid();
-        own_.started     = start_time(own_.pid);
+        own_.started     = process_start_time(own_.pid);
         own_.fingerprint = "-";
         if (!me.secret.empty()) {
             std::string key;
@@ -224,7 +207,7 @@ int file_store::read_value(const std::string& path, std::string* value) {
     if (st.fingerprint != own_.fingerprint) {
         return EXDEV;
     }
-    if (st.pid != own_.pid && start_time(st.pid) != st.started) {
+    if (st.pid != own_.pid && process_start_time(st.pid) != st.started) {
         unlink(path.c_str());  // its writer is gone: a killed launch's leftover
         return ENOENT;
     }
@@ -334,7 +317,7 @@ void file_store::sweep_stale_siblings() const {
                 live = true;  // not a store's file, or being written: leave the directory be
                 break;
             }
-            bool gone = start_time(writer.pid) != writer.started;
+            bool gone = process_start_time(writer.pid) != writer.started;
             stale     = stale || gone;
             live      = live || !gone;
         }
@@ -348,9 +331,7 @@ void file_store::sweep_stale_siblings() const {
 }
 
 status file_store::attach() {
-    if (status st = check_directory(); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_directory());
     sweep_stale_siblings();
     // The ranks already registered say how many ranks the job has; a later rank with another
     // size finds out here (an earlier one, when that later rank attaches).
@@ -414,12 +395,27 @@ void file_store::linger_and_remove() {
 
 }  // namespace
 
+std::string process_start_time(pid_t pid) {
+    std::string stat;
+    if (read_file("/proc/" + std::to_string(pid) + "/stat", &stat) != 0) {
+        return "";
+    }
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) {
+        return "";
+    }
+    std::istringstream fields(stat.substr(close + 2));
+    std::string field;
+    // Field 3 (state) is the first after the name; start time is field 22.
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+    }
+    return field;
+}
+
 result<std::unique_ptr<kv_store>> open_file_store(const std::string& dir, const identity& me,
                                                   double timeout_s) {
     auto store = std::make_unique<file_store>(dir, me, timeout_s);
-    if (status st = store->attach(); !st) {
-        return st;
-    }
+    LOOM_CHECK(store->attach());
     return std::unique_ptr<kv_store>(std::move(store));
 }
 

@@ -4,6 +4,8 @@
 // in the timeout message; rank and job come from the identity the store was opened with.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +37,10 @@ result<std::unique_ptr<kv_store>> open_file_store(const std::string& dir, const 
                                                   double timeout_s);
 /// An in-process map, for a job of one rank.
 std::unique_ptr<kv_store> open_memory_store();
+
+/// The start time of process `pid` (field 22 of /proc/<pid>/stat), "" when there is none:
+/// with the pid it names a process uniquely, even after the pid is reused.
+std::string process_start_time(pid_t pid);
 
 /// A LOOM_ERR_TIMEOUT status.
 inline status timeout_error(std::string message) {

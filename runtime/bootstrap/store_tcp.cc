@@ -235,11 +235,8 @@ status client_store::hello(const std::string& key) {
                 who + " got no valid challenge from the rendezvous " + where_ + " (" +
                     (rc != 0 ? io_error_text(rc) : "not a loom rendezvous") + ")"};
     }
-    auto client_nonce = fresh_nonce();
-    if (!client_nonce) {
-        return client_nonce.error();
-    }
-    std::string fields = hello_fields(me_.rank, me_.size, me_.job, *client_nonce);
+    LOOM_ASSIGN(std::string client_nonce, fresh_nonce());
+    std::string fields = hello_fields(me_.rank, me_.size, me_.job, client_nonce);
     // The frame is the signed fields followed by the tag (a str).
     std::string signed_body =
         fields + frame_writer().str(hello_tag(key, server_nonce, fields)).finish().substr(4);
@@ -248,7 +245,7 @@ status client_store::hello(const std::string& key) {
     whole += signed_body;
     std::string proof;
     LOOM_CHECK(request(whole, op_timeout_s_, "registration", &proof));
-    if (!tags_equal(proof, server_tag(key, server_nonce, *client_nonce))) {
+    if (!tags_equal(proof, server_tag(key, server_nonce, client_nonce))) {
         return invalid_argument(who + ": the rendezvous " + where_ +
                                 " did not prove that it holds the job's LOOM_JOB_SECRET "
                                 "(another job's rank 0 on that port?)");
@@ -260,17 +257,11 @@ status client_store::hello(const std::string& key) {
 
 result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const identity& me,
                                                  double timeout_s) {
-    auto key = job_key(me, address_text(where));
-    if (!key) {
-        return key.error();
-    }
+    LOOM_ASSIGN(std::string key, job_key(me, address_text(where)));
     if (me.rank == 0) {
-        auto server = tcp_server::start(where, me, *key);
-        if (!server) {
-            return server.error();
-        }
+        LOOM_ASSIGN(auto server, tcp_server::start(where, me, key));
         double linger_s = std::min(timeout_s, me.linger_s);
-        return std::unique_ptr<kv_store>(new root_store(std::move(*server), linger_s));
+        return std::unique_ptr<kv_store>(new root_store(std::move(server), linger_s));
     }
     deadline until(timeout_s);
     backoff wait(0.1);
@@ -279,7 +270,7 @@ result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const i
         int fd = try_connect(where, until, &why);
         if (fd >= 0) {
             auto store = std::make_unique<client_store>(fd, where, me, timeout_s);
-            status st  = store->hello(*key);
+            status st  = store->hello(key);
             // Closed before its challenge: rank 0 was full of connections that had not yet
             // authenticated (an outsider's flood): try again, as after a refused connect.
             if (st.code() == LOOM_ERR_PEER_FAILURE &&
@@ -288,9 +279,7 @@ result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const i
                 wait.pause(until.remaining_s());
                 continue;
             }
-            if (!st) {
-                return st;
-            }
+            LOOM_CHECK(st);
             return std::unique_ptr<kv_store>(std::move(store));
         }
         if (until.expired()) {

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/check.hh"
 #include "bootstrap/store_tcp.hh"
 
 namespace loom::bootstrap::detail {
@@ -42,20 +43,24 @@ result<int> listen_on(const std::string& host, const host_port& where, int backl
                         errno_text(err) + hint);
 }
 
+// Now plus `timeout_s` (none if negative), for a condition variable's wait.
+std::chrono::steady_clock::time_point steady_end(double timeout_s) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(std::max(0.0, timeout_s)));
+}
+
 }  // namespace
 
 result<std::unique_ptr<tcp_server>> tcp_server::start(const host_port& where, const identity& me,
                                                       std::string key) {
-    auto fd = listen_on(me.listen.empty() ? where.host : me.listen, where, 64);
-    if (!fd) {
-        return fd.error();
-    }
+    LOOM_ASSIGN(int fd, listen_on(me.listen.empty() ? where.host : me.listen, where, 64));
     int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake < 0) {
-        close(*fd);
+        close(fd);
         return system_error("bootstrap: rank 0 cannot create an eventfd: " + errno_text(errno));
     }
-    std::unique_ptr<tcp_server> server(new tcp_server(*fd, wake, where, me, std::move(key)));
+    std::unique_ptr<tcp_server> server(new tcp_server(fd, wake, where, me, std::move(key)));
     server->thread_ = std::thread([s = server.get()] { s->run(); });
     return server;
 }
@@ -104,19 +109,15 @@ status tcp_server::set(std::string_view key, std::string_view value) {
 
 result<std::string> tcp_server::get(std::string_view key, double timeout_s) {
     std::vector<std::string> keys{std::string(key)};
-    if (status st = wait(keys, timeout_s); !st) {
-        return st;
-    }
+    LOOM_CHECK(wait(keys, timeout_s));
     std::lock_guard lock(mu_);
     return kv_.find(key)->second;
 }
 
 status tcp_server::wait(const std::vector<std::string>& keys, double timeout_s) {
     std::unique_lock lock(mu_);
-    auto end = std::chrono::steady_clock::now() +
-               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                   std::chrono::duration<double>(std::max(0.0, timeout_s)));
-    if (cv_.wait_until(lock, end, [&] { return first_missing(keys) == nullptr; })) {
+    if (cv_.wait_until(lock, steady_end(timeout_s),
+                       [&] { return first_missing(keys) == nullptr; })) {
         return status::ok();
     }
     return timeout_error("bootstrap: rank 0 timed out after " + seconds_text(timeout_s) +
@@ -127,24 +128,18 @@ status tcp_server::wait(const std::vector<std::string>& keys, double timeout_s) 
 
 void tcp_server::linger(double timeout_s) {
     std::unique_lock lock(mu_);
-    auto end = std::chrono::steady_clock::now() +
-               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                   std::chrono::duration<double>(std::max(0.0, timeout_s)));
     // Only ranks still connected may still be reading; one that never came has no use for
     // the store and would only delay rank 0's exit (it will fail to reach the rendezvous).
-    cv_.wait_until(lock, end, [&] {
+    cv_.wait_until(lock, steady_end(timeout_s), [&] {
         return std::none_of(ranks_.begin() + 1, ranks_.end(),
                             [](rank_state s) { return s == rank_state::connected; });
     });
 }
 
 const std::string* tcp_server::first_missing(const std::vector<std::string>& keys) const {
-    for (const auto& k : keys) {
-        if (kv_.find(k) == kv_.end()) {
-            return &k;
-        }
-    }
-    return nullptr;
+    auto k =
+        std::find_if(keys.begin(), keys.end(), [&](const auto& key) { return !kv_.contains(key); });
+    return k == keys.end() ? nullptr : &*k;
 }
 
 std::string tcp_server::never_registered_locked() const {
@@ -460,12 +455,9 @@ void tcp_server::drop(conn& c) {
 }
 
 tcp_server::conn* tcp_server::find_conn(uint64_t id) {
-    for (auto& c : conns_) {
-        if (c.id == id && c.fd >= 0) {
-            return &c;
-        }
-    }
-    return nullptr;
+    auto c = std::find_if(conns_.begin(), conns_.end(),
+                          [&](const conn& each) { return each.id == id && each.fd >= 0; });
+    return c == conns_.end() ? nullptr : &*c;
 }
 
 }  // namespace loom::bootstrap::detail

@@ -20,6 +20,7 @@
 // predicted cost with the communicator's agreed parameters, among those tuner::admits.
 #include <string>
 
+#include "base/check.hh"
 #include "comm/comm.hh"
 #include "tuner/tuner.hh"
 
@@ -81,9 +82,7 @@ result<algo_table> algo_table::parse(std::string_view spec) {
         size_t end = spec.find(';', begin);
         std::string_view entry =
             spec.substr(begin, end == std::string_view::npos ? spec.npos : end - begin);
-        if (status st = parse_entry(entry, spec, table.names_); !st) {
-            return st;
-        }
+        LOOM_CHECK(parse_entry(entry, spec, table.names_));
         if (end == std::string_view::npos) {
             break;
         }

@@ -4,8 +4,6 @@
 #include <loom/loom.h>
 
 #include <cstring>
-#include <exception>
-#include <new>
 
 #include "bootstrap/bootstrap.hh"
 #include "comm/api_handle.hh"
@@ -15,28 +13,15 @@
 using loom::comm::call_args;
 using loom::comm::call_kind;
 using loom::comm::communicator;
+using loom::comm::guarded;
+using loom::comm::null_argument;
 using loom::comm::request_handle;
 
+loom_status_t loom::comm::null_argument(const char* what, const char* name) {
+    return record_error(invalid_argument(std::string(what) + ": " + name + " is NULL"), -1, what);
+}
+
 namespace {
-
-// Runs `body`, turning an escaping exception into a status (and a recorded error).
-template <class F>
-loom_status_t guarded(const char* what, F&& body) {
-    try {
-        return body();
-    } catch (const std::bad_alloc&) {
-        return loom::comm::record_error(
-            loom::status(LOOM_ERR_NO_RESOURCE, std::string(what) + ": out of memory"), -1, what);
-    } catch (const std::exception& e) {
-        return loom::comm::record_error(loom::internal_error(std::string(what) + ": " + e.what()),
-                                        -1, what);
-    }
-}
-
-loom_status_t null_argument(const char* what, const char* name) {
-    return loom::comm::record_error(
-        loom::invalid_argument(std::string(what) + ": " + name + " is NULL"), -1, what);
-}
 
 // Null for a value that names no live request: never dereferenced before it is known good.
 request_handle* handle_of(loom_request_t req) {

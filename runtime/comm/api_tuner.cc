@@ -4,8 +4,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <exception>
-#include <new>
 
 #include "comm/api_handle.hh"
 #include "comm/comm.hh"
@@ -13,16 +11,13 @@
 using loom::comm::call_args;
 using loom::comm::call_kind;
 using loom::comm::communicator;
+using loom::comm::guarded;
+using loom::comm::null_argument;
 
 namespace {
 
 loom_status_t fail(const loom::status& st, const communicator* c, const char* what) {
     return loom::comm::record_error(st, c ? c->rank() : -1, what);
-}
-
-loom_status_t null_argument(const char* what, const char* name) {
-    return fail(loom::invalid_argument(std::string(what) + ": " + name + " is NULL"), nullptr,
-                what);
 }
 
 // A caller's versioned struct must at least hold the fields we fill.
@@ -63,18 +58,6 @@ call_kind kind_of(loom_collective_t coll) {
             return call_kind::send;
         default:
             return call_kind::allreduce;
-    }
-}
-
-template <class F>
-loom_status_t guarded(const char* what, F&& body) {
-    try {
-        return body();
-    } catch (const std::bad_alloc&) {
-        return fail(loom::status(LOOM_ERR_NO_RESOURCE, std::string(what) + ": out of memory"),
-                    nullptr, what);
-    } catch (const std::exception& e) {
-        return fail(loom::internal_error(std::string(what) + ": " + e.what()), nullptr, what);
     }
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "base/check.hh"
 #include "comm/comm.hh"
 #include "kernels/reduce.hh"
 #include "schedule/collective.hh"
@@ -106,6 +107,21 @@ status check_ranks(const call_args& a, int rank, int size) {
     return status::ok();
 }
 
+// attr->segments or attr->channels: 0 is the default (1), a negative value or one above
+// `limit` an error.
+status check_count_attr(const call_args& a, int rank, const char* field, int value, int limit,
+                        int* out) {
+    std::string named = who(a, rank) + "attr->" + field + " " + std::to_string(value);
+    if (value < 0) {
+        return invalid_argument(named + " is negative (0: default)");
+    }
+    if (value > limit) {
+        return invalid_argument(named + " exceeds the limit of " + std::to_string(limit));
+    }
+    *out = value > 0 ? value : 1;
+    return status::ok();
+}
+
 status check_attr(const call_args& a, int rank, call_options* out) {
     *out                       = call_options{};
     const loom_coll_attr_t* at = a.attr;
@@ -131,29 +147,14 @@ status check_attr(const call_args& a, int rank, call_options* out) {
         }
         out->timeout_s = at->timeout_s > 0 ? at->timeout_s : -1;
     }
+    // Each segment is a step per rank in the plan, each channel a whole schedule per rank.
     if (has_field(n, offsetof(loom_coll_attr_t, segments) + sizeof at->segments)) {
-        if (at->segments < 0) {
-            return invalid_argument(who(a, rank) + "attr->segments " +
-                                    std::to_string(at->segments) + " is negative (0: default)");
-        }
-        if (at->segments > LOOM_MAX_SEGMENTS) {  // each is a step per rank in the plan
-            return invalid_argument(who(a, rank) + "attr->segments " +
-                                    std::to_string(at->segments) + " exceeds the limit of " +
-                                    std::to_string(LOOM_MAX_SEGMENTS));
-        }
-        out->segments = at->segments > 0 ? at->segments : 1;
+        LOOM_CHECK(
+            check_count_attr(a, rank, "segments", at->segments, LOOM_MAX_SEGMENTS, &out->segments));
     }
     if (has_field(n, offsetof(loom_coll_attr_t, channels) + sizeof at->channels)) {
-        if (at->channels < 0) {
-            return invalid_argument(who(a, rank) + "attr->channels " +
-                                    std::to_string(at->channels) + " is negative (0: default)");
-        }
-        if (at->channels > LOOM_MAX_CHANNELS) {  // each is a whole schedule per rank
-            return invalid_argument(who(a, rank) + "attr->channels " +
-                                    std::to_string(at->channels) + " exceeds the limit of " +
-                                    std::to_string(LOOM_MAX_CHANNELS));
-        }
-        out->channels = at->channels > 0 ? at->channels : 1;
+        LOOM_CHECK(
+            check_count_attr(a, rank, "channels", at->channels, LOOM_MAX_CHANNELS, &out->channels));
     }
     return status::ok();
 }
@@ -192,15 +193,9 @@ status check_args(const call_args& a, int rank, int size, call_options* out) {
         }
     }
     size_t elem = a.kind == call_kind::barrier ? 1 : loom_dtype_size(dtype_of(a));
-    if (status st = check_count(a, rank, size, elem); !st) {
-        return st;
-    }
-    if (status st = check_ranks(a, rank, size); !st) {
-        return st;
-    }
-    if (status st = check_buffers(a, rank, size); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_count(a, rank, size, elem));
+    LOOM_CHECK(check_ranks(a, rank, size));
+    LOOM_CHECK(check_buffers(a, rank, size));
     return check_attr(a, rank, out);
 }
 

@@ -1,6 +1,7 @@
 // The communicator: connect, plan (with the per-communicator cache), start, wait.
 #include "comm/comm.hh"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,7 +14,6 @@
 #include "kernels/reduce.hh"
 
 namespace loom::comm {
-namespace {}  // namespace
 
 call_shape shape_of(const call_args& a, int rank) {
     call_shape s{static_cast<int64_t>(a.count), a.root, 0};
@@ -32,19 +32,18 @@ call_shape shape_of(const call_args& a, int rank) {
 algorithms::call to_call(const call_args& a, const call_options& o, int rank, int size,
                          const topology::shape& topo, routing::tie_rule ties) {
     call_shape s = shape_of(a, rank);
-    algorithms::call c;
-    c.coll   = primitive_of(a.kind);
-    c.nranks = size;
-    c.count  = s.count;
-    c.root   = s.root;
-    c.peer   = s.peer;
-    c.dtype_size =
+    uint32_t elem =
         a.kind == call_kind::barrier ? 1 : static_cast<uint32_t>(loom_dtype_size(dtype_of(a)));
-    c.segments = o.segments;
-    c.channels = o.channels;
-    c.topo     = topo;
-    c.ties     = ties;
-    return c;
+    return {.coll       = primitive_of(a.kind),
+            .nranks     = size,
+            .count      = s.count,
+            .dtype_size = elem,
+            .root       = s.root,
+            .peer       = s.peer,
+            .segments   = o.segments,
+            .channels   = o.channels,
+            .ties       = ties,
+            .topo       = topo};
 }
 
 uint64_t call_signature(call_kind kind, const algorithms::call& c, std::string_view algorithm,
@@ -103,9 +102,7 @@ communicator::~communicator() {
 result<std::unique_ptr<communicator>> communicator::create(settings s,
                                                            std::shared_ptr<kv_store> store) {
     std::unique_ptr<communicator> c(new communicator(std::move(s), std::move(store)));
-    if (status st = c->connect(); !st) {
-        return st;
-    }
+    LOOM_CHECK(c->connect());
     return c;
 }
 
@@ -124,19 +121,14 @@ status communicator::connect() {
     endpoint_ = std::move(ep).value();
     LOOM_CHECK(endpoint_->connect());
     open_in_network();
-    engine::engine_config cfg;
-    cfg.rank         = settings_.rank;
-    cfg.size         = settings_.size;
-    cfg.comm_id      = settings_.comm_id;
-    cfg.timeout_s    = settings_.timeout_s;
-    cfg.max_requests = settings_.max_inflight;
-    cfg.progress     = settings_.progress;
-    cfg.in_network   = inc_.get();
-    auto e           = engine::engine::create(cfg, *endpoint_);
-    if (!e) {
-        return e.error();
-    }
-    engine_ = std::move(e).value();
+    engine::engine_config cfg{.rank         = settings_.rank,
+                              .size         = settings_.size,
+                              .comm_id      = settings_.comm_id,
+                              .timeout_s    = settings_.timeout_s,
+                              .max_requests = settings_.max_inflight,
+                              .progress     = settings_.progress,
+                              .in_network   = inc_.get()};
+    LOOM_ASSIGN(engine_, engine::engine::create(cfg, *endpoint_));
     LOOM_CHECK(agree_machine_params());
     LOOM_CHECK(agree_in_network());
     // Choices made while admission was open did not know whether `inc` could run.
@@ -151,14 +143,11 @@ status communicator::connect() {
 result<cached_plan> communicator::build_plan(const algorithms::call& c,
                                              const algorithms::algorithm& algo, call_kind kind,
                                              loom_dtype_t dtype, loom_op_t op) {
-    auto steps = algorithms::generate_rank(algo, c, rank());
-    if (!steps) {
-        return steps.error();
-    }
+    LOOM_ASSIGN(auto steps, algorithms::generate_rank(algo, c, rank()));
     schedule::schedule_info info = algorithms::schedule_info_for(algo, c);
     cached_plan out;
     out.signature = call_signature(kind, c, algo.name, dtype, op);
-    auto p        = engine::compile(info, *steps, dtype, out.signature);
+    auto p        = engine::compile(info, steps, dtype, out.signature);
     if (!p) {
         return status(p.error()).prefix(std::string(kind_name(kind)) + " " +
                                         std::string(algo.name) + " on rank " +
@@ -188,21 +177,15 @@ result<cached_plan> communicator::plan_for(const call_args& a, const call_option
         return it->second;
     }
     algorithms::call c = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
-    auto chosen        = choose(a.kind, c, o.algorithm, dtype, op);
-    if (!chosen) {
-        return chosen.error();
-    }
-    auto built = build_plan(c, *chosen->algo, a.kind, dtype, op);
-    if (!built) {
-        return built.error();
-    }
-    built->requested = std::string(o.algorithm);
-    built->algo      = chosen->algo;
+    LOOM_ASSIGN(choice chosen, choose(a.kind, c, o.algorithm, dtype, op));
+    LOOM_ASSIGN(cached_plan built, build_plan(c, *chosen.algo, a.kind, dtype, op));
+    built.requested = std::string(o.algorithm);
+    built.algo      = chosen.algo;
     // Calls in flight keep their plans alive (shared_ptr), so starting afresh is safe.
     if (plans_.size() >= static_cast<size_t>(settings_.plan_cache)) {
         plans_.clear();
     }
-    plans_.insert_or_assign(key, *built);
+    plans_.insert_or_assign(key, built);
     return built;
 }
 
@@ -225,15 +208,11 @@ result<engine::request*> communicator::start(const call_args& a, uint8_t* barrie
     }
     call_options o;
     LOOM_CHECK(check_args(a, rank(), size(), &o));
-    auto cp = plan_for(a, o);
-    if (!cp) {
-        return cp.error();
-    }
-    engine::call_buffers b;
-    b.input  = a.sendbuf;
-    b.output = a.recvbuf;
-    b.dtype  = dtype_of(a);
-    b.op     = kind_reduces(a.kind) ? op_of(a) : LOOM_SUM;
+    LOOM_ASSIGN(cached_plan cp, plan_for(a, o));
+    engine::call_buffers b{.input  = a.sendbuf,
+                           .output = a.recvbuf,
+                           .dtype  = dtype_of(a),
+                           .op     = kind_reduces(a.kind) ? op_of(a) : LOOM_SUM};
     if (a.kind == call_kind::barrier) {
         barrier_bytes[0] = 0;
         b.input = barrier_bytes, b.output = barrier_bytes + 1;
@@ -241,12 +220,9 @@ result<engine::request*> communicator::start(const call_args& a, uint8_t* barrie
     }
     uint32_t* counter = counter_for(a);
     bool p2p          = a.kind == call_kind::send || a.kind == call_kind::recv;
-    auto r            = engine_->start(cp->plan, b, *counter, p2p, o.timeout_s);
-    if (!r) {
-        return r.error();
-    }
+    LOOM_ASSIGN(auto r, engine_->start(cp.plan, b, *counter, p2p, o.timeout_s));
     *seq            = (*counter)++;
-    last_algorithm_ = cp->algo;
+    last_algorithm_ = cp.algo;
     return r;
 }
 
@@ -270,30 +246,22 @@ loom_status_t communicator::run_blocking(const call_args& a) {
 }
 
 result<request_handle*> communicator::start_nonblocking(const call_args& a) {
-    request_handle* h = nullptr;
-    for (auto& slot : handles_) {
-        if (!slot.in_use) {
-            h = &slot;
-            break;
-        }
-    }
+    auto free_slot = std::find_if(handles_.begin(), handles_.end(),
+                                  [](const request_handle& slot) { return !slot.in_use; });
     if (handle_pool_ < 0) {
         return status(LOOM_ERR_NO_RESOURCE, std::string(kind_name(a.kind)) + " on rank " +
                                                 std::to_string(rank()) +
                                                 ": more than 4096 communicators hold requests");
     }
-    if (!h) {
+    if (free_slot == handles_.end()) {
         return status(LOOM_ERR_NO_RESOURCE, std::string(kind_name(a.kind)) + " on rank " +
                                                 std::to_string(rank()) + ": " +
                                                 std::to_string(handles_.size()) +
                                                 " requests are not freed yet (LOOM_MAX_INFLIGHT)");
     }
-    auto r = start(a, h->barrier_bytes, &h->seq);
-    if (!r) {
-        return r.error();
-    }
+    request_handle* h = &*free_slot;
+    LOOM_ASSIGN(h->r, start(a, h->barrier_bytes, &h->seq));
     h->comm       = this;
-    h->r          = *r;
     h->kind       = a.kind;
     h->generation = request_registry::next_generation();
     h->in_use     = true;
@@ -333,10 +301,6 @@ void communicator::abort(const std::string& reason) {
     engine_->abort(LOOM_ERR_PEER_FAILURE,
                    "rank " + std::to_string(rank()) + " aborted the communicator: " + reason);
 }
-
-}  // namespace loom::comm
-
-namespace loom::comm {
 
 result<std::vector<drivers::link_stat>> communicator::link_stats() const {
     std::vector<drivers::link_stat> stats;

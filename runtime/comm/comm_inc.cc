@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
 #include "comm/comm.hh"
@@ -66,19 +67,16 @@ status plan_tree(const settings& s, inc_plan* p) {
             "aggregation trees serve the world communicator only; split "
             "communicators need a single node (LOOM_SWITCH=ADDR)");
     }
-    auto f = topology::load_fabric_file(s.switch_fabric);
-    if (!f) {
-        return f.error();
-    }
-    if (f->nranks() != s.size) {
+    LOOM_ASSIGN(auto f, topology::load_fabric_file(s.switch_fabric));
+    if (f.nranks() != s.size) {
         return invalid_argument("LOOM_SWITCH_FABRIC " + s.switch_fabric + " has " +
-                                std::to_string(f->nranks()) + " ranks, the communicator " +
+                                std::to_string(f.nranks()) + " ranks, the communicator " +
                                 std::to_string(s.size));
     }
     std::vector<int> leaf(static_cast<size_t>(s.size));
     std::set<int> leaves;
     for (int r = 0; r < s.size; ++r) {
-        leaf[r] = leaf_of(*f, r);
+        leaf[r] = leaf_of(f, r);
         if (leaf[r] < 0) {
             return invalid_argument("rank " + std::to_string(r) +
                                     " is linked to no in-network switch in " + s.switch_fabric);
@@ -88,9 +86,9 @@ status plan_tree(const settings& s, inc_plan* p) {
     const int mine = leaf[s.rank];
     p->expected    = uint32_t(std::count(leaf.begin(), leaf.end(), mine));
     if (leaves.size() > 1) {
-        int parent = f->nodes()[mine].parent;
+        int parent = f.nodes()[mine].parent;
         for (int l : leaves) {
-            if (f->nodes()[l].parent != parent || parent < 0) {
+            if (f.nodes()[l].parent != parent || parent < 0) {
                 return invalid_argument("the leaves of " + s.switch_fabric +
                                         " need one common parent (two levels at most)");
             }
@@ -98,7 +96,7 @@ status plan_tree(const settings& s, inc_plan* p) {
         p->parent_members = uint32_t(leaves.size());
         p->parent_index   = uint32_t(std::distance(leaves.begin(), leaves.find(mine)));
     }
-    const std::string& id = f->nodes()[mine].id;
+    const std::string& id = f.nodes()[mine].id;
     p->address            = address_of(s.switch_address, id);
     if (p->address.empty()) {
         return invalid_argument("LOOM_SWITCH names no address for switch '" + id + "'");

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <string>
 
+#include "base/check.hh"
 #include "base/params.hh"
 #include "bootstrap/bootstrap.hh"
 #include "comm/comm.hh"
@@ -20,9 +21,8 @@ namespace {
 #define LOOM_CONFIG_HAS(cfg, f) \
     has_field((cfg)->struct_size, offsetof(loom_config_t, f) + sizeof((cfg)->f))
 
-const char* text_field(const loom_config_t* c, const char* loom_config_t::*field, size_t end) {
-    return c && has_field(c->struct_size, end) ? c->*field : nullptr;
-}
+// A text field of the caller's config, or null when not given (or not in its struct).
+#define LOOM_CONFIG_TEXT(cfg, f) ((cfg) && LOOM_CONFIG_HAS(cfg, f) ? (cfg)->f : nullptr)
 
 std::string param_or(const char* given, const loom::params::string_param& param) {
     return given ? std::string(given) : param.get();
@@ -41,20 +41,14 @@ status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::st
                                 " exceeds the limit of " + std::to_string(bootstrap::max_ranks) +
                                 " ranks per job");
     }
-    const char* job =
-        text_field(c, &loom_config_t::job, offsetof(loom_config_t, job) + sizeof(char*));
-    const char* boot = text_field(c, &loom_config_t::bootstrap,
-                                  offsetof(loom_config_t, bootstrap) + sizeof(char*));
+    const char* job  = LOOM_CONFIG_TEXT(c, job);
+    const char* boot = LOOM_CONFIG_TEXT(c, bootstrap);
     bool from_env    = rank < 0;
     // The environment is consulted only for what the config does not give: a fully
     // specified config does not fail on unrelated launcher variables.
     bool need_env = from_env || (size > 1 && (!job || !boot));
     if (need_env) {
-        auto found = bootstrap::discover();
-        if (!found) {
-            return found.error();
-        }
-        *id = *found;
+        LOOM_ASSIGN(*id, bootstrap::discover());
     }
     if (!from_env) {
         if (size < 1 || rank >= size) {
@@ -71,9 +65,7 @@ status resolve_identity(const loom_config_t* c, bootstrap::identity* id, std::st
         id->size   = size;
         id->source = "config";
         if (!need_env) {
-            if (status st = bootstrap::read_store_settings(id); !st) {
-                return st;
-            }
+            LOOM_CHECK(bootstrap::read_store_settings(id));
         }
     }
     if (job) {
@@ -118,13 +110,9 @@ status resolve_numbers(const loom_config_t* c, settings* s) {
 }
 
 status resolve_shapes(const loom_config_t* c, settings* s) {
-    std::string transport = param_or(text_field(c, &loom_config_t::transport,
-                                                offsetof(loom_config_t, transport) + sizeof(char*)),
-                                     params::transport);
+    std::string transport = param_or(LOOM_CONFIG_TEXT(c, transport), params::transport);
     s->transport          = !transport.empty() ? transport : s->size == 1 ? "self" : "shm";
-    std::string topo      = param_or(
-             text_field(c, &loom_config_t::topology, offsetof(loom_config_t, topology) + sizeof(char*)),
-             params::topology);
+    std::string topo      = param_or(LOOM_CONFIG_TEXT(c, topology), params::topology);
     if (topo.empty()) {
         // Over a fabric (LOOM_FABRIC) the communicator's topology is that fabric, so the
         // lattice algorithms (dims, dor-relay) apply and route as the forwarder does.
@@ -137,21 +125,13 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
     if (topo.empty()) {
         s->topo = topology::shape::star(s->size);
     } else {
-        auto shape = topology::shape::parse(topo);
-        if (!shape) {
-            return shape.error();
-        }
-        if (shape->size() != s->size) {
-            return invalid_argument("topology " + topo + " has " + std::to_string(shape->size()) +
+        LOOM_ASSIGN(s->topo, topology::shape::parse(topo));
+        if (s->topo.size() != s->size) {
+            return invalid_argument("topology " + topo + " has " + std::to_string(s->topo.size()) +
                                     " ranks, the communicator " + std::to_string(s->size));
         }
-        s->topo = *shape;
     }
-    auto algos = algo_table::parse(params::algo.get());
-    if (!algos) {
-        return algos.error();
-    }
-    s->algos            = *algos;
+    LOOM_ASSIGN(s->algos, algo_table::parse(params::algo.get()));
     s->calibration_file = tuner::params::calibration_file.get();
     s->calibrate_auto   = tuner::params::calibrate.get() == "auto";
     s->explain          = params::explain.get() != 0;
@@ -195,26 +175,17 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
 status resolve_settings(const loom_config_t* c, settings* s, std::string* address,
                         bootstrap::identity* who) {
     warn_unknown_variables();
-    if (const status& load = loom::params::registry::global().load_status(); !load) {
-        return load;
-    }
+    LOOM_CHECK(loom::params::registry::global().load_status());
     if (c) {
-        if (status st = check_struct_size(c->struct_size, sizeof(loom_config_t), "loom_config_t");
-            !st) {
-            return st;
-        }
+        LOOM_CHECK(check_struct_size(c->struct_size, sizeof(loom_config_t), "loom_config_t"));
     }
     bootstrap::identity id;
-    if (status st = resolve_identity(c, &id, address); !st) {
-        return st;
-    }
+    LOOM_CHECK(resolve_identity(c, &id, address));
     s->rank = id.rank;
     s->size = id.size;
     s->job  = id.job;
     *who    = id;
-    if (status st = resolve_numbers(c, s); !st) {
-        return st;
-    }
+    LOOM_CHECK(resolve_numbers(c, s));
     return resolve_shapes(c, s);
 }
 

@@ -266,13 +266,10 @@ result<communicator::explanation> communicator::explain(const call_args& a) {
     loom_dtype_t dtype = dtype_of(a);
     loom_op_t op       = kind_reduces(a.kind) ? op_of(a) : LOOM_SUM;
     algorithms::call c = to_call(a, o, rank(), size(), settings_.topo, settings_.ties);
-    auto chosen        = choose(a.kind, c, o.algorithm, dtype, op);
-    if (!chosen) {
-        return chosen.error();
-    }
+    LOOM_ASSIGN(choice chosen, choose(a.kind, c, o.algorithm, dtype, op));
     explanation e;
-    e.chosen  = chosen->algo;
-    e.origin  = chosen->origin;
+    e.chosen  = chosen.algo;
+    e.origin  = chosen.origin;
     e.ranking = tuner::rank_algorithms(c, machine_, settings_.ports, in_network_for(c, dtype, op));
     e.predicted_s = tuner::predict_s(*e.chosen, c, e.ranking.bytes, machine_, settings_.ports);
     e.text = tuner::explain_text(c, e.ranking, e.chosen, e.origin, machine_, settings_.ports);

@@ -3,6 +3,8 @@
 // (plan::ack_from / ack_to), and the probe that names the rank which never arrived when a
 // call times out. Control messages are never dropped: one a full queue refuses is sent again
 // on the next pass (and flushed, briefly, when the engine is destroyed).
+#include <algorithm>
+
 #include "base/clock.hh"
 #include "base/log.hh"
 #include "engine/engine_impl.hh"
@@ -19,12 +21,7 @@ uint64_t control_tag(uint64_t call_tag, wire::control_kind k) {
 }
 
 bool contains(const std::vector<int32_t>& v, int x) {
-    for (int32_t y : v) {
-        if (y == x) {
-            return true;
-        }
-    }
-    return false;
+    return std::find(v.begin(), v.end(), x) != v.end();
 }
 
 }  // namespace
@@ -45,6 +42,14 @@ void engine_impl::send_control(int peer, uint64_t tag, uint64_t imm) {
         return;
     }
     controls_.push_back(control{peer, tag, imm});
+}
+
+void engine_impl::send_control_to_others(uint64_t tag, uint64_t imm) {
+    for (int peer = 0; peer < config_.size; ++peer) {
+        if (peer != config_.rank) {
+            send_control(peer, tag, imm);
+        }
+    }
 }
 
 bool engine_impl::flush_controls() {
@@ -179,9 +184,7 @@ void engine_impl::on_query(const drivers::completion& c) {
     if (!found && !started_already(seq)) {
         where = wire::call_position::not_started;
     }
-    send_control(c.peer,
-                 drivers::control_tag_bit | (c.tag & drivers::call_tag_mask) |
-                     static_cast<uint32_t>(wire::control_kind::answer),
+    send_control(c.peer, control_tag(c.tag & drivers::call_tag_mask, wire::control_kind::answer),
                  static_cast<uint64_t>(where));
 }
 
@@ -212,12 +215,7 @@ void engine_impl::start_probe(request& r) {
     r.probe_until_s = now_s() + probe_grace_s;
     r.deadline_s    = r.probe_until_s;
     r.answers.assign(static_cast<size_t>(config_.size), -1);
-    uint64_t tag = control_tag(r.call_tag, wire::control_kind::query);
-    for (int peer = 0; peer < config_.size; ++peer) {
-        if (peer != config_.rank) {
-            send_control(peer, tag, 0);
-        }
-    }
+    send_control_to_others(control_tag(r.call_tag, wire::control_kind::query), 0);
 }
 
 void engine_impl::conclude_probe(request& r) {

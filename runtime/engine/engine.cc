@@ -4,8 +4,10 @@
 // live in step_exec.cc; this file owns the pool, the loop and the waits.
 #include "engine/engine_impl.hh"
 
+#include <algorithm>
 #include <cstring>
 
+#include "base/check.hh"
 #include "base/clock.hh"
 
 namespace loom::engine {
@@ -59,23 +61,17 @@ engine_impl::~engine_impl() {
 
 result<request*> engine_impl::start(std::shared_ptr<const plan> p, const call_buffers& buffers,
                                     uint32_t seq, bool p2p, double timeout_s) {
-    auto hold  = enter();
-    request* r = nullptr;
-    for (auto& slot : pool_) {
-        if (!slot->active) {
-            r = slot.get();
-            break;
-        }
-    }
-    if (!r) {
+    auto hold = enter();
+    auto unused =
+        std::find_if(pool_.begin(), pool_.end(), [](const auto& slot) { return !slot->active; });
+    if (unused == pool_.end()) {
         return status(LOOM_ERR_NO_RESOURCE,
                       "rank " + std::to_string(config_.rank) + ": more than " +
                           std::to_string(config_.max_requests) + " calls in flight");
     }
+    request* r = unused->get();
     absorb_arrivals();
-    if (status st = prepare(*r, std::move(p), buffers, seq, p2p, timeout_s); !st) {
-        return st;
-    }
+    LOOM_CHECK(prepare(*r, std::move(p), buffers, seq, p2p, timeout_s));
     if (r->in_progress()) {
         apply_early_notices(*r);
     }

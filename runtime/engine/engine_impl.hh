@@ -71,6 +71,7 @@ class engine_impl final : public engine {
     // call_control.cc: acknowledgements, hellos, probes, reliable control messages
     void absorb_arrivals();
     void send_control(int peer, uint64_t tag, uint64_t imm);
+    void send_control_to_others(uint64_t tag, uint64_t imm);  // every rank but this one
     bool flush_controls();
     void settle_controls();
     void begin_acks(request& r);

@@ -330,17 +330,12 @@ void engine_impl::time_out(request& r, int culprit, const std::string& found) {
         return;
     }
     // The step it waits for: the first posted step not done, else the first waiting one.
-    int step = -1;
-    for (size_t i = 0; i < r.state.size() && step < 0; ++i) {
-        if (r.state[i] == step_state::posted) {
-            step = static_cast<int>(i);
-        }
-    }
-    for (size_t i = 0; i < r.state.size() && step < 0; ++i) {
-        if (r.state[i] == step_state::waiting) {
-            step = static_cast<int>(i);
-        }
-    }
+    auto first_in = [&](step_state s) {
+        auto it = std::find(r.state.begin(), r.state.end(), s);
+        return it == r.state.end() ? -1 : static_cast<int>(it - r.state.begin());
+    };
+    int step = first_in(step_state::posted);
+    step     = step >= 0 ? step : first_in(step_state::waiting);
     int peer =
         step >= 0 && schedule::is_transfer(r.p->steps[step].kind) ? r.p->steps[step].peer : -1;
     std::string why = peer >= 0 ? "waited past the deadline for rank " + std::to_string(peer)
@@ -361,13 +356,8 @@ void engine_impl::time_out(request& r, int culprit, const std::string& found) {
 // waiting for us) return too. Best effort: a full queue drops the notice, and their own
 // deadline still ends their wait.
 void engine_impl::notify_peers(const request& r, loom_status_t code) {
-    uint64_t tag = drivers::control_tag_bit | r.call_tag;
-    uint64_t imm = notice_imm(code, config_.rank, r.why.peer);
-    for (int peer = 0; peer < config_.size; ++peer) {
-        if (peer != config_.rank) {
-            send_control(peer, tag, imm);
-        }
-    }
+    send_control_to_others(drivers::control_tag_bit | r.call_tag,
+                           notice_imm(code, config_.rank, r.why.peer));
 }
 
 // The rank a notice blames, seen from here: a notice that blames this very rank (it was late,

@@ -10,11 +10,36 @@
 namespace loom::bench {
 namespace {
 
-struct named_collective {
+template <class T>
+struct named {
     const char* name;
-    loom_collective_t value;
+    T value;
 };
-constexpr named_collective collectives[] = {
+
+// The name of `value` in `table`, "?" when it has none.
+template <class T, size_t N>
+const char* name_in(const named<T> (&table)[N], T value) {
+    for (const auto& n : table) {
+        if (n.value == value) {
+            return n.name;
+        }
+    }
+    return "?";
+}
+
+// The value `text` names in `table`; false when it names none.
+template <class T, size_t N>
+bool find_in(const named<T> (&table)[N], std::string_view text, T* out) {
+    for (const auto& n : table) {
+        if (text == n.name) {
+            *out = n.value;
+            return true;
+        }
+    }
+    return false;
+}
+
+constexpr named<loom_collective_t> collectives[] = {
     {"allreduce", LOOM_ALLREDUCE}, {"broadcast", LOOM_BROADCAST},
     {"reduce", LOOM_REDUCE},       {"reduce_scatter", LOOM_REDUCE_SCATTER},
     {"allgather", LOOM_ALLGATHER}, {"alltoall", LOOM_ALLTOALL},
@@ -23,27 +48,17 @@ constexpr named_collective collectives[] = {
 constexpr const char* collective_list =
     "allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall, sendrecv; or calibrate";
 
-struct named_dtype {
-    const char* name;
-    loom_dtype_t value;
-};
 // The types whose inputs -c can fill with small integers and check exactly.
-constexpr named_dtype dtypes[] = {
+constexpr named<loom_dtype_t> dtypes[] = {
     {"float32", LOOM_FLOAT32}, {"float64", LOOM_FLOAT64}, {"int8", LOOM_INT8},
     {"uint8", LOOM_UINT8},     {"int32", LOOM_INT32},     {"uint32", LOOM_UINT32},
     {"int64", LOOM_INT64},     {"uint64", LOOM_UINT64},
 };
 constexpr const char* dtype_list = "float32, float64, int8, uint8, int32, uint32, int64, uint64";
 
-struct named_op {
-    const char* name;
-    loom_op_t value;
+constexpr named<loom_op_t> ops[] = {
+    {"sum", LOOM_SUM}, {"prod", LOOM_PROD}, {"min", LOOM_MIN}, {"max", LOOM_MAX}, {"avg", LOOM_AVG},
 };
-constexpr named_op ops[]      = {{"sum", LOOM_SUM},
-                                 {"prod", LOOM_PROD},
-                                 {"min", LOOM_MIN},
-                                 {"max", LOOM_MAX},
-                                 {"avg", LOOM_AVG}};
 constexpr const char* op_list = "sum, prod, min, max, avg";
 
 constexpr uint64_t max_size = 1ull << 40;  // 1 TiB: far beyond memory, short of overflow
@@ -60,25 +75,13 @@ bool parse_size(std::string_view text, uint64_t* out) {
     uint64_t value        = std::strtoull(std::string(text.substr(0, digits)).c_str(), nullptr, 10);
     std::string_view unit = text.substr(digits);
     int shift             = 0;
-    if (unit.size() == 1) {
-        switch (unit[0]) {
-            case 'K':
-            case 'k':
-                shift = 10;
-                break;
-            case 'M':
-            case 'm':
-                shift = 20;
-                break;
-            case 'G':
-            case 'g':
-                shift = 30;
-                break;
-            default:
-                return false;
+    if (!unit.empty()) {
+        constexpr std::string_view units = "KMGkmg";  // 2^10, 2^20, 2^30 in either case
+        size_t k = unit.size() == 1 ? units.find(unit[0]) : std::string_view::npos;
+        if (k == std::string_view::npos) {
+            return false;
         }
-    } else if (!unit.empty()) {
-        return false;
+        shift = 10 * static_cast<int>(k % 3 + 1);
     }
     if (value > (max_size >> shift)) {
         return false;
@@ -146,30 +149,15 @@ const char* usage_text() {
 }
 
 const char* collective_name(loom_collective_t c) {
-    for (const auto& n : collectives) {
-        if (n.value == c) {
-            return n.name;
-        }
-    }
-    return "?";
+    return name_in(collectives, c);
 }
 
 const char* dtype_name(loom_dtype_t d) {
-    for (const auto& n : dtypes) {
-        if (n.value == d) {
-            return n.name;
-        }
-    }
-    return "?";
+    return name_in(dtypes, d);
 }
 
 const char* op_name(loom_op_t op) {
-    for (const auto& n : ops) {
-        if (n.value == op) {
-            return n.name;
-        }
-    }
-    return "?";
+    return name_in(ops, op);
 }
 
 bool reduces(loom_collective_t c) {
@@ -230,14 +218,7 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
     if (first == "calibrate") {
         return parse_calibrate(argc, argv, out, error);
     }
-    bool found = false;
-    for (const auto& n : collectives) {
-        if (first == n.name) {
-            o.coll = n.value;
-            found  = true;
-        }
-    }
-    if (!found) {
+    if (!find_in(collectives, first, &o.coll)) {
         if (!first.empty() && first[0] == '-') {
             return fail(std::string("a collective must come first (") + collective_list + ")");
         }
@@ -331,25 +312,11 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
             o.root     = static_cast<int>(number);
             root_given = true;
         } else if (flag == "-d" || flag == "--dtype") {
-            bool ok = false;
-            for (const auto& n : dtypes) {
-                if (value == n.name) {
-                    o.dtype = n.value;
-                    ok      = true;
-                }
-            }
-            if (!ok) {
+            if (!find_in(dtypes, value, &o.dtype)) {
                 return bad(std::string("one of ") + dtype_list);
             }
         } else if (flag == "-o" || flag == "--op") {
-            bool ok = false;
-            for (const auto& n : ops) {
-                if (value == n.name) {
-                    o.op = n.value;
-                    ok   = true;
-                }
-            }
-            if (!ok) {
+            if (!find_in(ops, value, &o.op)) {
                 return bad(std::string("one of ") + op_list);
             }
         } else if (flag == "--algo") {

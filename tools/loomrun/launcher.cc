@@ -19,10 +19,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 
+#include "base/check.hh"
 #include "base/clock.hh"
 #include "base/secret.hh"
 #include "loomrun.hh"
@@ -130,6 +132,7 @@ class job {
     void end_ranks();
     std::string running_list() const;
     int running_count() const;
+    void signal_running(int sig) const;
 
     const options& o_;
     netns_hosts* net_;
@@ -238,11 +241,7 @@ void job::exec_rank(int rank, int out_fd, int err_fd, std::vector<std::string> e
 status job::start(const std::string& bootstrap) {
     job_id_ = "lr" + std::to_string(getpid()) + "-" +
               std::to_string(static_cast<unsigned long>(std::time(nullptr)) % 1000000);
-    auto secret = random_secret_hex();
-    if (!secret) {
-        return secret.error();
-    }
-    secret_ = *secret;
+    LOOM_ASSIGN(secret_, random_secret_hex());
     for (int k = 0; k < o_.ranks; ++k) {
         rank_proc& r = ranks_[static_cast<size_t>(k)];
         int out[2], err[2];
@@ -283,11 +282,16 @@ status job::start(const std::string& bootstrap) {
 }
 
 int job::running_count() const {
-    int n = 0;
+    return static_cast<int>(
+        std::count_if(ranks_.begin(), ranks_.end(), [](const rank_proc& r) { return r.running; }));
+}
+
+void job::signal_running(int sig) const {
     for (const auto& r : ranks_) {
-        n += r.running;
+        if (r.running) {
+            kill(-r.pid, sig);  // the rank's whole process group
+        }
     }
-    return n;
 }
 
 std::string job::running_list() const {
@@ -314,11 +318,7 @@ void job::end_ranks() {
     }
     ending_    = true;
     kill_at_s_ = now_s() + o_.grace_s;
-    for (const auto& r : ranks_) {
-        if (r.running) {
-            kill(-r.pid, SIGTERM);
-        }
-    }
+    signal_running(SIGTERM);
 }
 
 void job::reap() {
@@ -432,11 +432,7 @@ int job::wait_all() {
                                          "; ranks still running: " + running_list());
         }
         if (ending_ && kill_at_s_ > 0 && now >= kill_at_s_) {
-            for (const auto& r : ranks_) {
-                if (r.running) {
-                    kill(-r.pid, SIGKILL);
-                }
-            }
+            signal_running(SIGKILL);
             kill_at_s_ = 0;
         }
     }

@@ -122,15 +122,13 @@ parsed check(parsed out, const flag_text& text) {
             *value = *seconds;
         }
     }
+    int fabric_ranks = o.ranks;
     if (!o.fabric.empty() && o.with_switch && topology::names_fabric_file(o.fabric)) {
         auto f = topology::load_fabric_file(o.fabric);
         if (!f) {
             return fail("--fabric: " + f.error().message());
         }
-        if (f->nranks() != o.ranks) {
-            return fail("--fabric '" + o.fabric + "' has " + std::to_string(f->nranks()) +
-                        " ranks but -n is " + std::to_string(o.ranks) + ": they must be equal");
-        }
+        fabric_ranks = f->nranks();
     } else if (!o.fabric.empty()) {
         auto shape = topology::shape::parse(o.fabric);
         if (!shape) {
@@ -138,13 +136,13 @@ parsed check(parsed out, const flag_text& text) {
         }
         if (!shape->is_lattice() && !(o.with_switch && shape->type() == topology::kind::star)) {
             return fail("--fabric '" + o.fabric +
-                        "': expected a lattice (torus:AxB…, mesh:AxB…, "
-                        "ring:N)");
+                        "': expected a lattice (torus:AxB…, mesh:AxB…, ring:N)");
         }
-        if (shape->size() != o.ranks) {
-            return fail("--fabric '" + o.fabric + "' has " + std::to_string(shape->size()) +
-                        " ranks but -n is " + std::to_string(o.ranks) + ": they must be equal");
-        }
+        fabric_ranks = shape->size();
+    }
+    if (fabric_ranks != o.ranks) {
+        return fail("--fabric '" + o.fabric + "' has " + std::to_string(fabric_ranks) +
+                    " ranks but -n is " + std::to_string(o.ranks) + ": they must be equal");
     }
     if (o.link_stats && o.fabric.empty()) {
         return fail("--link-stats needs --fabric SHAPE (link counters exist only over fwd:)");

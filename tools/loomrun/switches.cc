@@ -13,6 +13,7 @@
 #include <map>
 #include <thread>
 
+#include "base/check.hh"
 #include "base/clock.hh"
 #include "base/secret.hh"
 #include "inc/node/ticket.hh"
@@ -103,43 +104,32 @@ result<std::unique_ptr<switch_set>> switch_set::start(const std::string& fabric,
     s->dir_ = templ;
     // One key for every node of the job's tree (a child proves its joins to its parent with
     // the same ticket); the ranks get the ticket, never the key.
-    if (status st = s->write_key(job_id); !st) {
-        return st;
-    }
+    LOOM_CHECK(s->write_key(job_id));
     auto listen = [&](const std::string& id) {
         return transport == "shm" ? "shm:" + job_id + "-" + id : std::string("tcp:127.0.0.1:0");
     };
     if (!topology::names_fabric_file(fabric)) {
-        auto addr = s->launch(listen("switch"), "");
-        if (!addr) {
-            return addr.error();
-        }
-        s->env_.push_back("LOOM_SWITCH=" + *addr);
+        LOOM_ASSIGN(std::string addr, s->launch(listen("switch"), ""));
+        s->env_.push_back("LOOM_SWITCH=" + addr);
         return s;
     }
-    auto f = topology::load_fabric_file(fabric);
-    if (!f) {
-        return f.error();
-    }
+    LOOM_ASSIGN(auto f, topology::load_fabric_file(fabric));
     // Parents first: a child is told its parent's address. Roots are the in-network
     // switches without a parent; their children follow level by level.
     std::map<int, std::string> address;
     std::string spec;
     for (bool progress = true; progress;) {
         progress = false;
-        for (size_t i = 0; i < f->nodes().size(); ++i) {
-            const topology::node& n = f->nodes()[i];
+        for (size_t i = 0; i < f.nodes().size(); ++i) {
+            const topology::node& n = f.nodes()[i];
             int id                  = static_cast<int>(i);
             if (!n.in_network || address.count(id) != 0 ||
                 (n.parent >= 0 && address.count(n.parent) == 0)) {
                 continue;
             }
-            auto addr = s->launch(listen(n.id), n.parent >= 0 ? address[n.parent] : "");
-            if (!addr) {
-                return addr.error();
-            }
-            address[id] = *addr;
-            spec += (spec.empty() ? "" : ",") + n.id + "=" + *addr;
+            LOOM_ASSIGN(address[id],
+                        s->launch(listen(n.id), n.parent >= 0 ? address[n.parent] : ""));
+            spec += (spec.empty() ? "" : ",") + n.id + "=" + address[id];
             progress = true;
         }
     }
