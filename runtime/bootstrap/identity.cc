@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/check.hh"
+#include "base/hash.hh"
 #include "base/log.hh"
 #include "base/params.hh"
 #include "base/secret.hh"
@@ -122,12 +123,8 @@ bool valid_job_char(char c) {
 }
 
 std::string hex_hash(std::string_view text) {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a: stable across hosts and builds
-    for (unsigned char c : text) {
-        h = (h ^ c) * 1099511628211ull;
-    }
-    std::ostringstream out;
-    out << std::hex << h;
+    std::ostringstream out;  // FNV-1a: stable across hosts and builds
+    out << std::hex << fnv1a64(text);
     return out.str();
 }
 
