@@ -48,6 +48,7 @@
 
 #include "families.hh"
 #include "ring_patterns.hh"
+#include "topology/lines.hh"
 #include "util.hh"
 
 namespace loom::algorithms {
@@ -56,8 +57,6 @@ status torus_dims_applicable(const call& c);               // torus_dims.cc
 cost torus_dims_not_applicable(const topology::shape& t);  // torus_dims.cc
 
 namespace {
-
-using schedule::step_kind;
 
 // One phase's line: d positions; a packet is `outer` runs of `stride` chunks of `count`.
 struct line_geom {
@@ -192,13 +191,9 @@ result<frame> make_frame(const std::vector<packet>& in, const std::vector<packet
 struct local_chain {
     std::vector<step_id> deps;
     void copy(schedule::builder& b, region dst, region src, step_id also = no_step) {
-        schedule::step s{};
-        s.kind = step_kind::local_copy;
-        s.dst  = dst;
-        s.src  = src;
         auto d = deps;
         d.push_back(also);
-        deps.assign(1, b.add(s, d));
+        deps.assign(1, b.local_copy(dst, src, d));
     }
 };
 
@@ -230,14 +225,6 @@ struct phase_in {
 int next_of(const phase_in& ph, int dir) {
     int d = ph.g.d;
     return ph.members[ph.g.wraps ? mod(ph.p + dir, d) : ph.p + dir];
-}
-
-schedule::step transfer(step_kind kind, int peer, region r) {
-    schedule::step s{};
-    s.kind                                    = kind;
-    s.peer                                    = peer;
-    (kind == step_kind::send ? s.src : s.dst) = r;
-    return s;
 }
 
 int rounds_of(const line_geom& g) {
@@ -301,8 +288,7 @@ result<std::vector<step_id>> a2a_phase(schedule::builder& b, const phase_in& ph,
                 auto deps = packed;
                 deps.push_back(sent[di]);
                 deps.push_back(got[di]);
-                sent[di] =
-                    b.add(transfer(step_kind::send, next_of(ph, di == 0 ? 1 : -1), f.send), deps);
+                sent[di] = b.send(next_of(ph, di == 0 ? 1 : -1), f.send, deps);
             }
         }
         for (int di = 0; di < 2; ++di) {
@@ -312,8 +298,7 @@ result<std::vector<step_id>> a2a_phase(schedule::builder& b, const phase_in& ph,
             }
             auto deps = got[di] == no_step ? start : std::vector<step_id>{};
             deps.push_back(got[di]);
-            got[di] =
-                b.add(transfer(step_kind::recv, next_of(ph, di == 0 ? -1 : 1), f.landing), deps);
+            got[di] = b.recv(next_of(ph, di == 0 ? -1 : 1), f.landing, deps);
             for (auto& [k, off] : f.delivered) {
                 copy_packed(b, g, ph.next, k.src, k.e0, k.e1, off, false, chain, got[di]);
             }
@@ -325,14 +310,9 @@ result<std::vector<step_id>> a2a_phase(schedule::builder& b, const phase_in& ph,
 }
 
 status build_alltoall(const call& c, int rank, schedule::builder& b) {
-    const auto& t  = c.topo;
-    int64_t buffer = int64_t{c.nranks} * c.count;
-    std::vector<int> dims;
-    for (int i = 0; i < t.ndims(); ++i) {
-        if (t.dims()[i] > 1) {
-            dims.push_back(i);
-        }
-    }
+    const auto& t         = c.topo;
+    int64_t buffer        = int64_t{c.nranks} * c.count;
+    std::vector<int> dims = topology::active_dims(t);
     if (dims.empty()) {
         b.local_copy(schedule::out(0, buffer), schedule::in(0, buffer));
         return status::ok();
@@ -352,16 +332,13 @@ status build_alltoall(const call& c, int rank, schedule::builder& b) {
         }
         phase_in ph;
         ph.p         = static_cast<int>(rank / stride % d);
+        ph.members   = topology::dim_line(t, rank, dim);
         ph.g         = {d, t.wraps(), outer, stride, c.count};
         ph.next      = (dims.size() - 1 - k) % 2 == 0 ? vector_at{buffer_id::output, 0}
                                                       : vector_at{buffer_id::scratch, 0};
         ph.cur       = cur;
         ph.frames_at = frames_at;
-        int first    = static_cast<int>(rank - ph.p * stride);
-        for (int j = 0; j < d; ++j) {
-            ph.members.push_back(first + j * static_cast<int>(stride));
-        }
-        auto end = a2a_phase(b, ph, at);
+        auto end     = a2a_phase(b, ph, at);
         if (!end) {
             return end.error();
         }
