@@ -46,6 +46,7 @@
 //   torus:, ring: and mesh: shapes, any dims, any count (elements per destination).
 #include <algorithm>
 
+#include "base/check.hh"
 #include "families.hh"
 #include "ring_patterns.hh"
 #include "topology/lines.hh"
@@ -242,12 +243,9 @@ result<int64_t> lay_frames(const phase_in& ph, std::vector<frame> (&frames)[2]) 
             auto out = t <= rounds_of(g) ? bundle(g, ph.p, dir, t) : std::vector<packet>{};
             auto in  = t > 1 && from >= 0 && from < g.d ? bundle(g, from, dir, t - 1)
                                                         : std::vector<packet>{};
-            auto f   = make_frame(in, out, ph.p, at);
-            if (!f) {
-                return f.error();
-            }
-            at = std::max(f->send.end(), f->landing.end());
-            frames[di].push_back(std::move(f).value());
+            LOOM_ASSIGN(frame f, make_frame(in, out, ph.p, at));
+            at = std::max(f.send.end(), f.landing.end());
+            frames[di].push_back(std::move(f));
         }
     }
     return at;
@@ -260,11 +258,8 @@ result<std::vector<step_id>> a2a_phase(schedule::builder& b, const phase_in& ph,
     const line_geom& g = ph.g;
     int rounds         = rounds_of(g);
     std::vector<frame> frames[2];
-    auto end = lay_frames(ph, frames);
-    if (!end) {
-        return end.error();
-    }
-    b.need_scratch(*end);
+    LOOM_ASSIGN(int64_t end, lay_frames(ph, frames));
+    b.need_scratch(end);
     local_chain chain{start};
     int64_t run = g.stride * g.count;
     for (int64_t a = 0; a < g.outer && run > 0; ++a) {  // my own chunks keep their slots
@@ -338,11 +333,7 @@ status build_alltoall(const call& c, int rank, schedule::builder& b) {
                                                       : vector_at{buffer_id::scratch, 0};
         ph.cur       = cur;
         ph.frames_at = frames_at;
-        auto end     = a2a_phase(b, ph, at);
-        if (!end) {
-            return end.error();
-        }
-        at  = std::move(end).value();
+        LOOM_ASSIGN(at, a2a_phase(b, ph, at));
         cur = ph.next;
     }
     return status::ok();

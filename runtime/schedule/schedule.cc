@@ -1,4 +1,5 @@
 #include "schedule.hh"
+#include "base/check.hh"
 
 #include <algorithm>
 
@@ -170,9 +171,7 @@ status check_parsed_step(const step& s, size_t ndeps, const std::string& where) 
                            std::to_string(max_step_deps));
     }
     for (const region* r : {&s.dst, &s.src, &s.aux}) {
-        if (status st = check_parsed_region(*r, where); !st) {
-            return st;
-        }
+        LOOM_CHECK(check_parsed_region(*r, where));
     }
     return status::ok();
 }

@@ -55,9 +55,7 @@ status for_each_line(std::string_view text, Fn&& fn) {
         if (line.empty() || line[0] == '#') {
             continue;
         }
-        if (status st = fn(line, number); !st) {
-            return st;
-        }
+        LOOM_CHECK(fn(line, number));
     }
     return status::ok();
 }

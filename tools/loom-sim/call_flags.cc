@@ -154,9 +154,7 @@ result<algorithms::call> make_call(const call_flags& f) {
     LOOM_ASSIGN(c.nranks, parse_integer("--ranks", f.ranks, 1, INT32_MAX));
     LOOM_ASSIGN(c.topo, topology_for(f, c.nranks));
     LOOM_ASSIGN(c.ties, parse_ties(f.ties));
-    if (status st = fill_numbers(f, c); !st) {
-        return st;
-    }
+    LOOM_CHECK(fill_numbers(f, c));
     return c;
 }
 

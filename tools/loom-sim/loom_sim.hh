@@ -216,6 +216,9 @@ std::string grid_title(const algorithms::call& base, const cost_model& model);
 /// algorithms that apply at no size with their reason.
 void print_grid(std::ostream& out, std::span<const int64_t> sizes,
                 const std::vector<prediction>& grid);
+/// "  not applicable: <name>: <reason>" and a newline, for an algorithm that applies at no
+/// size.
+std::string not_applicable_line(const prediction& p);
 /// Payload bytes (schedule::payload_bytes) per element of the call: its dtype_size, times N
 /// for all-to-all (M is the whole send buffer).
 int64_t payload_per_element(const algorithms::call& c);

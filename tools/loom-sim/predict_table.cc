@@ -164,15 +164,19 @@ void print_grid(std::ostream& out, std::span<const int64_t> sizes,
         out << "  (no algorithm applies)\n";
     }
     for (const prediction* p : never) {
-        // check_call prefixes "<collective> <name>: ", which the line already says.
-        std::string reason = p->applicable.message();
-        std::string who    = std::string(schedule::collective_name(p->algo->primitive)) + " " +
-                          std::string(p->algo->name) + ": ";
-        if (reason.starts_with(who)) {
-            reason.erase(0, who.size());
-        }
-        out << "  not applicable: " << p->algo->name << ": " << reason << '\n';
+        out << not_applicable_line(*p);
     }
+}
+
+std::string not_applicable_line(const prediction& p) {
+    // check_call prefixes "<collective> <name>: ", which the line already says.
+    std::string reason = p.applicable.message();
+    std::string who    = std::string(schedule::collective_name(p.algo->primitive)) + " " +
+                      std::string(p.algo->name) + ": ";
+    if (reason.starts_with(who)) {
+        reason.erase(0, who.size());
+    }
+    return "  not applicable: " + std::string(p.algo->name) + ": " + reason + "\n";
 }
 
 nlohmann::json prediction_json(const algorithms::call& base, const cost_model& model,

@@ -236,18 +236,9 @@ void print_text(const comparison& c) {
         }
     }
     for (const algorithms::algorithm* a : never) {
-        for (const entry& e : c.entries) {
-            if (e.pred.algo == a) {
-                std::string reason = e.pred.applicable.message();
-                std::string who    = std::string(schedule::collective_name(a->primitive)) + " " +
-                                  std::string(a->name) + ": ";
-                if (reason.starts_with(who)) {
-                    reason.erase(0, who.size());
-                }
-                std::cout << "  not applicable: " << a->name << ": " << reason << '\n';
-                break;
-            }
-        }
+        auto first = std::find_if(c.entries.begin(), c.entries.end(),
+                                  [a](const entry& e) { return e.pred.algo == a; });
+        std::cout << not_applicable_line(first->pred);
     }
     for (size_t s = 0; s < c.sizes.size(); ++s) {
         auto best = winners(c, s);
@@ -487,9 +478,7 @@ status run_compare(const compare_flags& f) {
         return status::ok();
     }
     std::cout.flush();  // the table stands even when the plot fails
-    if (status st = write_plot(c, f.plot); !st) {
-        return st;
-    }
+    LOOM_CHECK(write_plot(c, f.plot));
     if (!f.json) {
         std::cout << "plot: " << f.plot << '\n';
     }

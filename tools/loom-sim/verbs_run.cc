@@ -149,9 +149,7 @@ status load_call_job(const run_flags& f, job& j) {
         LOOM_ASSIGN(c.count, count_for_bytes(c, bytes));
     }
     LOOM_ASSIGN(j.algo, find_algorithm(c.coll, flags.algorithm));
-    if (status st = algorithms::check_call(*j.algo, c); !st) {
-        return st;
-    }
+    LOOM_CHECK(algorithms::check_call(*j.algo, c));
     j.fabric.topo = c.topo;
     j.fabric.ties = c.ties;
     j.call        = c;
@@ -392,9 +390,7 @@ json report_json(const job& j, const sim::report& r) {
 
 status run_sim(const run_flags& f) {
     job j;
-    if (status st = parse_model(f, j); !st) {
-        return st;
-    }
+    LOOM_CHECK(parse_model(f, j));
     status loaded = f.file.empty() ? load_call_job(f, j) : load_schedule_job(f, j);
     if (!loaded) {
         return loaded;

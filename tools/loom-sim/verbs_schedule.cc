@@ -128,13 +128,11 @@ void add_schedule_verbs(CLI::App& app, std::vector<verb>& verbs) {
 // Standard input for "-", else a regular file (never a FIFO, which would block), both
 // bounded by max_schedule_file_bytes.
 result<schedule::schedule> read_schedule_file(const std::string& path) {
-    auto text = path == "-"
+    LOOM_ASSIGN(std::string text,
+                path == "-"
                     ? read_text_stream(0, "schedule on standard input", max_schedule_file_bytes)
-                    : read_text_file(path, "schedule file", max_schedule_file_bytes);
-    if (!text) {
-        return text.error();
-    }
-    auto s = schedule::parse_any(*text);
+                    : read_text_file(path, "schedule file", max_schedule_file_bytes));
+    auto s = schedule::parse_any(text);
     if (!s) {
         status st = s.error();
         return st.prefix((path == "-" ? std::string("stdin") : path) + ": ");
