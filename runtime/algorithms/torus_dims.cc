@@ -473,8 +473,9 @@ double ag_beta(const std::vector<int>& d, bool wraps, double n) {
     return beta + rest / d[0];
 }
 
-// `rs` reduce-scatter and `ag` all-gather traversals.
-cost traversals(const cost_query& q, int rs, int ag) {
+// `Rs` reduce-scatter and `Ag` all-gather traversals (all-reduce is one of each).
+template <int Rs, int Ag>
+cost traversals(const cost_query& q) {
     if (!q.topo.is_lattice()) {
         return torus_dims_not_applicable(q.topo);
     }
@@ -489,22 +490,12 @@ cost traversals(const cost_query& q, int rs, int ag) {
     std::string note =
         "f001 §3.4/§3.5/§4.2; exact when N divides the count; single-port = "
         "per-edge (physical links)";
-    if (ag > 0 && !q.topo.wraps()) {
+    if (Ag > 0 && !q.topo.wraps()) {
         note +=
             "; mesh all-gather in lockstep: interior lines of a d_i ≥ 5 phase start the "
             "next phase early (asynchronous lines reach (N-1)/N)";
     }
-    return {(rs + ag) * hops, rs * (n - 1) / n + ag * ag_beta(d, q.topo.wraps(), n), true, note};
-}
-
-cost cost_allreduce(const cost_query& q) {
-    return traversals(q, 1, 1);
-}
-cost cost_reduce_scatter(const cost_query& q) {
-    return traversals(q, 1, 0);
-}
-cost cost_allgather(const cost_query& q) {
-    return traversals(q, 0, 1);
+    return {(Rs + Ag) * hops, Rs * (n - 1) / n + Ag * ag_beta(d, q.topo.wraps(), n), true, note};
 }
 
 constexpr std::string_view lattice_only = "torus, ring or mesh, any dims, any count";
@@ -537,7 +528,7 @@ const algorithm allreduce_dims{
     lattice_only,
     torus_dims_applicable,
     build_allreduce,
-    cost_allreduce,
+    traversals<1, 1>,
     /*topology_aware=*/true};
 const algorithm reduce_scatter_dims{
     "dims",
@@ -547,7 +538,7 @@ const algorithm reduce_scatter_dims{
     lattice_only,
     torus_dims_applicable,
     build_reduce_scatter,
-    cost_reduce_scatter,
+    traversals<1, 0>,
     /*topology_aware=*/true};
 const algorithm allgather_dims{"dims",
                                collective::allgather,
@@ -556,7 +547,7 @@ const algorithm allgather_dims{"dims",
                                lattice_only,
                                torus_dims_applicable,
                                build_allgather,
-                               cost_allgather,
+                               traversals<0, 1>,
                                /*topology_aware=*/true};
 
 }  // namespace
