@@ -1,6 +1,7 @@
 // The fabric file (format in fabric.hh): JSON → nodes and links, ids resolved to indices.
 // Only the shape of the document is checked here (keys, types, known names); what the
 // description means (ranks, coordinates, parents, α/BW ranges) is fabric::make's job.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,11 +24,8 @@ status only_keys(const json& obj, std::initializer_list<const char*> allowed,
         return parse_error(where + ": expected an object");
     }
     for (const auto& item : obj.items()) {
-        bool known = false;
-        for (const char* key : allowed) {
-            known = known || item.key() == key;
-        }
-        if (!known) {
+        if (std::none_of(allowed.begin(), allowed.end(),
+                         [&](const char* key) { return item.key() == key; })) {
             return parse_error(where + ": unknown key \"" + item.key() + "\"");
         }
     }

@@ -211,13 +211,10 @@ void print_text(const comparison& c) {
     };
     row(head);
     std::vector<const algorithms::algorithm*> never;  // applies at no size
-    for (size_t i = 0; i < c.entries.size(); i += c.sizes.size()) {
-        bool any = false;
-        for (size_t s = 0; s < c.sizes.size(); ++s) {
-            any = any || c.entries[i + s].pred.applicable.is_ok();
-        }
-        if (!any) {
-            never.push_back(c.entries[i].pred.algo);
+    for (auto row = c.entries.begin(); row != c.entries.end(); row += c.sizes.size()) {
+        if (std::none_of(row, row + c.sizes.size(),
+                         [](const entry& e) { return e.pred.applicable.is_ok(); })) {
+            never.push_back(row->pred.algo);
         }
     }
     for (size_t s = 0; s < c.sizes.size(); ++s) {
