@@ -210,6 +210,23 @@ struct prediction {
 std::vector<prediction> predict_grid(const algorithms::call& base,
                                      std::span<const algorithms::algorithm* const> algos,
                                      std::span<const int64_t> sizes, const cost_model& model);
+/// At each size, marks the rows of least time among those that apply; ties (equal closed
+/// forms) all get the mark, 1e-12 absorbs rounding only. `rows` is algorithm-major over
+/// `nsizes` sizes, as predict_grid returns them.
+template <class Row, class Applies, class Time, class Mark>
+void mark_least_time(std::vector<Row>& rows, size_t nsizes, Applies applies, Time time, Mark mark) {
+    for (size_t s = 0; s < nsizes; ++s) {
+        double best = -1;
+        for (size_t i = s; i < rows.size(); i += nsizes) {
+            if (applies(rows[i]) && (best < 0 || time(rows[i]) < best)) {
+                best = time(rows[i]);
+            }
+        }
+        for (size_t i = s; i < rows.size(); i += nsizes) {
+            mark(rows[i], applies(rows[i]) && time(rows[i]) <= best * (1 + 1e-12));
+        }
+    }
+}
 /// One line naming the call and the model ("allreduce on star:64 (64 ranks), per-edge, …").
 std::string grid_title(const algorithms::call& base, const cost_model& model);
 /// The table: one row per algorithm, one column per size (µs), * on the fastest, then the

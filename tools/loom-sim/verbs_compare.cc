@@ -121,20 +121,11 @@ result<comparison> build(const compare_flags& f) {
         }
         e.sim = std::move(r).value();
     }
-    // Winners by simulated time; 1e-12 absorbs rounding only.
-    for (size_t s = 0; s < nsizes; ++s) {
-        double best = -1;
-        for (size_t i = s; i < out.entries.size(); i += nsizes) {
-            const entry& e = out.entries[i];
-            if (e.pred.applicable && (best < 0 || e.sim.time_s < best)) {
-                best = e.sim.time_s;
-            }
-        }
-        for (size_t i = s; i < out.entries.size(); i += nsizes) {
-            entry& e = out.entries[i];
-            e.winner = e.pred.applicable && e.sim.time_s <= best * (1 + 1e-12);
-        }
-    }
+    // Winners by simulated time.
+    mark_least_time(
+        out.entries, nsizes, [](const entry& e) { return e.pred.applicable.is_ok(); },
+        [](const entry& e) { return e.sim.time_s; },
+        [](entry& e, bool least) { e.winner = least; });
     return out;
 }
 
