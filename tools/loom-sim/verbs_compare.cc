@@ -142,12 +142,8 @@ std::vector<const entry*> at_size(const comparison& c, size_t s) {
 
 // The winners of size index s by simulated time, and the closed forms' fastest.
 std::vector<const entry*> winners(const comparison& c, size_t s) {
-    std::vector<const entry*> out;
-    for (const entry* e : at_size(c, s)) {
-        if (e->winner) {
-            out.push_back(e);
-        }
-    }
+    auto out = at_size(c, s);
+    std::erase_if(out, [](const entry* e) { return !e->winner; });
     return out;
 }
 
