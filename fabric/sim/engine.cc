@@ -2,6 +2,7 @@
 // aggregation slots.
 #include <algorithm>
 
+#include "base/check.hh"
 #include "engine.hh"
 
 namespace loom::sim::detail {
@@ -51,9 +52,7 @@ status engine::add_rank(const schedule::rank_schedule& rs) {
     }
     added_[rs.rank] = 1;
     rank_program& p = progs_[rs.rank];
-    if (status st = compile_rank(rs, info_.nranks, mem_, p, scratch_); !st) {
-        return st;
-    }
+    LOOM_CHECK(compile_rank(rs, info_.nranks, mem_, p, scratch_));
     steps_ += p.size;
     for (uint32_t i = 0; i < p.size; ++i) {
         const op& o = p.ops[i];

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "base/check.hh"
 #include "sim.hh"
 
 namespace loom::sim {
@@ -101,17 +102,14 @@ result<topology::shape> shape_from_coords(const tfabric& f,
             dims[i] = std::max(dims[i], c[i] + 1);
         }
     }
-    auto mesh = parse_shape("mesh:" + join_dims(dims));
-    if (!mesh) {
-        return mesh.error();
-    }
-    if (mesh->size() != n) {
+    LOOM_ASSIGN(topology::shape mesh, parse_shape("mesh:" + join_dims(dims)));
+    if (mesh.size() != n) {
         return invalid_argument("the coordinates span " + join_dims(dims) + " = " +
-                                std::to_string(mesh->size()) + " places for " + std::to_string(n) +
+                                std::to_string(mesh.size()) + " places for " + std::to_string(n) +
                                 " ranks");
     }
     for (int r = 0; r < n; ++r) {
-        if (f.nodes()[f.node_of_rank(r)].coords != mesh->coords(r)) {
+        if (f.nodes()[f.node_of_rank(r)].coords != mesh.coords(r)) {
             return invalid_argument("rank " + std::to_string(r) +
                                     "'s coordinates are not its row-major place in " +
                                     join_dims(dims) + " (the last coordinate varies fastest)");
@@ -126,7 +124,7 @@ result<topology::shape> shape_from_coords(const tfabric& f,
         ++longer;
         std::vector<int> far(k, 0);
         far[i] = dims[i] - 1;
-        wrapping += pairs.count(link_costs::key(0, mesh->rank_of(far))) ? 1 : 0;
+        wrapping += pairs.count(link_costs::key(0, mesh.rank_of(far))) ? 1 : 0;
     }
     if (wrapping > 0 && wrapping < longer) {
         return invalid_argument("some dimensions of " + join_dims(dims) +

@@ -82,14 +82,6 @@ class open_table {
         return true;
     }
     size_t size() const { return size_; }
-    template <class F>
-    void for_each(F&& f) const {
-        for (size_t i = 0; i < slots_.size(); ++i) {
-            if (used_[i]) {
-                f(slots_[i].first, slots_[i].second);
-            }
-        }
-    }
 
   private:
     size_t mask() const { return slots_.size() - 1; }

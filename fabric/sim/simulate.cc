@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/check.hh"
 #include "engine.hh"
 #include "schedule/verifier.hh"
 
@@ -102,9 +103,7 @@ status check_fabric(const fabric& f, int nranks) {
 namespace {
 
 result<report> finish(detail::engine& e) {
-    if (status st = e.run(); !st) {
-        return st;
-    }
+    LOOM_CHECK(e.run());
     return e.make_report();
 }
 
@@ -115,9 +114,7 @@ result<report> simulate(const schedule::schedule& s, const fabric& f, const opti
         return invalid_argument("the schedule lists " + std::to_string(s.ranks.size()) +
                                 " ranks for " + std::to_string(s.info.nranks));
     }
-    if (status st = check_fabric(f, s.info.nranks); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_fabric(f, s.info.nranks));
     if (o.verify_first) {
         schedule::verify_options vo;
         vo.check_values = false;
@@ -127,33 +124,23 @@ result<report> simulate(const schedule::schedule& s, const fabric& f, const opti
         }
     }
     detail::engine e(f, s.info, o);
-    if (status st = e.init(); !st) {
-        return st;
-    }
+    LOOM_CHECK(e.init());
     for (const auto& rs : s.ranks) {
-        if (status st = e.add_rank(rs); !st) {
-            return st;
-        }
+        LOOM_CHECK(e.add_rank(rs));
     }
     return finish(e);
 }
 
 result<report> simulate(const algorithms::algorithm& a, const algorithms::call& c, const fabric& f,
                         const options& o) {
-    if (status st = algorithms::check_call(a, c); !st) {
-        return st;
-    }
+    LOOM_CHECK(algorithms::check_call(a, c));
     fabric fc = f;
     fc.topo   = c.topo;
     fc.ties   = c.ties;
-    if (status st = check_fabric(fc, c.nranks); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_fabric(fc, c.nranks));
     schedule::schedule_info info = algorithms::schedule_info_for(a, c);
     detail::engine e(fc, info, o);
-    if (status st = e.init(); !st) {
-        return st;
-    }
+    LOOM_CHECK(e.init());
     // One rank at a time: its steps are compiled and the generator's copy dropped, so the
     // whole schedule never exists at once. With one channel, generate_rank() is the
     // algorithm's build() into a fresh list; building into one reused list instead saves
@@ -166,21 +153,12 @@ result<report> simulate(const algorithms::algorithm& a, const algorithms::call& 
             reused.steps.clear();
             reused.deps.clear();
             schedule::builder b(reused);
-            if (status st = a.build(c, r, b); !st) {
-                return st;
-            }
-            if (status st = e.add_rank(reused); !st) {
-                return st;
-            }
+            LOOM_CHECK(a.build(c, r, b));
+            LOOM_CHECK(e.add_rank(reused));
             continue;
         }
-        auto rs = algorithms::generate_rank(a, c, r);
-        if (!rs) {
-            return rs.error();
-        }
-        if (status st = e.add_rank(*rs); !st) {
-            return st;
-        }
+        LOOM_ASSIGN(schedule::rank_schedule rs, algorithms::generate_rank(a, c, r));
+        LOOM_CHECK(e.add_rank(rs));
     }
     return finish(e);
 }

@@ -1,6 +1,7 @@
 // fabric: construction through the checks, and the indexes behind the look-ups (rank →
 // node, id → node, node → links).
 #include "fabric.hh"
+#include "base/check.hh"
 
 #include "fabric_check.hh"
 
@@ -20,12 +21,8 @@ const char* node_kind_name(node_kind k) {
 
 result<fabric> fabric::make(std::vector<node> nodes, std::vector<link> links,
                             std::vector<std::string> classes, std::optional<shape> lattice) {
-    if (status st = detail::check_nodes(nodes, lattice); !st) {
-        return st;
-    }
-    if (status st = detail::check_links(nodes, links, classes.size()); !st) {
-        return st;
-    }
+    LOOM_CHECK(detail::check_nodes(nodes, lattice));
+    LOOM_CHECK(detail::check_links(nodes, links, classes.size()));
     fabric f;
     f.nodes_   = std::move(nodes);
     f.links_   = std::move(links);

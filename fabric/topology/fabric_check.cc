@@ -1,4 +1,5 @@
 #include "fabric_check.hh"
+#include "base/check.hh"
 
 #include <cmath>
 #include <unordered_map>
@@ -137,26 +138,18 @@ status check_parents(const std::vector<node>& nodes) {
 }  // namespace
 
 status check_nodes(const std::vector<node>& nodes, const std::optional<shape>& lattice) {
-    if (status st = check_ids(nodes); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_ids(nodes));
     for (const node& n : nodes) {
-        if (status st = check_kind(n); !st) {
-            return st;
-        }
+        LOOM_CHECK(check_kind(n));
     }
     int nranks = 0;
-    if (status st = check_ranks(nodes, &nranks); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_ranks(nodes, &nranks));
     if (lattice && lattice->size() != nranks) {
         return parse_error("shape " + lattice->to_string() + " has " +
                            std::to_string(lattice->size()) + " ranks but the fabric has " +
                            std::to_string(nranks) + " ranked nodes");
     }
-    if (status st = check_coords(nodes, lattice); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_coords(nodes, lattice));
     return check_parents(nodes);
 }
 

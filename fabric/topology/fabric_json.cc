@@ -1,12 +1,14 @@
 // The fabric file (format in fabric.hh): JSON → nodes and links, ids resolved to indices.
 // Only the shape of the document is checked here (keys, types, known names); what the
 // description means (ranks, coordinates, parents, α/BW ranges) is fabric::make's job.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/check.hh"
 #include "base/text_file.hh"
 #include "fabric.hh"
 
@@ -22,11 +24,8 @@ status only_keys(const json& obj, std::initializer_list<const char*> allowed,
         return parse_error(where + ": expected an object");
     }
     for (const auto& item : obj.items()) {
-        bool known = false;
-        for (const char* key : allowed) {
-            known = known || item.key() == key;
-        }
-        if (!known) {
+        if (std::none_of(allowed.begin(), allowed.end(),
+                         [&](const char* key) { return item.key() == key; })) {
             return parse_error(where + ": unknown key \"" + item.key() + "\"");
         }
     }
@@ -82,21 +81,12 @@ status parse_node(const json& j, node* n, const std::string& where) {
     if (!j.is_object()) {
         return parse_error(where + ": expected an object");
     }
-    if (status st = get_string(j, "id", &n->id, where); !st) {
-        return st;
-    }
+    LOOM_CHECK(get_string(j, "id", &n->id, where));
     const std::string named = where + " ('" + n->id + "')";
-    if (status st = only_keys(j, {"id", "kind", "rank", "coords", "in_network", "parent"}, named);
-        !st) {
-        return st;
-    }
+    LOOM_CHECK(only_keys(j, {"id", "kind", "rank", "coords", "in_network", "parent"}, named));
     std::string kind;
-    if (status st = get_string(j, "kind", &kind, named); !st) {
-        return st;
-    }
-    if (status st = parse_kind(kind, &n->kind, named); !st) {
-        return st;
-    }
+    LOOM_CHECK(get_string(j, "kind", &kind, named));
+    LOOM_CHECK(parse_kind(kind, &n->kind, named));
     if (auto it = j.find("rank"); it != j.end()) {
         if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() >= (1 << 24)) {
             return parse_error(named + ": \"rank\" must be an integer >= 0");
@@ -104,9 +94,7 @@ status parse_node(const json& j, node* n, const std::string& where) {
         n->rank = it->get<int>();
     }
     if (auto it = j.find("coords"); it != j.end()) {
-        if (status st = parse_coords(*it, &n->coords, named); !st) {
-            return st;
-        }
+        LOOM_CHECK(parse_coords(*it, &n->coords, named));
     }
     if (auto it = j.find("in_network"); it != j.end()) {
         if (!it->is_boolean()) {
@@ -133,9 +121,7 @@ status index_ids(const std::vector<node>& nodes, std::map<std::string, int>* ids
 status resolve(const std::map<std::string, int>& ids, const json& obj, const char* key, int* out,
                const std::string& where) {
     std::string id;
-    if (status st = get_string(obj, key, &id, where); !st) {
-        return st;
-    }
+    LOOM_CHECK(get_string(obj, key, &id, where));
     auto it = ids.find(id);
     if (it == ids.end()) {
         return parse_error(where + ": \"" + key + "\" names unknown node '" + id + "'");
@@ -170,17 +156,9 @@ status parse_classes(const json& doc, document* d) {
     for (const auto& item : it->items()) {
         const std::string where = "class '" + item.key() + "'";
         link_class_default def;
-        if (status st = only_keys(item.value(), {"alpha", "bw"}, where); !st) {
-            return st;
-        }
-        if (status st = get_number(item.value(), "alpha", &def.alpha_s, &def.has_alpha, where);
-            !st) {
-            return st;
-        }
-        if (status st = get_number(item.value(), "bw", &def.bw_bytes_per_s, &def.has_bw, where);
-            !st) {
-            return st;
-        }
+        LOOM_CHECK(only_keys(item.value(), {"alpha", "bw"}, where));
+        LOOM_CHECK(get_number(item.value(), "alpha", &def.alpha_s, &def.has_alpha, where));
+        LOOM_CHECK(get_number(item.value(), "bw", &def.bw_bytes_per_s, &def.has_bw, where));
         d->class_ids.emplace(item.key(), static_cast<int>(d->classes.size()));
         d->classes.push_back(item.key());
         d->defaults.push_back(def);
@@ -199,17 +177,11 @@ int class_id(document* d, const std::string& name) {
 }
 
 status parse_link(const json& j, document* d, const std::string& where) {
-    if (status st = only_keys(j, {"a", "b", "class", "alpha", "bw"}, where); !st) {
-        return st;
-    }
+    LOOM_CHECK(only_keys(j, {"a", "b", "class", "alpha", "bw"}, where));
     link l;
     std::string cls;
-    if (status st = resolve(d->node_ids, j, "a", &l.a, where); !st) {
-        return st;
-    }
-    if (status st = resolve(d->node_ids, j, "b", &l.b, where); !st) {
-        return st;
-    }
+    LOOM_CHECK(resolve(d->node_ids, j, "a", &l.a, where));
+    LOOM_CHECK(resolve(d->node_ids, j, "b", &l.b, where));
     const std::string named = where + " (" + d->nodes[l.a].id + " - " + d->nodes[l.b].id + ")";
     if (status st = get_string(j, "class", &cls, named); !st || cls.empty()) {
         return parse_error(named + ": \"class\" must be a non-empty string");
@@ -219,12 +191,8 @@ status parse_link(const json& j, document* d, const std::string& where) {
     bool has_alpha = false, has_bw = false;
     l.alpha_s        = def.alpha_s;
     l.bw_bytes_per_s = def.bw_bytes_per_s;
-    if (status st = get_number(j, "alpha", &l.alpha_s, &has_alpha, named); !st) {
-        return st;
-    }
-    if (status st = get_number(j, "bw", &l.bw_bytes_per_s, &has_bw, named); !st) {
-        return st;
-    }
+    LOOM_CHECK(get_number(j, "alpha", &l.alpha_s, &has_alpha, named));
+    LOOM_CHECK(get_number(j, "bw", &l.bw_bytes_per_s, &has_bw, named));
     if (!(has_alpha || def.has_alpha) || !(has_bw || def.has_bw)) {
         return parse_error(named + ": needs \"alpha\" and \"bw\" (its own or its class's)");
     }
@@ -233,11 +201,8 @@ status parse_link(const json& j, document* d, const std::string& where) {
 }
 
 status parse_header(const json& doc, std::optional<shape>* lattice) {
-    if (status st = only_keys(doc, {"format", "version", "shape", "classes", "nodes", "links"},
-                              "the fabric document");
-        !st) {
-        return st;
-    }
+    LOOM_CHECK(only_keys(doc, {"format", "version", "shape", "classes", "nodes", "links"},
+                         "the fabric document"));
     if (doc.value("format", json()) != "loom-fabric" || doc.value("version", json()) != 1) {
         return parse_error("expected \"format\": \"loom-fabric\" and \"version\": 1");
     }
@@ -245,11 +210,7 @@ status parse_header(const json& doc, std::optional<shape>* lattice) {
         if (!it->is_string()) {
             return parse_error("\"shape\" must be a string such as \"torus:4x4\"");
         }
-        auto s = shape::parse(it->get<std::string>());
-        if (!s) {
-            return s.error();
-        }
-        *lattice = *s;
+        LOOM_ASSIGN(*lattice, shape::parse(it->get<std::string>()));
     }
     for (const char* key : {"nodes", "links"}) {
         if (!doc.contains(key) || !doc[key].is_array()) {
@@ -263,41 +224,25 @@ status parse_parents(const json& nodes_json, document* d) {
     for (size_t i = 0; i < nodes_json.size(); ++i) {
         if (nodes_json[i].contains("parent")) {
             std::string where = "node " + std::to_string(i) + " ('" + d->nodes[i].id + "')";
-            if (status st =
-                    resolve(d->node_ids, nodes_json[i], "parent", &d->nodes[i].parent, where);
-                !st) {
-                return st;
-            }
+            LOOM_CHECK(resolve(d->node_ids, nodes_json[i], "parent", &d->nodes[i].parent, where));
         }
     }
     return status::ok();
 }
 
 status parse_document(const json& doc, document* d, std::optional<shape>* lattice) {
-    if (status st = parse_header(doc, lattice); !st) {
-        return st;
-    }
-    if (status st = parse_classes(doc, d); !st) {
-        return st;
-    }
+    LOOM_CHECK(parse_header(doc, lattice));
+    LOOM_CHECK(parse_classes(doc, d));
     const json& nodes_json = doc["nodes"];
     d->nodes.resize(nodes_json.size());
     for (size_t i = 0; i < nodes_json.size(); ++i) {
-        if (status st = parse_node(nodes_json[i], &d->nodes[i], "node " + std::to_string(i)); !st) {
-            return st;
-        }
+        LOOM_CHECK(parse_node(nodes_json[i], &d->nodes[i], "node " + std::to_string(i)));
     }
-    if (status st = index_ids(d->nodes, &d->node_ids); !st) {
-        return st;
-    }
-    if (status st = parse_parents(nodes_json, d); !st) {
-        return st;
-    }
+    LOOM_CHECK(index_ids(d->nodes, &d->node_ids));
+    LOOM_CHECK(parse_parents(nodes_json, d));
     const json& links_json = doc["links"];
     for (size_t i = 0; i < links_json.size(); ++i) {
-        if (status st = parse_link(links_json[i], d, "link " + std::to_string(i)); !st) {
-            return st;
-        }
+        LOOM_CHECK(parse_link(links_json[i], d, "link " + std::to_string(i)));
     }
     return status::ok();
 }
@@ -330,11 +275,8 @@ result<fabric> parse_fabric_json(std::string_view text, std::string_view origin)
 }
 
 result<fabric> load_fabric_file(const std::string& path) {
-    auto text = read_text_file(path, "fabric file", max_fabric_file_bytes);
-    if (!text) {
-        return text.error();
-    }
-    return parse_fabric_json(*text, path);
+    LOOM_ASSIGN(std::string text, read_text_file(path, "fabric file", max_fabric_file_bytes));
+    return parse_fabric_json(text, path);
 }
 
 }  // namespace loom::topology

@@ -2,6 +2,7 @@
 // fabric file from one string (the tools' --topology/--fabric argument).
 #include <string>
 
+#include "base/check.hh"
 #include "census.hh"
 #include "fabric.hh"
 
@@ -71,11 +72,8 @@ result<fabric> load_fabric(std::string_view shape_or_path, const link_params& pa
     if (names_fabric_file(shape_or_path)) {
         return load_fabric_file(std::string(shape_or_path));
     }
-    auto s = shape::parse(shape_or_path);
-    if (!s) {
-        return s.error();
-    }
-    return fabric_from_shape(*s, params);
+    LOOM_ASSIGN(shape s, shape::parse(shape_or_path));
+    return fabric_from_shape(s, params);
 }
 
 }  // namespace loom::topology

@@ -1,10 +1,8 @@
 #include "lines.hh"
 
 namespace loom::topology {
-namespace {
 
-// The rank distance between neighbours along `dim`: Π of the dimensions after it (row-major).
-int stride_of(const shape& s, int dim) {
+int dim_stride(const shape& s, int dim) {
     int stride = 1;
     for (int j = dim + 1; j < s.ndims(); ++j) {
         stride *= s.dims()[j];
@@ -12,10 +10,18 @@ int stride_of(const shape& s, int dim) {
     return stride;
 }
 
-}  // namespace
+std::vector<int> active_dims(const shape& s) {
+    std::vector<int> out;
+    for (int i = 0; i < s.ndims(); ++i) {
+        if (s.dims()[i] > 1) {
+            out.push_back(i);
+        }
+    }
+    return out;
+}
 
 std::vector<int> dim_line(const shape& s, int rank, int dim) {
-    const int d = s.dims()[dim], stride = stride_of(s, dim);
+    const int d = s.dims()[dim], stride = dim_stride(s, dim);
     // Row-major: moving along `dim` adds `stride`; the line starts where coordinate dim is 0.
     const int first = rank - (rank / stride % d) * stride;
     std::vector<int> line(d);
@@ -26,7 +32,7 @@ std::vector<int> dim_line(const shape& s, int rank, int dim) {
 }
 
 std::vector<std::vector<int>> dim_lines(const shape& s, int dim) {
-    const int d = s.dims()[dim], stride = stride_of(s, dim);
+    const int d = s.dims()[dim], stride = dim_stride(s, dim);
     std::vector<std::vector<int>> out;
     out.reserve(s.size() / d);
     for (int r = 0; r < s.size(); ++r) {

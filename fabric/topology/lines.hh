@@ -9,6 +9,13 @@
 
 namespace loom::topology {
 
+/// The rank distance between neighbours along `dim`: the product of the dimensions after it
+/// (row-major), so a rank's coordinate there is rank / stride mod d_dim.
+int dim_stride(const shape& s, int dim);
+
+/// The dimensions with more than one rank, in order.
+std::vector<int> active_dims(const shape& s);
+
 /// The ranks that agree with `rank` on every coordinate except `dim`, in coordinate order
 /// 0..d-1, so consecutive ranks are neighbours (and last → first too on a wrapping shape).
 std::vector<int> dim_line(const shape& s, int rank, int dim);

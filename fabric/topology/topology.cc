@@ -1,4 +1,5 @@
 #include "topology.hh"
+#include "base/check.hh"
 
 #include <algorithm>
 #include <charconv>
@@ -114,12 +115,8 @@ result<shape> shape::parse(std::string_view text) {
     while (pos <= body.size()) {
         size_t x              = body.find('x', pos);
         std::string_view part = body.substr(pos, x == std::string_view::npos ? body.npos : x - pos);
-        auto d                = parse_positive(part, text);
-        if (!d) {
-            return d.error();
-        }
-        s.dims_.push_back(*d);
-        size *= *d;
+        LOOM_ASSIGN(s.dims_.emplace_back(), parse_positive(part, text));
+        size *= s.dims_.back();
         if (size > max_ranks) {
             return parse_error("topology '" + std::string(text) + "': more than " +
                                std::to_string(max_ranks) + " ranks");

@@ -2,6 +2,7 @@
 // parts every generator shares: call validation, channel splitting, whole-schedule assembly.
 #include <algorithm>
 
+#include "base/check.hh"
 #include "base/wire_tag.hh"
 #include "families.hh"
 #include "routing/dor.hh"
@@ -129,9 +130,7 @@ result<schedule::rank_schedule> generate_rank(const algorithm& a, const call& c,
     out.rank = rank;
     if (c.channels == 1) {
         schedule::builder b(out);
-        if (status st = a.build(c, rank, b); !st) {
-            return st;
-        }
+        LOOM_CHECK(a.build(c, rank, b));
         return out;
     }
     // Each channel runs the algorithm on its slice; its scratch is stacked after the
@@ -145,9 +144,7 @@ result<schedule::rank_schedule> generate_rank(const algorithm& a, const call& c,
         schedule::rank_schedule part;
         part.rank = rank;
         schedule::builder pb(part);
-        if (status st = a.build(sub, rank, pb); !st) {
-            return st;
-        }
+        LOOM_CHECK(a.build(sub, rank, pb));
         auto first = static_cast<schedule::step_id>(out.steps.size());
         for (auto& st : part.steps) {
             shift_region(st.dst, base, scratch_base);
@@ -182,18 +179,12 @@ schedule::schedule_info schedule_info_for(const algorithm& a, const call& c) {
 }
 
 result<schedule::schedule> generate(const algorithm& a, const call& c) {
-    if (status st = check_call(a, c); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_call(a, c));
     schedule::schedule s;
     s.info = schedule_info_for(a, c);
     s.ranks.reserve(c.nranks);
     for (int r = 0; r < c.nranks; ++r) {
-        auto rs = generate_rank(a, c, r);
-        if (!rs) {
-            return rs.error();
-        }
-        s.ranks.push_back(std::move(rs).value());
+        LOOM_ASSIGN(s.ranks.emplace_back(), generate_rank(a, c, r));
     }
     return s;
 }

@@ -66,6 +66,7 @@
 
 #include "families.hh"
 #include "ring_patterns.hh"
+#include "topology/lines.hh"
 #include "util.hh"
 
 namespace loom::algorithms {
@@ -105,38 +106,10 @@ phase_end to_ring(const ends& e) {
     return {e.id[0], e.id[1]};
 }
 
-// The dims with more than one rank, in order.
-std::vector<int> active_dims(const topology::shape& t) {
-    std::vector<int> out;
-    for (int i = 0; i < t.ndims(); ++i) {
-        if (t.dims()[i] > 1) {
-            out.push_back(i);
-        }
-    }
-    return out;
-}
-
-int stride_of(const topology::shape& t, int dim) {
-    int s = 1;
-    for (int j = dim + 1; j < t.ndims(); ++j) {
-        s *= t.dims()[j];
-    }
-    return s;
-}
+using topology::active_dims;
 
 int coord_of(const topology::shape& t, int rank, int dim) {
-    return rank / stride_of(t, dim) % t.dims()[dim];
-}
-
-// The line of `rank` along `dim`: members[j] has coordinate j there.
-std::vector<int> line_of(const topology::shape& t, int rank, int dim) {
-    int stride = stride_of(t, dim), d = t.dims()[dim];
-    int base = rank - coord_of(t, rank, dim) * stride;
-    std::vector<int> members(d);
-    for (int j = 0; j < d; ++j) {
-        members[j] = base + j * stride;
-    }
-    return members;
+    return rank / topology::dim_stride(t, dim) % t.dims()[dim];
 }
 
 // Rank r's level-`dim` group, the ranks sharing c_0..c_{dim-1} with r: [first, first+size).
@@ -144,7 +117,7 @@ struct group {
     int first, size;
 };
 group group_of(const topology::shape& t, int rank, int dim) {
-    int size = stride_of(t, dim) * t.dims()[dim];
+    int size = topology::dim_stride(t, dim) * t.dims()[dim];
     return {rank - rank % size, size};
 }
 
@@ -160,16 +133,6 @@ block_layout nested_layout(int64_t count, int nranks, group g, int d) {
     return l;
 }
 
-schedule::step make(schedule::step_kind kind, int peer, region dst, region src, region aux = {}) {
-    schedule::step s{};
-    s.kind = kind;
-    s.peer = peer;
-    s.dst  = dst;
-    s.src  = src;
-    s.aux  = aux;
-    return s;
-}
-
 // Dependencies of a step: `own`, plus the phase start when it opens a chain.
 std::vector<step_id> deps_of(std::initializer_list<step_id> own, step_id chain, const ends& after) {
     std::vector<step_id> v(own);
@@ -179,8 +142,6 @@ std::vector<step_id> deps_of(std::initializer_list<step_id> own, step_id chain, 
     }
     return v;
 }
-
-using schedule::step_kind;
 
 ends line_reduce_scatter(schedule::builder& b, const std::vector<int>& members, int p,
                          const block_layout& blocks, vector_at in, vector_at acc, region final_dst,
@@ -194,18 +155,18 @@ ends line_reduce_scatter(schedule::builder& b, const std::vector<int>& members, 
         if (right >= 0 && t >= p + 1) {  // block p+n-t, its sum over 0..p
             int blk  = p + n - t;
             auto src = p == 0 ? in.block(blocks, blk) : acc.block(blocks, blk);
-            rs = b.add(make(step_kind::send, right, {}, src), deps_of({from_left}, rs, after));
+            rs       = b.send(right, src, deps_of({from_left}, rs, after));
         }
         if (left >= 0 && t >= n - p) {  // block p+t-n, its sum over p..n-1
             int blk  = p + t - n;
             auto src = p == n - 1 ? in.block(blocks, blk) : acc.block(blocks, blk);
-            ls = b.add(make(step_kind::send, left, {}, src), deps_of({from_right}, ls, after));
+            ls       = b.send(left, src, deps_of({from_right}, ls, after));
         }
         if (left >= 0 && t >= p) {
-            int blk    = p - 1 + n - t;
-            auto dst   = blk == p ? final_dst : acc.block(blocks, blk);
-            from_left  = b.add(make(step_kind::recv_reduce, left, dst, in.block(blocks, blk)),
-                               deps_of({}, from_left, after));
+            int blk  = p - 1 + n - t;
+            auto dst = blk == p ? final_dst : acc.block(blocks, blk);
+            from_left =
+                b.recv_reduce(left, dst, in.block(blocks, blk), deps_of({}, from_left, after));
             left_final = blk == p ? from_left : no_step;
         }
         if (right >= 0 && t >= n - p - 1) {
@@ -213,19 +174,17 @@ ends line_reduce_scatter(schedule::builder& b, const std::vector<int>& members, 
             if (blk == p && left_final != no_step) {
                 // Both ends' sums arrive now: land the second and add it locally, so the
                 // two receives stay in the same round.
-                right_final =
-                    b.add(make(step_kind::recv, right, tmp, {}), deps_of({}, from_right, after));
-                from_right = right_final;
+                right_final = b.recv(right, tmp, deps_of({}, from_right, after));
+                from_right  = right_final;
             } else {
                 auto dst   = blk == p ? final_dst : acc.block(blocks, blk);
-                from_right = b.add(make(step_kind::recv_reduce, right, dst, in.block(blocks, blk)),
-                                   deps_of({}, from_right, after));
+                from_right = b.recv_reduce(right, dst, in.block(blocks, blk),
+                                           deps_of({}, from_right, after));
             }
         }
     }
     if (right_final != no_step) {
-        step_id join = b.add(make(step_kind::local_reduce, -1, final_dst, final_dst, tmp),
-                             {left_final, right_final, rs, ls});
+        step_id join = b.local_reduce(final_dst, final_dst, tmp, {left_final, right_final, rs, ls});
         return {{join, no_step, no_step, no_step}};
     }
     return {{rs, ls, from_left, from_right}};
@@ -237,8 +196,8 @@ ends line_allgather(schedule::builder& b, const std::vector<int>& members, int p
     int right = p + 1 < n ? members[p + 1] : -1, left = p > 0 ? members[p - 1] : -1;
     step_id cp = no_step;
     if (!(own == dst.block(blocks, p))) {
-        cp = b.add(make(step_kind::local_copy, -1, dst.block(blocks, p), own),
-                   std::vector<step_id>(std::begin(after.id), std::end(after.id)));
+        cp = b.local_copy(dst.block(blocks, p), own,
+                          std::vector<step_id>(std::begin(after.id), std::end(after.id)));
     }
     step_id rs = no_step, ls = no_step, from_left = no_step, from_right = no_step;
     for (int t = 1; t < n; ++t) {
@@ -247,20 +206,18 @@ ends line_allgather(schedule::builder& b, const std::vector<int>& members, int p
         if (left >= 0 && p + t - 1 <= n - 1) {
             int blk  = p + t - 1;
             auto src = blk == p ? own : dst.block(blocks, blk);
-            ls = b.add(make(step_kind::send, left, {}, src), deps_of({from_right}, ls, after));
+            ls       = b.send(left, src, deps_of({from_right}, ls, after));
         }
         if (right >= 0 && p + 1 - t >= 0) {
             int blk  = p + 1 - t;
             auto src = blk == p ? own : dst.block(blocks, blk);
-            rs = b.add(make(step_kind::send, right, {}, src), deps_of({from_left}, rs, after));
+            rs       = b.send(right, src, deps_of({from_left}, rs, after));
         }
         if (right >= 0 && p + t <= n - 1) {
-            from_right = b.add(make(step_kind::recv, right, dst.block(blocks, p + t), {}),
-                               deps_of({cp}, from_right, after));
+            from_right = b.recv(right, dst.block(blocks, p + t), deps_of({cp}, from_right, after));
         }
         if (left >= 0 && p - t >= 0) {
-            from_left = b.add(make(step_kind::recv, left, dst.block(blocks, p - t), {}),
-                              deps_of({cp}, from_left, after));
+            from_left = b.recv(left, dst.block(blocks, p - t), deps_of({cp}, from_left, after));
         }
     }
     return {{rs, ls, from_left, from_right}};
@@ -291,7 +248,7 @@ ends rs_phases(schedule::builder& b, const call& c, int rank, vector_at in, vect
         vector_at src{k == 0 ? in.buf : work.buf, (k == 0 ? in.offset : work.offset) + off};
         vector_at acc{work.buf, work.offset + off};
         region fin = k + 1 == dims.size() ? last_dst : acc.block(lay, me);
-        auto line  = line_of(c.topo, rank, dim);
+        auto line  = topology::dim_line(c.topo, rank, dim);
         if (c.topo.wraps()) {
             at = from_ring(ring_reduce_scatter(b, line, me, lay, src, acc, fin, to_ring(at)));
         } else {
@@ -311,7 +268,7 @@ ends ag_phases(schedule::builder& b, const call& c, int rank, region own, vector
         auto lay = nested_layout(c.count, c.nranks, g, c.topo.dims()[dim]);
         vector_at piece{dst.buf, dst.offset + schedule::block_offset(c.count, c.nranks, g.first)};
         region mine = k + 1 == dims.size() ? own : piece.block(lay, me);
-        auto line   = line_of(c.topo, rank, dim);
+        auto line   = topology::dim_line(c.topo, rank, dim);
         if (c.topo.wraps()) {
             at = from_ring(ring_allgather(b, line, me, lay, mine, piece, to_ring(at)));
         } else {
@@ -516,8 +473,9 @@ double ag_beta(const std::vector<int>& d, bool wraps, double n) {
     return beta + rest / d[0];
 }
 
-// `rs` reduce-scatter and `ag` all-gather traversals.
-cost traversals(const cost_query& q, int rs, int ag) {
+// `Rs` reduce-scatter and `Ag` all-gather traversals (all-reduce is one of each).
+template <int Rs, int Ag>
+cost traversals(const cost_query& q) {
     if (!q.topo.is_lattice()) {
         return torus_dims_not_applicable(q.topo);
     }
@@ -532,22 +490,12 @@ cost traversals(const cost_query& q, int rs, int ag) {
     std::string note =
         "f001 §3.4/§3.5/§4.2; exact when N divides the count; single-port = "
         "per-edge (physical links)";
-    if (ag > 0 && !q.topo.wraps()) {
+    if (Ag > 0 && !q.topo.wraps()) {
         note +=
             "; mesh all-gather in lockstep: interior lines of a d_i ≥ 5 phase start the "
             "next phase early (asynchronous lines reach (N-1)/N)";
     }
-    return {(rs + ag) * hops, rs * (n - 1) / n + ag * ag_beta(d, q.topo.wraps(), n), true, note};
-}
-
-cost cost_allreduce(const cost_query& q) {
-    return traversals(q, 1, 1);
-}
-cost cost_reduce_scatter(const cost_query& q) {
-    return traversals(q, 1, 0);
-}
-cost cost_allgather(const cost_query& q) {
-    return traversals(q, 0, 1);
+    return {(Rs + Ag) * hops, Rs * (n - 1) / n + Ag * ag_beta(d, q.topo.wraps(), n), true, note};
 }
 
 constexpr std::string_view lattice_only = "torus, ring or mesh, any dims, any count";
@@ -580,7 +528,7 @@ const algorithm allreduce_dims{
     lattice_only,
     torus_dims_applicable,
     build_allreduce,
-    cost_allreduce,
+    traversals<1, 1>,
     /*topology_aware=*/true};
 const algorithm reduce_scatter_dims{
     "dims",
@@ -590,7 +538,7 @@ const algorithm reduce_scatter_dims{
     lattice_only,
     torus_dims_applicable,
     build_reduce_scatter,
-    cost_reduce_scatter,
+    traversals<1, 0>,
     /*topology_aware=*/true};
 const algorithm allgather_dims{"dims",
                                collective::allgather,
@@ -599,7 +547,7 @@ const algorithm allgather_dims{"dims",
                                lattice_only,
                                torus_dims_applicable,
                                build_allgather,
-                               cost_allgather,
+                               traversals<0, 1>,
                                /*topology_aware=*/true};
 
 }  // namespace

@@ -46,8 +46,10 @@
 //   torus:, ring: and mesh: shapes, any dims, any count (elements per destination).
 #include <algorithm>
 
+#include "base/check.hh"
 #include "families.hh"
 #include "ring_patterns.hh"
+#include "topology/lines.hh"
 #include "util.hh"
 
 namespace loom::algorithms {
@@ -56,8 +58,6 @@ status torus_dims_applicable(const call& c);               // torus_dims.cc
 cost torus_dims_not_applicable(const topology::shape& t);  // torus_dims.cc
 
 namespace {
-
-using schedule::step_kind;
 
 // One phase's line: d positions; a packet is `outer` runs of `stride` chunks of `count`.
 struct line_geom {
@@ -192,13 +192,9 @@ result<frame> make_frame(const std::vector<packet>& in, const std::vector<packet
 struct local_chain {
     std::vector<step_id> deps;
     void copy(schedule::builder& b, region dst, region src, step_id also = no_step) {
-        schedule::step s{};
-        s.kind = step_kind::local_copy;
-        s.dst  = dst;
-        s.src  = src;
         auto d = deps;
         d.push_back(also);
-        deps.assign(1, b.add(s, d));
+        deps.assign(1, b.local_copy(dst, src, d));
     }
 };
 
@@ -232,14 +228,6 @@ int next_of(const phase_in& ph, int dir) {
     return ph.members[ph.g.wraps ? mod(ph.p + dir, d) : ph.p + dir];
 }
 
-schedule::step transfer(step_kind kind, int peer, region r) {
-    schedule::step s{};
-    s.kind                                    = kind;
-    s.peer                                    = peer;
-    (kind == step_kind::send ? s.src : s.dst) = r;
-    return s;
-}
-
 int rounds_of(const line_geom& g) {
     return g.wraps ? g.d / 2 : g.d - 1;
 }
@@ -255,12 +243,9 @@ result<int64_t> lay_frames(const phase_in& ph, std::vector<frame> (&frames)[2]) 
             auto out = t <= rounds_of(g) ? bundle(g, ph.p, dir, t) : std::vector<packet>{};
             auto in  = t > 1 && from >= 0 && from < g.d ? bundle(g, from, dir, t - 1)
                                                         : std::vector<packet>{};
-            auto f   = make_frame(in, out, ph.p, at);
-            if (!f) {
-                return f.error();
-            }
-            at = std::max(f->send.end(), f->landing.end());
-            frames[di].push_back(std::move(f).value());
+            LOOM_ASSIGN(frame f, make_frame(in, out, ph.p, at));
+            at = std::max(f.send.end(), f.landing.end());
+            frames[di].push_back(std::move(f));
         }
     }
     return at;
@@ -273,11 +258,8 @@ result<std::vector<step_id>> a2a_phase(schedule::builder& b, const phase_in& ph,
     const line_geom& g = ph.g;
     int rounds         = rounds_of(g);
     std::vector<frame> frames[2];
-    auto end = lay_frames(ph, frames);
-    if (!end) {
-        return end.error();
-    }
-    b.need_scratch(*end);
+    LOOM_ASSIGN(int64_t end, lay_frames(ph, frames));
+    b.need_scratch(end);
     local_chain chain{start};
     int64_t run = g.stride * g.count;
     for (int64_t a = 0; a < g.outer && run > 0; ++a) {  // my own chunks keep their slots
@@ -301,8 +283,7 @@ result<std::vector<step_id>> a2a_phase(schedule::builder& b, const phase_in& ph,
                 auto deps = packed;
                 deps.push_back(sent[di]);
                 deps.push_back(got[di]);
-                sent[di] =
-                    b.add(transfer(step_kind::send, next_of(ph, di == 0 ? 1 : -1), f.send), deps);
+                sent[di] = b.send(next_of(ph, di == 0 ? 1 : -1), f.send, deps);
             }
         }
         for (int di = 0; di < 2; ++di) {
@@ -312,8 +293,7 @@ result<std::vector<step_id>> a2a_phase(schedule::builder& b, const phase_in& ph,
             }
             auto deps = got[di] == no_step ? start : std::vector<step_id>{};
             deps.push_back(got[di]);
-            got[di] =
-                b.add(transfer(step_kind::recv, next_of(ph, di == 0 ? -1 : 1), f.landing), deps);
+            got[di] = b.recv(next_of(ph, di == 0 ? -1 : 1), f.landing, deps);
             for (auto& [k, off] : f.delivered) {
                 copy_packed(b, g, ph.next, k.src, k.e0, k.e1, off, false, chain, got[di]);
             }
@@ -325,14 +305,9 @@ result<std::vector<step_id>> a2a_phase(schedule::builder& b, const phase_in& ph,
 }
 
 status build_alltoall(const call& c, int rank, schedule::builder& b) {
-    const auto& t  = c.topo;
-    int64_t buffer = int64_t{c.nranks} * c.count;
-    std::vector<int> dims;
-    for (int i = 0; i < t.ndims(); ++i) {
-        if (t.dims()[i] > 1) {
-            dims.push_back(i);
-        }
-    }
+    const auto& t         = c.topo;
+    int64_t buffer        = int64_t{c.nranks} * c.count;
+    std::vector<int> dims = topology::active_dims(t);
     if (dims.empty()) {
         b.local_copy(schedule::out(0, buffer), schedule::in(0, buffer));
         return status::ok();
@@ -352,20 +327,13 @@ status build_alltoall(const call& c, int rank, schedule::builder& b) {
         }
         phase_in ph;
         ph.p         = static_cast<int>(rank / stride % d);
+        ph.members   = topology::dim_line(t, rank, dim);
         ph.g         = {d, t.wraps(), outer, stride, c.count};
         ph.next      = (dims.size() - 1 - k) % 2 == 0 ? vector_at{buffer_id::output, 0}
                                                       : vector_at{buffer_id::scratch, 0};
         ph.cur       = cur;
         ph.frames_at = frames_at;
-        int first    = static_cast<int>(rank - ph.p * stride);
-        for (int j = 0; j < d; ++j) {
-            ph.members.push_back(first + j * static_cast<int>(stride));
-        }
-        auto end = a2a_phase(b, ph, at);
-        if (!end) {
-            return end.error();
-        }
-        at  = std::move(end).value();
+        LOOM_ASSIGN(at, a2a_phase(b, ph, at));
         cur = ph.next;
     }
     return status::ok();

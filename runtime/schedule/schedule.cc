@@ -1,4 +1,5 @@
 #include "schedule.hh"
+#include "base/check.hh"
 
 #include <algorithm>
 
@@ -170,9 +171,7 @@ status check_parsed_step(const step& s, size_t ndeps, const std::string& where) 
                            std::to_string(max_step_deps));
     }
     for (const region* r : {&s.dst, &s.src, &s.aux}) {
-        if (status st = check_parsed_region(*r, where); !st) {
-            return st;
-        }
+        LOOM_CHECK(check_parsed_region(*r, where));
     }
     return status::ok();
 }
@@ -193,26 +192,18 @@ double payload_bytes(const schedule_info& info) {
     return elems * info.dtype_size;
 }
 
-template <class It>
-step_id builder::push(step s, It begin, It end) {
+step_id builder::add(step s, deps_list deps) {
     s.first_dep = static_cast<uint32_t>(out_.deps.size());
     uint16_t n  = 0;
-    for (It it = begin; it != end; ++it) {
-        if (*it != no_step) {
-            out_.deps.push_back(*it);
+    for (step_id d : deps) {
+        if (d != no_step) {
+            out_.deps.push_back(d);
             ++n;
         }
     }
     s.ndeps = n;
     out_.steps.push_back(s);
     return static_cast<step_id>(out_.steps.size() - 1);
-}
-
-step_id builder::add(step s, deps_list deps) {
-    return push(s, deps.begin(), deps.end());
-}
-step_id builder::add(step s, const std::vector<step_id>& deps) {
-    return push(s, deps.begin(), deps.end());
 }
 
 // Each step kind fills only the fields it uses (step.hh); the rest keep their defaults.

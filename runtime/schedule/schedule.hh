@@ -4,6 +4,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,19 @@ struct schedule {
 class builder {
   public:
     explicit builder(rank_schedule& out) : out_(out) {}
-    using deps_list = std::initializer_list<step_id>;
+    /// A step's dependencies: a braced list, or a vector for generators that collect them.
+    /// Read before the call returns, so a temporary list is fine.
+    class deps_list {
+      public:
+        deps_list() = default;
+        deps_list(std::initializer_list<step_id> ids) : ids_(ids.begin(), ids.size()) {}
+        deps_list(const std::vector<step_id>& ids) : ids_(ids) {}
+        auto begin() const { return ids_.begin(); }
+        auto end() const { return ids_.end(); }
+
+      private:
+        std::span<const step_id> ids_;
+    };
 
     step_id send(int peer, region src, deps_list deps = {}, uint32_t tag = 0);
     step_id recv(int peer, region dst, deps_list deps = {}, uint32_t tag = 0);
@@ -65,8 +78,7 @@ class builder {
     step_id inc_push(region src, uint32_t slot, int contributors, deps_list deps = {});
     step_id inc_pull(region dst, uint32_t slot, int contributors, deps_list deps = {});
 
-    /// Adds a step with dependencies from a vector (for generators that collect them).
-    step_id add(step s, const std::vector<step_id>& deps);
+    /// Adds a step as it stands (parsers, channel splitting).
     step_id add(step s, deps_list deps);
     /// Grows the rank's scratch to at least `count` elements.
     void need_scratch(int64_t count);
@@ -74,8 +86,6 @@ class builder {
     int rank() const { return out_.rank; }
 
   private:
-    template <class It>
-    step_id push(step s, It begin, It end);
     rank_schedule& out_;
 };
 

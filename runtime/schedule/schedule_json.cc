@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "base/check.hh"
 #include "schedule.hh"
 
 namespace loom::schedule {
@@ -114,9 +115,7 @@ status parse_step(const json& j, rank_schedule* rs, const std::string& where) {
             return st;
         }
     }
-    if (status st = check_parsed_step(s, deps.size(), where); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_parsed_step(s, deps.size(), where));
     builder(*rs).add(s, deps);
     return status::ok();
 }
@@ -159,9 +158,7 @@ status parse_document(const json& doc, schedule* s) {
         }
         *out = it->get<std::string>();
     }
-    if (status st = check_parsed_info(info, w); !st) {
-        return st;
-    }
+    LOOM_CHECK(check_parsed_info(info, w));
     auto ranks = doc.find("schedule");
     if (ranks == doc.end() || !ranks->is_array()) {
         return parse_error("schedule JSON: \"schedule\" must be an array with one entry per rank");
@@ -174,25 +171,19 @@ status parse_document(const json& doc, schedule* s) {
             return parse_error(where + ": expected {\"rank\": r, \"steps\": [...]}");
         }
         int declared = rs.rank;
-        if (status st = get_int(jr, "rank", &declared, where, false); !st) {
-            return st;
-        }
+        LOOM_CHECK(get_int(jr, "rank", &declared, where, false));
         if (declared != rs.rank) {
             return parse_error(where + ": entries must be in rank order (found rank " +
                                std::to_string(declared) + ")");
         }
-        if (status st = get_int(jr, "scratch", &rs.scratch_count, where, false); !st) {
-            return st;
-        }
+        LOOM_CHECK(get_int(jr, "scratch", &rs.scratch_count, where, false));
         if (rs.scratch_count < 0 || rs.scratch_count > max_region_count) {
             return parse_error(where + ": scratch " + std::to_string(rs.scratch_count) +
                                " is out of range");
         }
         for (const auto& js : jr["steps"]) {
             std::string sw = where + " step " + std::to_string(rs.steps.size());
-            if (status st = parse_step(js, &rs, sw); !st) {
-                return st;
-            }
+            LOOM_CHECK(parse_step(js, &rs, sw));
         }
         s->ranks.push_back(std::move(rs));
     }
@@ -252,9 +243,7 @@ result<schedule> parse_json(std::string_view text) {
     }
     schedule s;
     try {
-        if (status st = parse_document(doc, &s); !st) {
-            return st;
-        }
+        LOOM_CHECK(parse_document(doc, &s));
     } catch (const json::exception& e) {
         // Out-of-range numbers and similar: still one clear line, never a crash.
         return parse_error(std::string("schedule JSON: ") + e.what());

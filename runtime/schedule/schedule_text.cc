@@ -9,6 +9,7 @@
 #include <charconv>
 #include <sstream>
 
+#include "base/check.hh"
 #include "schedule.hh"
 
 namespace loom::schedule {
@@ -167,11 +168,8 @@ status parse_step_line(const line_reader& lr, rank_schedule* rs) {
             return lr.error("bad value for '" + std::string(key) + "': '" + std::string(val) + "'");
         }
     }
-    if (status st =
-            check_parsed_step(s, deps.size(), "schedule text line " + std::to_string(lr.number));
-        !st) {
-        return st;
-    }
+    LOOM_CHECK(
+        check_parsed_step(s, deps.size(), "schedule text line " + std::to_string(lr.number)));
     builder(*rs).add(s, deps);
     return status::ok();
 }
@@ -223,13 +221,8 @@ result<schedule> parse_text(std::string_view text) {
     if (!lr.next()) {
         return lr.error("missing the header line");
     }
-    if (status st = parse_header(lr, &s.info); !st) {
-        return st;
-    }
-    if (status st = check_parsed_info(s.info, "schedule text line " + std::to_string(lr.number));
-        !st) {
-        return st;
-    }
+    LOOM_CHECK(parse_header(lr, &s.info));
+    LOOM_CHECK(check_parsed_info(s.info, "schedule text line " + std::to_string(lr.number)));
     while (lr.next()) {
         auto words = split_words(lr.line);
         if (words[0] == "rank") {
@@ -248,9 +241,8 @@ result<schedule> parse_text(std::string_view text) {
             s.ranks.push_back(std::move(rs));
         } else if (s.ranks.empty()) {
             return lr.error("step before the first 'rank' line");
-        } else if (status st = parse_step_line(lr, &s.ranks.back()); !st) {
-            return st;
-        }
+        } else
+            LOOM_CHECK(parse_step_line(lr, &s.ranks.back()));
     }
     return s;
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "base/check.hh"
 #include "verifier_internal.hh"
 
 namespace loom::schedule::detail {
@@ -155,9 +156,7 @@ status check_structure(const schedule& s) {
             return verify_error("rank entry " + std::to_string(r) + " is malformed");
         }
         for (step_id i = 0; i < s.ranks[r].steps.size(); ++i) {
-            if (status st = check_step(s, r, i); !st) {
-                return st;
-            }
+            LOOM_CHECK(check_step(s, r, i));
         }
     }
     return status::ok();

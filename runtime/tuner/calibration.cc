@@ -55,9 +55,7 @@ status for_each_line(std::string_view text, Fn&& fn) {
         if (line.empty() || line[0] == '#') {
             continue;
         }
-        if (status st = fn(line, number); !st) {
-            return st;
-        }
+        LOOM_CHECK(fn(line, number));
     }
     return status::ok();
 }
@@ -189,12 +187,9 @@ result<machine_params> from_line(std::string_view line) {
 
 result<std::optional<machine_params>> load(const std::string& path, std::string_view host,
                                            std::string_view cost_class, int ranks) {
-    auto text = read_calibration(path);
-    if (!text) {
-        return text.error();
-    }
+    LOOM_ASSIGN(std::string text, read_calibration(path));
     std::optional<machine_params> exact, any_ranks;  // any_ranks: a line without ranks=
-    status st = for_each_line(*text, [&](std::string_view line, int number) -> status {
+    status st = for_each_line(text, [&](std::string_view line, int number) -> status {
         if (exact) {  // found: the lines after it are not read, as before
             return status::ok();
         }
@@ -223,11 +218,9 @@ result<std::optional<machine_params>> load(const std::string& path, std::string_
 
 status save(const std::string& path, const machine_params& p) {
     std::vector<std::string> keep;
-    auto text = read_calibration(path);
-    if (!text) {  // not a regular file, unreadable: left alone rather than replaced
-        return text.error();
-    }
-    (void)for_each_line(*text, [&](std::string_view line, int) {
+    // Not a regular file, unreadable: left alone rather than replaced.
+    LOOM_ASSIGN(std::string text, read_calibration(path));
+    (void)for_each_line(text, [&](std::string_view line, int) {
         auto other = from_line(line);
         if (other &&
             (other->host != p.host || other->transport != p.transport || other->ranks != p.ranks)) {

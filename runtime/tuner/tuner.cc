@@ -1,4 +1,5 @@
 #include "tuner/tuner.hh"
+#include "base/check.hh"
 
 #include <algorithm>
 #include <cmath>
@@ -54,9 +55,7 @@ double payload_bytes(const algorithms::call& c) {
 
 status admits(const algorithms::algorithm& a, const algorithms::call& c,
               const in_network_state& inc) {
-    if (status st = algorithms::check_call(a, c); !st) {
-        return st;
-    }
+    LOOM_CHECK(algorithms::check_call(a, c));
     if (a.in_network && !inc.usable) {
         return status(LOOM_ERR_NOT_APPLICABLE, inc.why_not);
     }

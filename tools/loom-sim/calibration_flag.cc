@@ -3,6 +3,7 @@
 // machine with the same α and BW (loom-bench calibrate writes the file).
 #include <cstdlib>
 
+#include "base/check.hh"
 #include "loom_sim.hh"
 #include "tuner/calibration.hh"
 
@@ -34,11 +35,8 @@ result<std::optional<tuner::machine_params>> load_calibration(const calibration_
     std::string host      = f.host.empty() ? tuner::host_name() : f.host;
     std::string transport = f.transport.empty() ? "shm" : f.transport;
     int ranks             = std::atoi(ranks_text.c_str());  // 0 (any) when not given
-    auto p                = tuner::load(f.file, host, transport, ranks);
+    LOOM_ASSIGN(auto p, tuner::load(f.file, host, transport, ranks));
     if (!p) {
-        return p.error();
-    }
-    if (!*p) {
         return invalid_argument("--calibration " + f.file + ": no line for host '" + host +
                                 "', transport '" + transport + "'" +
                                 (ranks > 0 ? " and " + std::to_string(ranks) + " ranks" : "") +

@@ -4,6 +4,7 @@
 // (a name that exists, a number that parses, a topology whose size is --ranks), each with a
 // message that lists what is allowed. The algorithm's own constraints stay with the
 // algorithm (algorithms::check_call, `applicable`), so the tool never restates them.
+#include "base/check.hh"
 #include "loom_sim.hh"
 
 namespace loom::sim_tool {
@@ -19,18 +20,6 @@ std::string normalise_name(std::string_view text) {
         ch = ch == '-' ? '_' : ch;
     }
     return s;
-}
-
-result<collective> parse_collective_flag(std::string_view text) {
-    if (text.empty()) {
-        return invalid_argument("--collective is required (allowed: " + collective_names() + ")");
-    }
-    collective c;
-    if (!schedule::parse_collective(normalise_name(text), &c)) {
-        return invalid_argument("unknown collective '" + std::string(text) +
-                                "' (allowed: " + collective_names() + ")");
-    }
-    return c;
 }
 
 result<topology::shape> topology_for(const call_flags& f, int nranks) {
@@ -59,6 +48,42 @@ result<int64_t> int_flag(const char* flag, const std::string& text, int64_t fall
     return parse_integer(flag, text, lo, hi);
 }
 
+// Fills the numeric fields that depend on N; returns the first bad one.
+status fill_numbers(const call_flags& f, algorithms::call& c) {
+    const int64_t n = c.nranks;
+    LOOM_ASSIGN(c.count, f.count.empty() ? result<int64_t>(n) : parse_size("--count", f.count));
+    LOOM_ASSIGN(c.root, int_flag("--root", f.root, 0, 0, n - 1));
+    LOOM_ASSIGN(c.peer, int_flag("--peer", f.peer, (c.root + 1) % n, 0, n - 1));
+    LOOM_ASSIGN(c.segments, int_flag("--segments", f.segments, 1, 1, INT32_MAX));
+    LOOM_ASSIGN(c.channels, int_flag("--channels", f.channels, 1, 1, INT32_MAX));
+    LOOM_ASSIGN(c.dtype_size, int_flag("--dtype-size", f.dtype_size, 4, 1, 4096));
+    // The payload M in bytes (count × element size, × N for alltoall) is printed and timed
+    // as an integer: past max_payload_bytes it would overflow (a negative M), so refused.
+    double payload = static_cast<double>(c.count) * static_cast<double>(c.dtype_size) *
+                     (c.coll == schedule::collective::alltoall ? static_cast<double>(n) : 1.0);
+    if (payload > static_cast<double>(max_payload_bytes)) {
+        return invalid_argument(
+            "--count " + f.count + " × --dtype-size " + std::to_string(c.dtype_size) +
+            (c.coll == schedule::collective::alltoall ? " × N" : "") + " is a payload above " +
+            std::to_string(max_payload_bytes) + " bytes (1 PiB), the most loom-sim takes");
+    }
+    return status::ok();
+}
+
+}  // namespace
+
+result<collective> parse_collective_flag(std::string_view text) {
+    if (text.empty()) {
+        return invalid_argument("--collective is required (allowed: " + collective_names() + ")");
+    }
+    collective c;
+    if (!schedule::parse_collective(normalise_name(text), &c)) {
+        return invalid_argument("unknown collective '" + std::string(text) +
+                                "' (allowed: " + collective_names() + ")");
+    }
+    return c;
+}
+
 result<algorithms::tie_rule> parse_ties(std::string_view text) {
     if (text.empty() || text == "toward-plus") {
         return algorithms::tie_rule::toward_plus;
@@ -69,44 +94,6 @@ result<algorithms::tie_rule> parse_ties(std::string_view text) {
     return invalid_argument("--ties: unknown tie rule '" + std::string(text) +
                             "' (allowed: toward-plus, source-parity)");
 }
-
-// Fills the numeric fields that depend on N; returns the first bad one.
-status fill_numbers(const call_flags& f, algorithms::call& c) {
-    const int64_t n = c.nranks;
-    auto count      = f.count.empty() ? result<int64_t>(n) : parse_size("--count", f.count);
-    auto root       = int_flag("--root", f.root, 0, 0, n - 1);
-    if (!count || !root) {
-        return !count ? count.error() : root.error();
-    }
-    auto peer     = int_flag("--peer", f.peer, (*root + 1) % n, 0, n - 1);
-    auto segments = int_flag("--segments", f.segments, 1, 1, INT32_MAX);
-    auto channels = int_flag("--channels", f.channels, 1, 1, INT32_MAX);
-    auto dtype    = int_flag("--dtype-size", f.dtype_size, 4, 1, 4096);
-    for (const auto* r : {&peer, &segments, &channels, &dtype}) {
-        if (!*r) {
-            return r->error();
-        }
-    }
-    // The payload M in bytes (count × element size, × N for alltoall) is printed and timed
-    // as an integer: past max_payload_bytes it would overflow (a negative M), so refused.
-    double payload = static_cast<double>(*count) * static_cast<double>(*dtype) *
-                     (c.coll == schedule::collective::alltoall ? static_cast<double>(n) : 1.0);
-    if (payload > static_cast<double>(max_payload_bytes)) {
-        return invalid_argument("--count " + f.count + " × --dtype-size " + std::to_string(*dtype) +
-                                (c.coll == schedule::collective::alltoall ? " × N" : "") +
-                                " is a payload above " + std::to_string(max_payload_bytes) +
-                                " bytes (1 PiB), the most loom-sim takes");
-    }
-    c.count      = *count;
-    c.root       = static_cast<int>(*root);
-    c.peer       = static_cast<int>(*peer);
-    c.segments   = static_cast<int>(*segments);
-    c.channels   = static_cast<int>(*channels);
-    c.dtype_size = static_cast<uint32_t>(*dtype);
-    return status::ok();
-}
-
-}  // namespace
 
 std::string collective_names() {
     std::string out;
@@ -160,32 +147,14 @@ bool any_call_flag(const call_flags& f) {
 
 result<algorithms::call> make_call(const call_flags& f) {
     algorithms::call c;
-    auto coll = parse_collective_flag(f.collective);
-    if (!coll) {
-        return coll.error();
-    }
-    c.coll = *coll;
+    LOOM_ASSIGN(c.coll, parse_collective_flag(f.collective));
     if (f.ranks.empty()) {
         return invalid_argument("--ranks is required");
     }
-    auto n = parse_integer("--ranks", f.ranks, 1, INT32_MAX);
-    if (!n) {
-        return n.error();
-    }
-    c.nranks  = static_cast<int>(*n);
-    auto topo = topology_for(f, c.nranks);
-    if (!topo) {
-        return topo.error();
-    }
-    c.topo    = std::move(topo).value();
-    auto ties = parse_ties(f.ties);
-    if (!ties) {
-        return ties.error();
-    }
-    c.ties = *ties;
-    if (status st = fill_numbers(f, c); !st) {
-        return st;
-    }
+    LOOM_ASSIGN(c.nranks, parse_integer("--ranks", f.ranks, 1, INT32_MAX));
+    LOOM_ASSIGN(c.topo, topology_for(f, c.nranks));
+    LOOM_ASSIGN(c.ties, parse_ties(f.ties));
+    LOOM_CHECK(fill_numbers(f, c));
     return c;
 }
 

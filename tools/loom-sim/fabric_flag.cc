@@ -5,6 +5,7 @@
 // form (sim::shape_of: its "shape", else inferred from coordinates and links), simulate
 // with the per-link costs (sim::on_fabric) and state closed forms at the slowest link's
 // α and BW, which is why --alpha and --bw, which set every link of a shape, are refused.
+#include "base/check.hh"
 #include "loom_sim.hh"
 #include "topology/fabric.hh"
 
@@ -21,15 +22,8 @@ result<std::optional<fabric_file>> take_fabric_file(call_flags& flags, const sim
         return invalid_argument("--alpha and --bw set every link of a shape; the fabric file '" +
                                 out.path + "' gives each link its own α and BW");
     }
-    auto loaded = topology::load_fabric_file(out.path);
-    if (!loaded) {
-        return loaded.error();
-    }
-    auto fab = sim::on_fabric(*loaded, base, out.path);
-    if (!fab) {
-        return fab.error();
-    }
-    out.fabric     = std::move(fab).value();
+    LOOM_ASSIGN(auto loaded, topology::load_fabric_file(out.path));
+    LOOM_ASSIGN(out.fabric, sim::on_fabric(loaded, base, out.path));
     flags.topology = out.fabric.topo.to_string();
     if (flags.ranks.empty()) {
         flags.ranks = std::to_string(out.fabric.topo.size());

@@ -26,6 +26,7 @@
 #include "schedule/verifier.hh"
 #include "sim/sim.hh"
 #include "tuner/calibration.hh"
+#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 
@@ -69,9 +70,9 @@ result<double> parse_alpha_switch(std::string_view text);
 std::string alpha_switch_text(double alpha_switch_s);
 /// The --alpha-switch option on a verb that has --alpha.
 void add_alpha_switch_option(CLI::App& cmd, std::string& text);
-/// A schedule file's text ("-": standard input); a regular file only (a FIFO is refused,
-/// never waited on), at most max_schedule_file_bytes.
-result<std::string> read_schedule_text(const std::string& path);
+/// A schedule file, text or JSON ("-": standard input); a regular file only (a FIFO is
+/// refused, never waited on), at most max_schedule_file_bytes. Errors name the file.
+result<schedule::schedule> read_schedule_file(const std::string& path);
 /// A comma list of names (commas and spaces separate).
 std::vector<std::string> split_list(std::string_view text);
 
@@ -115,12 +116,17 @@ result<algorithms::call> make_call(const call_flags& f);
 /// The algorithm named `name` for `coll`; the error lists the allowed names.
 result<const algorithms::algorithm*> find_algorithm(schedule::collective coll,
                                                     std::string_view name);
+/// --collective: a collective's name, '-' or '_' between words; required.
+result<schedule::collective> parse_collective_flag(std::string_view text);
+/// --ties toward-plus|source-parity (empty: toward-plus).
+result<algorithms::tie_rule> parse_ties(std::string_view text);
 /// --port-model per-edge|single-port.
 result<algorithms::port_model> parse_ports(std::string_view text);
 
 /// "broadcast, reduce, …": every collective's name, for messages and help.
 std::string collective_names();
-/// `text` is "all" (every algorithm of `coll`, catalogue order) or a comma list of names.
+/// `text` is "all" (every algorithm of `coll`, catalogue order) or a comma list of names;
+/// not_supported when no algorithm implements `coll`.
 result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::collective coll,
                                                                    const std::string& text);
 
@@ -176,6 +182,19 @@ struct cost_model {
     double alpha_switch_s        = -1;  // rank ↔ aggregation node; negative: alpha_s
 };
 
+/// --alpha, --bw, --alpha-switch and --port-model as given (each verb words their help).
+struct link_flags {
+    std::string alpha;         // default 1us; empty tells a fabric file that it was not given
+    std::string bw;            // default 25GB/s
+    std::string alpha_switch;  // default: α
+    // The default comes from LOOM_PORT_MODEL (the parameter registry), per-edge unless set.
+    std::string ports = tuner::params::port_model.get();
+    bool alpha_or_bw_given() const { return !alpha.empty() || !bw.empty(); }
+};
+/// The model the link flags give (1 µs and 25 GB/s where not given); the first bad flag's
+/// message otherwise.
+result<cost_model> parse_link_flags(const link_flags& f);
+
 /// One algorithm at one size: the library's cost, or why it does not apply.
 struct prediction {
     const algorithms::algorithm* algo = nullptr;
@@ -191,12 +210,32 @@ struct prediction {
 std::vector<prediction> predict_grid(const algorithms::call& base,
                                      std::span<const algorithms::algorithm* const> algos,
                                      std::span<const int64_t> sizes, const cost_model& model);
+/// At each size, marks the rows of least time among those that apply; ties (equal closed
+/// forms) all get the mark, 1e-12 absorbs rounding only. `rows` is algorithm-major over
+/// `nsizes` sizes, as predict_grid returns them.
+template <class Row, class Applies, class Time, class Mark>
+void mark_least_time(std::vector<Row>& rows, size_t nsizes, Applies applies, Time time, Mark mark) {
+    for (size_t s = 0; s < nsizes; ++s) {
+        double best = -1;
+        for (size_t i = s; i < rows.size(); i += nsizes) {
+            if (applies(rows[i]) && (best < 0 || time(rows[i]) < best)) {
+                best = time(rows[i]);
+            }
+        }
+        for (size_t i = s; i < rows.size(); i += nsizes) {
+            mark(rows[i], applies(rows[i]) && time(rows[i]) <= best * (1 + 1e-12));
+        }
+    }
+}
 /// One line naming the call and the model ("allreduce on star:64 (64 ranks), per-edge, …").
 std::string grid_title(const algorithms::call& base, const cost_model& model);
 /// The table: one row per algorithm, one column per size (µs), * on the fastest, then the
 /// algorithms that apply at no size with their reason.
 void print_grid(std::ostream& out, std::span<const int64_t> sizes,
                 const std::vector<prediction>& grid);
+/// "  not applicable: <name>: <reason>" and a newline, for an algorithm that applies at no
+/// size.
+std::string not_applicable_line(const prediction& p);
 /// Payload bytes (schedule::payload_bytes) per element of the call: its dtype_size, times N
 /// for all-to-all (M is the whole send buffer).
 int64_t payload_per_element(const algorithms::call& c);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/check.hh"
 #include "loom_sim.hh"
 
 namespace loom::sim_tool {
@@ -141,29 +142,23 @@ result<int64_t> parse_integer(std::string_view flag, std::string_view text, int6
 }
 
 result<int64_t> parse_size(std::string_view flag, std::string_view text) {
-    auto v = parse_with_unit(flag, text, size_units, false, false,
-                             "bytes, or K/M/G/T (1024-based), KB/MB/GB/TB (1000-based)");
-    if (!v) {
-        return v.error();
-    }
+    LOOM_ASSIGN(double v, parse_with_unit(flag, text, size_units, false, false,
+                                          "bytes, or K/M/G/T (1024-based), KB/MB/GB/TB "
+                                          "(1000-based)"));
     constexpr double max_size = 0x1p62;  // far beyond any buffer, still exact in int64
-    if (*v > max_size) {
+    if (v > max_size) {
         return invalid_argument(std::string(flag) + ": " + quoted(text) + " is too large");
     }
-    if (std::floor(*v) != *v) {
+    if (std::floor(v) != v) {
         return invalid_argument(std::string(flag) + ": " + quoted(text) + " is not a whole number");
     }
-    return static_cast<int64_t>(*v);
+    return static_cast<int64_t>(v);
 }
 
 result<std::vector<int64_t>> parse_size_list(std::string_view flag, std::string_view text) {
     std::vector<int64_t> sizes;
     for (const std::string& item : split_list(text)) {
-        auto v = parse_size(flag, item);
-        if (!v) {
-            return v.error();
-        }
-        sizes.push_back(*v);
+        LOOM_ASSIGN(sizes.emplace_back(), parse_size(flag, item));
     }
     if (sizes.empty()) {
         return invalid_argument(std::string(flag) + ": expected a size or a comma list, got " +
@@ -201,6 +196,15 @@ void add_alpha_switch_option(CLI::App& cmd, std::string& text) {
                    "latency of a rank ↔ aggregation-node hop α_switch, for the in-network "
                    "algorithms (default: α)")
         ->type_name("S");
+}
+
+result<cost_model> parse_link_flags(const link_flags& f) {
+    cost_model m;
+    LOOM_ASSIGN(m.alpha_s, parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha));
+    LOOM_ASSIGN(m.bw_bytes_per_s, parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw));
+    LOOM_ASSIGN(m.alpha_switch_s, parse_alpha_switch(f.alpha_switch));
+    LOOM_ASSIGN(m.ports, parse_ports(f.ports));
+    return m;
 }
 
 std::vector<std::string> split_list(std::string_view text) {

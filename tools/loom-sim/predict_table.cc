@@ -16,21 +16,6 @@
 namespace loom::sim_tool {
 namespace {
 
-void mark_fastest(std::vector<prediction>& grid, size_t nsizes) {
-    for (size_t s = 0; s < nsizes; ++s) {
-        double best = -1;
-        for (size_t i = s; i < grid.size(); i += nsizes) {
-            if (grid[i].applicable && (best < 0 || grid[i].time_s < best)) {
-                best = grid[i].time_s;
-            }
-        }
-        // Ties (equal closed forms) all get the mark; 1e-12 absorbs rounding only.
-        for (size_t i = s; i < grid.size(); i += nsizes) {
-            grid[i].fastest = grid[i].applicable && grid[i].time_s <= best * (1 + 1e-12);
-        }
-    }
-}
-
 std::string format_rate(double bw) {
     if (bw >= 1e9) {
         return format_number(bw / 1e9) + " GB/s";
@@ -109,7 +94,10 @@ std::vector<prediction> predict_grid(const algorithms::call& base,
             grid.push_back(std::move(p));
         }
     }
-    mark_fastest(grid, sizes.size());
+    mark_least_time(
+        grid, sizes.size(), [](const prediction& p) { return p.applicable.is_ok(); },
+        [](const prediction& p) { return p.time_s; },
+        [](prediction& p, bool least) { p.fastest = least; });
     return grid;
 }
 
@@ -164,15 +152,19 @@ void print_grid(std::ostream& out, std::span<const int64_t> sizes,
         out << "  (no algorithm applies)\n";
     }
     for (const prediction* p : never) {
-        // check_call prefixes "<collective> <name>: ", which the line already says.
-        std::string reason = p->applicable.message();
-        std::string who    = std::string(schedule::collective_name(p->algo->primitive)) + " " +
-                          std::string(p->algo->name) + ": ";
-        if (reason.starts_with(who)) {
-            reason.erase(0, who.size());
-        }
-        out << "  not applicable: " << p->algo->name << ": " << reason << '\n';
+        out << not_applicable_line(*p);
     }
+}
+
+std::string not_applicable_line(const prediction& p) {
+    // check_call prefixes "<collective> <name>: ", which the line already says.
+    std::string reason = p.applicable.message();
+    std::string who    = std::string(schedule::collective_name(p.algo->primitive)) + " " +
+                      std::string(p.algo->name) + ": ";
+    if (reason.starts_with(who)) {
+        reason.erase(0, who.size());
+    }
+    return "  not applicable: " + std::string(p.algo->name) + ": " + reason + "\n";
 }
 
 nlohmann::json prediction_json(const algorithms::call& base, const cost_model& model,

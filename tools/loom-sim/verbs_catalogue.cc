@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "base/check.hh"
 #include "loom_sim.hh"
 
 namespace loom::sim_tool {
@@ -19,14 +20,7 @@ result<std::vector<const algorithms::algorithm*>> selected(const catalogue_flags
     std::vector<const algorithms::algorithm*> out;
     schedule::collective only{};
     if (!f.collective.empty()) {
-        std::string name = f.collective;
-        for (char& ch : name) {
-            ch = ch == '-' ? '_' : ch;
-        }
-        if (!schedule::parse_collective(name, &only)) {
-            return invalid_argument("unknown collective '" + f.collective +
-                                    "' (allowed: " + collective_names() + ")");
-        }
+        LOOM_ASSIGN(only, parse_collective_flag(f.collective));
     }
     for (const algorithms::algorithm* a : algorithms::catalogue()) {
         if (f.collective.empty() || a->primitive == only) {
@@ -75,14 +69,11 @@ void print_text(const std::vector<const algorithms::algorithm*>& list) {
 }
 
 status run_algorithms(const catalogue_flags& f) {
-    auto list = selected(f);
-    if (!list) {
-        return list.error();
-    }
+    LOOM_ASSIGN(auto list, selected(f));
     if (f.json) {
-        print_json(*list);
+        print_json(list);
     } else {
-        print_text(*list);
+        print_text(list);
     }
     return status::ok();
 }

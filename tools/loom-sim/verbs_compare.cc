@@ -28,7 +28,6 @@
 #include "base/check.hh"
 #include "loom_sim.hh"
 #include "loom_sim_params.hh"
-#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -38,10 +37,7 @@ using nlohmann::json;
 struct compare_flags {
     call_flags call;
     std::string bytes;
-    std::string alpha;         // default 1us
-    std::string bw;            // default 25GB/s
-    std::string alpha_switch;  // default: α
-    std::string ports = tuner::params::port_model.get();
+    link_flags link;
     std::string plot;
     bool json = false;
 };
@@ -74,30 +70,14 @@ result<algorithms::call> call_for_size(const algorithms::call& base, int64_t byt
 
 result<comparison> build(const compare_flags& f) {
     comparison out;
-    auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
-    auto bw    = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
-    if (!alpha || !bw) {
-        return !alpha ? alpha.error() : bw.error();
-    }
-    auto alpha_switch = parse_alpha_switch(f.alpha_switch);
-    if (!alpha_switch) {
-        return alpha_switch.error();
-    }
-    auto ports = parse_ports(f.ports);
-    if (!ports) {
-        return ports.error();
-    }
-    out.fabric.alpha_s        = *alpha;
-    out.fabric.alpha_switch_s = *alpha_switch;
-    out.fabric.bw_bytes_per_s = *bw;
-    out.fabric.ports          = *ports;
+    LOOM_ASSIGN(cost_model link, parse_link_flags(f.link));
+    out.fabric.alpha_s        = link.alpha_s;
+    out.fabric.alpha_switch_s = link.alpha_switch_s;
+    out.fabric.bw_bytes_per_s = link.bw_bytes_per_s;
+    out.fabric.ports          = link.ports;
     call_flags flags          = f.call;
-    auto file = take_fabric_file(flags, out.fabric, !f.alpha.empty() || !f.bw.empty());
-    if (!file) {
-        return file.error();
-    }
-    if (*file) {
-        out.file   = **file;
+    LOOM_ASSIGN(out.file, take_fabric_file(flags, out.fabric, f.link.alpha_or_bw_given()));
+    if (out.file) {
         out.fabric = out.file->fabric;
     } else if (flags.ranks.empty() && !flags.topology.empty()) {
         if (auto shape = topology::shape::parse(flags.topology)) {
@@ -115,34 +95,17 @@ result<comparison> build(const compare_flags& f) {
     if (f.bytes.empty()) {
         return invalid_argument("--bytes is required (a size or a list such as 1K,1M,1G)");
     }
-    auto sizes = parse_size_list("--bytes", f.bytes);
-    if (!sizes) {
-        return sizes.error();
-    }
-    out.sizes = *sizes;
-    auto algos =
-        algorithms_named(c->coll, flags.algorithm.empty() ? std::string("all") : flags.algorithm);
-    if (!algos) {
-        return algos.error();
-    }
-    if (algos->empty()) {
-        return not_supported("no algorithm implements " +
-                             std::string(schedule::collective_name(c->coll)) + " yet");
-    }
+    LOOM_ASSIGN(out.sizes, parse_size_list("--bytes", f.bytes));
+    LOOM_ASSIGN(auto algos,
+                algorithms_named(c->coll, flags.algorithm.empty() ? "all" : flags.algorithm));
     out.model = {out.fabric.alpha_s, out.fabric.bw_bytes_per_s, out.fabric.ports,
                  out.fabric.alpha_switch_s};
     std::vector<algorithms::call> calls;
     for (int64_t bytes : out.sizes) {
-        auto cs = call_for_size(out.base, bytes);
-        if (!cs) {
-            return cs.error();
-        }
-        calls.push_back(*cs);
+        LOOM_ASSIGN(calls.emplace_back(), call_for_size(out.base, bytes));
     }
-    for (prediction& p : predict_grid(out.base, *algos, out.sizes, out.model)) {
-        entry e;
-        e.pred = std::move(p);
-        out.entries.push_back(std::move(e));
+    for (prediction& p : predict_grid(out.base, algos, out.sizes, out.model)) {
+        out.entries.push_back({.pred = std::move(p), .sim = {}});
     }
     const size_t nsizes = out.sizes.size();
     for (size_t i = 0; i < out.entries.size(); ++i) {
@@ -158,20 +121,11 @@ result<comparison> build(const compare_flags& f) {
         }
         e.sim = std::move(r).value();
     }
-    // Winners by simulated time; 1e-12 absorbs rounding only.
-    for (size_t s = 0; s < nsizes; ++s) {
-        double best = -1;
-        for (size_t i = s; i < out.entries.size(); i += nsizes) {
-            const entry& e = out.entries[i];
-            if (e.pred.applicable && (best < 0 || e.sim.time_s < best)) {
-                best = e.sim.time_s;
-            }
-        }
-        for (size_t i = s; i < out.entries.size(); i += nsizes) {
-            entry& e = out.entries[i];
-            e.winner = e.pred.applicable && e.sim.time_s <= best * (1 + 1e-12);
-        }
-    }
+    // Winners by simulated time.
+    mark_least_time(
+        out.entries, nsizes, [](const entry& e) { return e.pred.applicable.is_ok(); },
+        [](const entry& e) { return e.sim.time_s; },
+        [](entry& e, bool least) { e.winner = least; });
     return out;
 }
 
@@ -188,12 +142,8 @@ std::vector<const entry*> at_size(const comparison& c, size_t s) {
 
 // The winners of size index s by simulated time, and the closed forms' fastest.
 std::vector<const entry*> winners(const comparison& c, size_t s) {
-    std::vector<const entry*> out;
-    for (const entry* e : at_size(c, s)) {
-        if (e->winner) {
-            out.push_back(e);
-        }
-    }
+    auto out = at_size(c, s);
+    std::erase_if(out, [](const entry* e) { return !e->winner; });
     return out;
 }
 
@@ -248,13 +198,10 @@ void print_text(const comparison& c) {
     };
     row(head);
     std::vector<const algorithms::algorithm*> never;  // applies at no size
-    for (size_t i = 0; i < c.entries.size(); i += c.sizes.size()) {
-        bool any = false;
-        for (size_t s = 0; s < c.sizes.size(); ++s) {
-            any = any || c.entries[i + s].pred.applicable.is_ok();
-        }
-        if (!any) {
-            never.push_back(c.entries[i].pred.algo);
+    for (auto row = c.entries.begin(); row != c.entries.end(); row += c.sizes.size()) {
+        if (std::none_of(row, row + c.sizes.size(),
+                         [](const entry& e) { return e.pred.applicable.is_ok(); })) {
+            never.push_back(row->pred.algo);
         }
     }
     for (size_t s = 0; s < c.sizes.size(); ++s) {
@@ -273,18 +220,9 @@ void print_text(const comparison& c) {
         }
     }
     for (const algorithms::algorithm* a : never) {
-        for (const entry& e : c.entries) {
-            if (e.pred.algo == a) {
-                std::string reason = e.pred.applicable.message();
-                std::string who    = std::string(schedule::collective_name(a->primitive)) + " " +
-                                  std::string(a->name) + ": ";
-                if (reason.starts_with(who)) {
-                    reason.erase(0, who.size());
-                }
-                std::cout << "  not applicable: " << a->name << ": " << reason << '\n';
-                break;
-            }
-        }
+        auto first = std::find_if(c.entries.begin(), c.entries.end(),
+                                  [a](const entry& e) { return e.pred.algo == a; });
+        std::cout << not_applicable_line(first->pred);
     }
     for (size_t s = 0; s < c.sizes.size(); ++s) {
         auto best = winners(c, s);
@@ -514,22 +452,17 @@ status write_plot(const comparison& c, const std::string& png) {
 }
 
 status run_compare(const compare_flags& f) {
-    auto c = build(f);
-    if (!c) {
-        return c.error();
-    }
+    LOOM_ASSIGN(comparison c, build(f));
     if (f.json) {
-        std::cout << to_json(*c, f.plot).dump(2) << '\n';
+        std::cout << to_json(c, f.plot).dump(2) << '\n';
     } else {
-        print_text(*c);
+        print_text(c);
     }
     if (f.plot.empty()) {
         return status::ok();
     }
     std::cout.flush();  // the table stands even when the plot fails
-    if (status st = write_plot(*c, f.plot); !st) {
-        return st;
-    }
+    LOOM_CHECK(write_plot(c, f.plot));
     if (!f.json) {
         std::cout << "plot: " << f.plot << '\n';
     }
@@ -546,11 +479,11 @@ void add_compare_verbs(CLI::App& app, std::vector<verb>& verbs) {
     cmd->add_option("--bytes", cf->bytes,
                     "payload sizes M: a comma list of bytes, K/M/G (1024-based) or KB/MB/GB")
         ->type_name("M");
-    cmd->add_option("--alpha", cf->alpha, "latency per hop α (default 1us)")->type_name("S");
-    add_alpha_switch_option(*cmd, cf->alpha_switch);
-    cmd->add_option("--bw", cf->bw, "bandwidth per link direction (default 25GB/s)")
+    cmd->add_option("--alpha", cf->link.alpha, "latency per hop α (default 1us)")->type_name("S");
+    add_alpha_switch_option(*cmd, cf->link.alpha_switch);
+    cmd->add_option("--bw", cf->link.bw, "bandwidth per link direction (default 25GB/s)")
         ->type_name("B");
-    cmd->add_option("--port-model", cf->ports,
+    cmd->add_option("--port-model", cf->link.ports,
                     "per-edge or single-port (star, full mesh); default LOOM_PORT_MODEL, else "
                     "per-edge")
         ->type_name("MODEL");

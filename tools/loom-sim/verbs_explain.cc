@@ -9,9 +9,9 @@
 #include <iostream>
 #include <memory>
 
+#include "base/check.hh"
 #include "loom_sim.hh"
 #include "tuner/tuner.hh"
-#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -19,47 +19,33 @@ namespace {
 struct explain_flags {
     call_flags call;
     std::string bytes;
-    std::string alpha, bw, alpha_switch, reduce_bw;
-    std::string ports = tuner::params::port_model.get();
+    link_flags link;
+    std::string reduce_bw;
     calibration_flags calibration;
     bool in_network = false;
     bool json       = false;
 };
 
-result<tuner::machine_params> parameters(const explain_flags& f) {
-    auto from_file =
-        load_calibration(f.calibration, !f.alpha.empty() || !f.bw.empty(), f.call.ranks);
-    if (!from_file) {
-        return from_file.error();
-    }
+// The calibration file's line, else the link flags; either way --reduce-bw and
+// --alpha-switch where given.
+result<tuner::machine_params> parameters(const explain_flags& f, const cost_model& link) {
+    LOOM_ASSIGN(auto from_file,
+                load_calibration(f.calibration, f.link.alpha_or_bw_given(), f.call.ranks));
     tuner::machine_params p;
-    if (*from_file) {
-        p = **from_file;
+    if (from_file) {
+        p = *from_file;
     } else {
-        auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
-        auto bw    = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
-        if (!alpha || !bw) {
-            return !alpha ? alpha.error() : bw.error();
-        }
-        p.alpha_s            = *alpha;
-        p.bw_bytes_per_s     = *bw;
+        p.alpha_s            = link.alpha_s;
+        p.bw_bytes_per_s     = link.bw_bytes_per_s;
         p.reduce_bytes_per_s = 0;  // not counted unless --reduce-bw says how fast
         p.transport          = "model";
         p.source             = "flags";
     }
     if (!f.reduce_bw.empty()) {
-        auto r = parse_rate("--reduce-bw", f.reduce_bw);
-        if (!r) {
-            return r.error();
-        }
-        p.reduce_bytes_per_s = *r;
+        LOOM_ASSIGN(p.reduce_bytes_per_s, parse_rate("--reduce-bw", f.reduce_bw));
     }
-    if (!f.alpha_switch.empty()) {
-        auto a = parse_alpha_switch(f.alpha_switch);
-        if (!a) {
-            return a.error();
-        }
-        p.alpha_switch_s = *a;
+    if (!f.link.alpha_switch.empty()) {
+        p.alpha_switch_s = link.alpha_switch_s;
     }
     return p;
 }
@@ -86,45 +72,29 @@ nlohmann::json explanation_json(const algorithms::call& c, const tuner::ranking&
 }
 
 status run_explain(const explain_flags& f) {
-    auto p = parameters(f);
-    if (!p) {
-        return p.error();
-    }
-    auto ports = parse_ports(f.ports);
-    if (!ports) {
-        return ports.error();
-    }
+    LOOM_ASSIGN(cost_model link, parse_link_flags(f.link));
+    LOOM_ASSIGN(tuner::machine_params p, parameters(f, link));
     if (!f.call.algorithm.empty()) {
         return invalid_argument("explain ranks every algorithm: drop --algorithm");
     }
-    auto base = make_call(f.call);
-    if (!base) {
-        return base.error();
-    }
+    LOOM_ASSIGN(algorithms::call base, make_call(f.call));
     if (f.bytes.empty()) {
         return invalid_argument("--bytes is required (e.g. 8,1M,64M)");
     }
-    auto sizes = parse_size_list("--bytes", f.bytes);
-    if (!sizes) {
-        return sizes.error();
-    }
+    LOOM_ASSIGN(auto sizes, parse_size_list("--bytes", f.bytes));
     tuner::in_network_state inc;
     inc.usable = f.in_network;
     if (!f.in_network) {
         inc.why_not = "no aggregation node (--switch not given)";
     }
     nlohmann::json all = nlohmann::json::array();
-    for (int64_t bytes : *sizes) {
-        auto count = count_for_bytes(*base, bytes);
-        if (!count) {
-            return count.error();
-        }
-        algorithms::call c = *base;
-        c.count            = *count;
+    for (int64_t bytes : sizes) {
+        algorithms::call c = base;
+        LOOM_ASSIGN(c.count, count_for_bytes(base, bytes));
         // As a communicator: decided at the bucket's middle, shown at the exact size.
         tuner::ranking bucket =
-            tuner::rank_algorithms(tuner::representative(c, double(bytes)), *p, *ports, inc);
-        tuner::ranking exact                = tuner::rank_algorithms(c, *p, *ports, inc);
+            tuner::rank_algorithms(tuner::representative(c, double(bytes)), p, link.ports, inc);
+        tuner::ranking exact                = tuner::rank_algorithms(c, p, link.ports, inc);
         const algorithms::algorithm* chosen = bucket.best;
         if (chosen && !algorithms::check_call(*chosen, c)) {
             chosen = exact.best;
@@ -132,7 +102,7 @@ status run_explain(const explain_flags& f) {
         if (f.json) {
             all.push_back(explanation_json(c, exact, chosen));
         } else {
-            std::cout << tuner::explain_text(c, exact, chosen, "tuner", *p, *ports) << '\n';
+            std::cout << tuner::explain_text(c, exact, chosen, "tuner", p, link.ports) << '\n';
         }
     }
     if (f.json) {
@@ -150,15 +120,16 @@ void add_explain_verbs(CLI::App& app, std::vector<verb>& verbs) {
     add_call_flags(*cmd, ef->call, call_flag_set::predict);
     cmd->add_option("--bytes", ef->bytes, "payload sizes, a comma list (e.g. 8,1M,64M)")
         ->type_name("M");
-    cmd->add_option("--alpha", ef->alpha, "per-message latency α (default 1us)")->type_name("S");
-    cmd->add_option("--bw", ef->bw, "link bandwidth (default 25GB/s)")->type_name("B");
-    add_alpha_switch_option(*cmd, ef->alpha_switch);
+    cmd->add_option("--alpha", ef->link.alpha, "per-message latency α (default 1us)")
+        ->type_name("S");
+    cmd->add_option("--bw", ef->link.bw, "link bandwidth (default 25GB/s)")->type_name("B");
+    add_alpha_switch_option(*cmd, ef->link.alpha_switch);
     cmd->add_option("--reduce-bw", ef->reduce_bw,
                     "local reduction throughput, counted per byte each rank combines "
                     "(default: not counted; a calibration file gives it)")
         ->type_name("B");
     add_calibration_options(*cmd, ef->calibration);
-    cmd->add_option("--port-model", ef->ports,
+    cmd->add_option("--port-model", ef->link.ports,
                     "per-edge or single-port; default LOOM_PORT_MODEL, else per-edge")
         ->type_name("MODEL");
     cmd->add_flag("--switch", ef->in_network,

@@ -11,18 +11,14 @@
 #include <iostream>
 #include <memory>
 
+#include "base/check.hh"
 #include "loom_sim.hh"
-#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 namespace {
 
 struct model_flags {
-    std::string alpha;         // default 1us; empty tells a fabric file that it was not given
-    std::string bw;            // default 25GB/s
-    std::string alpha_switch;  // default: α
-    // The default comes from LOOM_PORT_MODEL (the parameter registry), per-edge unless set.
-    std::string ports = tuner::params::port_model.get();
+    link_flags link;
     calibration_flags calibration;
     bool json = false;
 };
@@ -39,16 +35,16 @@ struct overview_flags {
 };
 
 void add_model_flags(CLI::App& cmd, model_flags& f) {
-    cmd.add_option("--alpha", f.alpha,
+    cmd.add_option("--alpha", f.link.alpha,
                    "per-message latency α in seconds, or with us/ns/ms "
                    "(default 1us)")
         ->type_name("S");
-    cmd.add_option("--bw", f.bw,
+    cmd.add_option("--bw", f.link.bw,
                    "link bandwidth in bytes/s, or e.g. 25GB/s, 200Gbit/s "
                    "(default 25GB/s)")
         ->type_name("B");
-    add_alpha_switch_option(cmd, f.alpha_switch);
-    cmd.add_option("--port-model", f.ports,
+    add_alpha_switch_option(cmd, f.link.alpha_switch);
+    cmd.add_option("--port-model", f.link.ports,
                    "per-edge (each pair its own link, the texts) or single-port (one port per "
                    "rank into a switch); default LOOM_PORT_MODEL, else per-edge")
         ->type_name("MODEL");
@@ -57,36 +53,13 @@ void add_model_flags(CLI::App& cmd, model_flags& f) {
 }
 
 result<cost_model> make_model(const model_flags& f, const std::string& ranks = "") {
-    cost_model m;
-    auto alpha = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
-    if (!alpha) {
-        return alpha.error();
-    }
-    auto bw = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
-    if (!bw) {
-        return bw.error();
-    }
-    auto alpha_switch = parse_alpha_switch(f.alpha_switch);
-    if (!alpha_switch) {
-        return alpha_switch.error();
-    }
-    auto ports = parse_ports(f.ports);
-    if (!ports) {
-        return ports.error();
-    }
-    m.alpha_switch_s = *alpha_switch;
-    m.alpha_s        = *alpha;
-    m.bw_bytes_per_s = *bw;
-    m.ports          = *ports;
-    auto measured    = load_calibration(f.calibration, !f.alpha.empty() || !f.bw.empty(), ranks);
-    if (!measured) {
-        return measured.error();
-    }
-    if (*measured) {  // this machine, as the tuner sees it
-        m.alpha_s        = (*measured)->alpha_s;
-        m.bw_bytes_per_s = (*measured)->bw_bytes_per_s;
-        if (f.alpha_switch.empty()) {
-            m.alpha_switch_s = (*measured)->switch_alpha();
+    LOOM_ASSIGN(cost_model m, parse_link_flags(f.link));
+    LOOM_ASSIGN(auto measured, load_calibration(f.calibration, f.link.alpha_or_bw_given(), ranks));
+    if (measured) {  // this machine, as the tuner sees it
+        m.alpha_s        = measured->alpha_s;
+        m.bw_bytes_per_s = measured->bw_bytes_per_s;
+        if (f.link.alpha_switch.empty()) {
+            m.alpha_switch_s = measured->switch_alpha();
         }
     }
     return m;
@@ -110,70 +83,51 @@ void print_single(const algorithms::call& c, const cost_model& model, const pred
 }
 
 status run_predict(const predict_flags& f) {
-    auto model = make_model(f.model, f.call.ranks);
-    if (!model) {
-        return model.error();
-    }
+    LOOM_ASSIGN(cost_model model, make_model(f.model, f.call.ranks));
     // A fabric file: its shape, and the closed forms at its slowest link's α and BW.
     call_flags flags = f.call;
-    auto file        = take_fabric_file(flags, {}, !f.model.alpha.empty() || !f.model.bw.empty());
-    if (!file) {
-        return file.error();
+    LOOM_ASSIGN(auto file, take_fabric_file(flags, {}, f.model.link.alpha_or_bw_given()));
+    if (file) {
+        model.alpha_s        = file->fabric.alpha_s;
+        model.bw_bytes_per_s = file->fabric.bw_bytes_per_s;
     }
-    if (*file) {
-        model->alpha_s        = (*file)->fabric.alpha_s;
-        model->bw_bytes_per_s = (*file)->fabric.bw_bytes_per_s;
-    }
-    auto c = make_call(flags);
-    if (!c) {
-        return c.error();
-    }
+    LOOM_ASSIGN(algorithms::call c, make_call(flags));
     if (f.bytes.empty()) {
         return invalid_argument("--bytes is required (e.g. 1M, or a list such as 1K,1M,1G)");
     }
-    auto sizes = parse_size_list("--bytes", f.bytes);
-    if (!sizes) {
-        return sizes.error();
-    }
-    auto algos = algorithms_named(c->coll, f.call.algorithm);
-    if (!algos) {
-        return algos.error();
-    }
-    if (algos->empty()) {
-        return not_supported("no algorithm implements " +
-                             std::string(schedule::collective_name(c->coll)) + " yet");
-    }
-    auto grid  = predict_grid(*c, *algos, *sizes, *model);
-    bool table = f.call.algorithm == "all" || algos->size() > 1 || sizes->size() > 1;
+    LOOM_ASSIGN(auto sizes, parse_size_list("--bytes", f.bytes));
+    LOOM_ASSIGN(auto algos, algorithms_named(c.coll, f.call.algorithm));
+    auto grid  = predict_grid(c, algos, sizes, model);
+    bool table = f.call.algorithm == "all" || algos.size() > 1 || sizes.size() > 1;
     if (!table) {
         const prediction& p = grid.front();
         if (!p.applicable) {
             return p.applicable;
         }
         if (f.model.json) {
-            std::cout << prediction_json(*c, *model, p).dump(2) << '\n';
+            std::cout << prediction_json(c, model, p).dump(2) << '\n';
         } else {
-            if (*file) {
-                std::cout << fabric_file_note(**file) << '\n';
+            if (file) {
+                std::cout << fabric_file_note(*file) << '\n';
             }
-            print_single(*c, *model, p);
+            print_single(c, model, p);
         }
         return status::ok();
     }
     if (f.model.json) {
         auto list = nlohmann::json::array();
         for (const prediction& p : grid) {
-            list.push_back(prediction_json(*c, *model, p));
+            list.push_back(prediction_json(c, model, p));
         }
         std::cout << list.dump(2) << '\n';
         return status::ok();
     }
-    if (*file) {
-        std::cout << fabric_file_note(**file) << '\n';
+    if (file) {
+        std::cout << fabric_file_note(*file) << '\n';
     }
-    std::cout << grid_title(*c, *model) << "\ntime in µs; * the fastest at that size, ~ an "
+    std::cout << grid_title(c, model) << "\ntime in µs; * the fastest at that size, ~ an "
               << "asymptotic form\n";
-    print_grid(std::cout, *sizes, grid);
+    print_grid(std::cout, sizes, grid);
     return status::ok();
 }
 
@@ -193,14 +147,8 @@ void print_catalogue_brief() {
 }
 
 status run_overview(const overview_flags& f) {
-    auto model = make_model(f.model);
-    if (!model) {
-        return model.error();
-    }
-    auto segments = parse_integer("--segments", f.segments, 1, INT32_MAX);
-    if (!segments) {
-        return segments.error();
-    }
+    LOOM_ASSIGN(cost_model model, make_model(f.model));
+    LOOM_ASSIGN(int64_t segments, parse_integer("--segments", f.segments, 1, INT32_MAX));
     // 1K … 1G: nccl-tests' usual sweep, from latency-bound to bandwidth-bound.
     const std::vector<int64_t> sizes = {int64_t{1} << 10, int64_t{1} << 16, int64_t{1} << 20,
                                         int64_t{1} << 24, int64_t{1} << 28, int64_t{1} << 30};
@@ -221,15 +169,15 @@ status run_overview(const overview_flags& f) {
         c.coll     = schedule::collective::allreduce;
         c.nranks   = 64;
         c.topo     = topology::shape::parse(shape).value();
-        c.segments = static_cast<int>(*segments);
-        auto grid  = predict_grid(c, algos, sizes, *model);
+        c.segments = static_cast<int>(segments);
+        auto grid  = predict_grid(c, algos, sizes, model);
         if (f.model.json) {
             for (const prediction& p : grid) {
-                doc.push_back(prediction_json(c, *model, p));
+                doc.push_back(prediction_json(c, model, p));
             }
             continue;
         }
-        std::cout << '\n' << grid_title(c, *model) << '\n';
+        std::cout << '\n' << grid_title(c, model) << '\n';
         print_grid(std::cout, sizes, grid);
     }
     if (f.model.json) {
@@ -249,6 +197,10 @@ result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::col
                 out.push_back(a);
             }
         }
+        if (out.empty()) {
+            return not_supported("no algorithm implements " +
+                                 std::string(schedule::collective_name(coll)) + " yet");
+        }
         return out;
     }
     auto names = split_list(text);
@@ -256,11 +208,7 @@ result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::col
         names.push_back("");  // find_algorithm says it is required and lists the names
     }
     for (const std::string& name : names) {
-        auto a = find_algorithm(coll, name);
-        if (!a) {
-            return a.error();
-        }
-        out.push_back(*a);
+        LOOM_ASSIGN(out.emplace_back(), find_algorithm(coll, name));
     }
     return out;
 }

@@ -23,9 +23,9 @@
 #include <optional>
 #include <sstream>
 
+#include "base/check.hh"
 #include "loom_sim.hh"
 #include "sim/sim.hh"
-#include "tuner/tuner_params.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -36,10 +36,7 @@ struct run_flags {
     call_flags call;
     std::string bytes;
     std::string file;
-    std::string alpha;         // default 1us; empty tells a fabric file that it was not given
-    std::string bw;            // default 25GB/s
-    std::string alpha_switch;  // default: α
-    std::string ports      = tuner::params::port_model.get();
+    link_flags link;
     std::string alu        = "0";
     std::string efficiency = "1";
     std::string gamma      = "0";
@@ -56,7 +53,7 @@ struct job {
     std::optional<schedule::schedule> file;
     sim::fabric fabric;
     std::string fabric_path;  // --topology FILE.json: per-link α and BW from it
-    size_t chain = 8;
+    size_t top = 10, chain = 8;
 };
 
 // A share in (0, 1], e.g. --efficiency 0.9375.
@@ -71,62 +68,22 @@ result<double> parse_share(std::string_view flag, const std::string& text) {
     return v;
 }
 
-result<schedule::schedule> read_schedule(const std::string& path) {
-    auto text = read_schedule_text(path);
-    if (!text) {
-        return text.error();
-    }
-    auto s = schedule::parse_any(*text);
-    if (!s) {
-        status st = s.error();
-        return st.prefix((path == "-" ? std::string("stdin") : path) + ": ");
-    }
-    return s;
-}
-
-bool given_alpha_or_bw(const run_flags& f);
-
 status parse_model(const run_flags& f, job& j) {
-    auto alpha        = parse_seconds("--alpha", f.alpha.empty() ? "1us" : f.alpha);
-    auto bw           = parse_rate("--bw", f.bw.empty() ? "25GB/s" : f.bw);
-    auto alu          = parse_seconds("--alu", f.alu);
-    auto gamma        = parse_seconds("--gamma", f.gamma);
-    auto alpha_switch = parse_alpha_switch(f.alpha_switch);
-    for (const auto* r : {&alpha, &bw, &alu, &gamma, &alpha_switch}) {
-        if (!*r) {
-            return r->error();
-        }
-    }
-    auto ports = parse_ports(f.ports);
-    if (!ports) {
-        return ports.error();
-    }
-    auto eff = parse_share("--efficiency", f.efficiency);
-    if (!eff) {
-        return eff.error();
-    }
-    auto top   = parse_integer("--top", f.top, 0, 1 << 20);
-    auto chain = parse_integer("--chain", f.chain, 0, 1 << 20);
-    if (!top || !chain) {
-        return !top ? top.error() : chain.error();
-    }
-    auto measured = load_calibration(f.calibration, given_alpha_or_bw(f), f.call.ranks);
-    if (!measured) {
-        return measured.error();
-    }
-    j.fabric.alpha_s          = *measured ? (*measured)->alpha_s : *alpha;
-    j.fabric.bw_bytes_per_s   = *measured ? (*measured)->bw_bytes_per_s : *bw;
-    j.fabric.alu_latency_s    = *alu;
-    j.fabric.gamma_s_per_byte = *gamma;
-    j.fabric.alpha_switch_s   = *alpha_switch;
-    j.fabric.efficiency       = *eff;
-    j.fabric.ports            = *ports;
-    j.chain                   = static_cast<size_t>(*chain);
+    LOOM_ASSIGN(cost_model link, parse_link_flags(f.link));
+    LOOM_ASSIGN(j.fabric.alu_latency_s, parse_seconds("--alu", f.alu));
+    LOOM_ASSIGN(j.fabric.gamma_s_per_byte, parse_seconds("--gamma", f.gamma));
+    LOOM_ASSIGN(j.fabric.efficiency, parse_share("--efficiency", f.efficiency));
+    LOOM_ASSIGN(int64_t top, parse_integer("--top", f.top, 0, 1 << 20));
+    LOOM_ASSIGN(int64_t chain, parse_integer("--chain", f.chain, 0, 1 << 20));
+    LOOM_ASSIGN(auto measured,
+                load_calibration(f.calibration, f.link.alpha_or_bw_given(), f.call.ranks));
+    j.fabric.alpha_s        = measured ? measured->alpha_s : link.alpha_s;
+    j.fabric.bw_bytes_per_s = measured ? measured->bw_bytes_per_s : link.bw_bytes_per_s;
+    j.fabric.alpha_switch_s = link.alpha_switch_s;
+    j.fabric.ports          = link.ports;
+    j.top                   = static_cast<size_t>(top);
+    j.chain                 = static_cast<size_t>(chain);
     return status::ok();
-}
-
-bool given_alpha_or_bw(const run_flags& f) {
-    return !f.alpha.empty() || !f.bw.empty();
 }
 
 // The call flags that a schedule file states itself (all but --topology and --ties).
@@ -143,21 +100,15 @@ status load_schedule_job(const run_flags& f, job& j) {
             "--schedule excludes the call flags (--collective, --algorithm, --ranks, --count, "
             "--bytes, …): the file states the call; --topology and --ties still apply");
     }
-    auto s = read_schedule(f.file);
-    if (!s) {
-        return s.error();
-    }
-    int n = s->info.nranks;
+    LOOM_ASSIGN(schedule::schedule s, read_schedule_file(f.file));
+    int n = s.info.nranks;
     // The fabric: --topology (a shape or a fabric file), else the schedule's own "topology"
     // when it parses, else a star.
     call_flags file_flags;
     file_flags.topology = f.call.topology;
     file_flags.ranks    = std::to_string(n);
-    auto file           = take_fabric_file(file_flags, j.fabric, given_alpha_or_bw(f));
-    if (!file) {
-        return file.error();
-    }
-    std::string topo = !f.call.topology.empty() ? file_flags.topology : s->info.topology;
+    LOOM_ASSIGN(auto file, take_fabric_file(file_flags, j.fabric, f.link.alpha_or_bw_given()));
+    std::string topo = !f.call.topology.empty() ? file_flags.topology : s.info.topology;
     j.fabric.topo    = topology::shape::star(std::max(n, 1));
     if (!topo.empty()) {
         auto shape = topology::shape::parse(topo);
@@ -170,21 +121,12 @@ status load_schedule_job(const run_flags& f, job& j) {
         }
         j.fabric.topo = *shape;
     }
-    if (*file) {
-        j.fabric      = (*file)->fabric;
-        j.fabric_path = (*file)->path;
+    if (file) {
+        j.fabric      = file->fabric;
+        j.fabric_path = file->path;
     }
-    // --ties through the call flags' own parser (the same message as for generated calls).
-    call_flags ties_only;
-    ties_only.collective = "allreduce";
-    ties_only.ranks      = "1";
-    ties_only.ties       = f.call.ties;
-    auto tie_call        = make_call(ties_only);
-    if (!tie_call) {
-        return tie_call.error();
-    }
-    j.fabric.ties = tie_call->ties;
-    j.file        = std::move(s).value();
+    LOOM_ASSIGN(j.fabric.ties, parse_ties(f.call.ties));
+    j.file = std::move(s);
     return status::ok();
 }
 
@@ -196,40 +138,21 @@ status load_call_job(const run_flags& f, job& j) {
     if (!f.bytes.empty() && flags.dtype_size.empty()) {
         flags.dtype_size = "1";  // as predict: one-byte elements, so M is exactly --bytes
     }
-    auto file = take_fabric_file(flags, j.fabric, given_alpha_or_bw(f));
-    if (!file) {
-        return file.error();
+    LOOM_ASSIGN(auto file, take_fabric_file(flags, j.fabric, f.link.alpha_or_bw_given()));
+    if (file) {
+        j.fabric      = file->fabric;
+        j.fabric_path = file->path;
     }
-    if (*file) {
-        j.fabric      = (*file)->fabric;
-        j.fabric_path = (*file)->path;
-    }
-    auto c = make_call(flags);
-    if (!c) {
-        return c.error();
-    }
+    LOOM_ASSIGN(algorithms::call c, make_call(flags));
     if (!f.bytes.empty()) {
-        auto bytes = parse_size("--bytes", f.bytes);
-        if (!bytes) {
-            return bytes.error();
-        }
-        auto count = count_for_bytes(*c, *bytes);
-        if (!count) {
-            return count.error();
-        }
-        c->count = *count;
+        LOOM_ASSIGN(int64_t bytes, parse_size("--bytes", f.bytes));
+        LOOM_ASSIGN(c.count, count_for_bytes(c, bytes));
     }
-    auto a = find_algorithm(c->coll, flags.algorithm);
-    if (!a) {
-        return a.error();
-    }
-    if (status st = algorithms::check_call(**a, *c); !st) {
-        return st;
-    }
-    j.algo        = *a;
-    j.fabric.topo = c->topo;
-    j.fabric.ties = c->ties;
-    j.call        = std::move(c).value();
+    LOOM_ASSIGN(j.algo, find_algorithm(c.coll, flags.algorithm));
+    LOOM_CHECK(algorithms::check_call(*j.algo, c));
+    j.fabric.topo = c.topo;
+    j.fabric.ties = c.ties;
+    j.call        = c;
     return status::ok();
 }
 
@@ -467,16 +390,13 @@ json report_json(const job& j, const sim::report& r) {
 
 status run_sim(const run_flags& f) {
     job j;
-    if (status st = parse_model(f, j); !st) {
-        return st;
-    }
+    LOOM_CHECK(parse_model(f, j));
     status loaded = f.file.empty() ? load_call_job(f, j) : load_schedule_job(f, j);
     if (!loaded) {
         return loaded;
     }
     sim::options o;
-    auto top    = parse_integer("--top", f.top, 0, 1 << 20);
-    o.top_links = static_cast<size_t>(*top);
+    o.top_links = j.top;
     auto r =
         j.algo ? sim::simulate(*j.algo, *j.call, j.fabric, o) : sim::simulate(*j.file, j.fabric, o);
     if (!r) {
@@ -510,16 +430,16 @@ void add_run_verbs(CLI::App& app, std::vector<verb>& verbs) {
                     "simulate this schedule file (text or JSON; '-' reads stdin) instead of "
                     "generating one; --topology and --ties still apply")
         ->type_name("FILE");
-    cmd->add_option("--alpha", rf->alpha,
+    cmd->add_option("--alpha", rf->link.alpha,
                     "latency per hop α (default 1us; a fabric file gives each link's)")
         ->type_name("S");
-    cmd->add_option("--bw", rf->bw,
+    cmd->add_option("--bw", rf->link.bw,
                     "bandwidth per link direction (default 25GB/s; a fabric file gives each "
                     "link's)")
         ->type_name("B");
-    add_alpha_switch_option(*cmd, rf->alpha_switch);
+    add_alpha_switch_option(*cmd, rf->link.alpha_switch);
     add_calibration_options(*cmd, rf->calibration);
-    cmd->add_option("--port-model", rf->ports,
+    cmd->add_option("--port-model", rf->link.ports,
                     "star/full mesh: per-edge (a link per pair) or single-port (one port per "
                     "rank into a switch); default LOOM_PORT_MODEL, else per-edge")
         ->type_name("MODEL");

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/check.hh"
 #include "base/text_file.hh"
 #include "loom_sim.hh"
 
@@ -34,20 +35,14 @@ struct verify_flags {
 };
 
 result<schedule::schedule> generate_from(const call_flags& f) {
-    auto c = make_call(f);
-    if (!c) {
-        return c.error();
-    }
-    auto a = find_algorithm(c->coll, f.algorithm);
-    if (!a) {
-        return a.error();
-    }
-    if (c->nranks > max_materialised_ranks) {
-        return invalid_argument("--ranks " + std::to_string(c->nranks) + " is above " +
+    LOOM_ASSIGN(algorithms::call c, make_call(f));
+    LOOM_ASSIGN(const algorithms::algorithm* a, find_algorithm(c.coll, f.algorithm));
+    if (c.nranks > max_materialised_ranks) {
+        return invalid_argument("--ranks " + std::to_string(c.nranks) + " is above " +
                                 std::to_string(max_materialised_ranks) +
                                 ", the most a whole schedule is built for (predict has no limit)");
     }
-    return algorithms::generate(**a, *c);
+    return algorithms::generate(*a, c);
 }
 
 result<schedule::schedule> load(const verify_flags& f) {
@@ -57,16 +52,7 @@ result<schedule::schedule> load(const verify_flags& f) {
                 "--schedule excludes the call flags (--collective, "
                 "--algorithm, --ranks, …): the file states the call");
         }
-        auto text = read_schedule_text(f.file);
-        if (!text) {
-            return text.error();
-        }
-        auto s = schedule::parse_any(*text);
-        if (!s) {
-            status st = s.error();
-            return st.prefix((f.file == "-" ? std::string("stdin") : f.file) + ": ");
-        }
-        return s;
+        return read_schedule_file(f.file);
     }
     if (f.call.collective.empty() && f.call.algorithm.empty()) {
         return invalid_argument(
@@ -81,14 +67,11 @@ status run_schedule(const schedule_flags& f) {
         return invalid_argument("--format: unknown format '" + f.format +
                                 "' (allowed: text, json)");
     }
-    auto s = generate_from(f.call);
-    if (!s) {
-        return s.error();
-    }
+    LOOM_ASSIGN(schedule::schedule s, generate_from(f.call));
     if (f.format == "json") {
-        std::cout << schedule::to_json(*s) << '\n';
+        std::cout << schedule::to_json(s) << '\n';
     } else {
-        std::cout << schedule::to_text(*s);
+        std::cout << schedule::to_text(s);
     }
     return status::ok();
 }
@@ -97,23 +80,20 @@ status run_verify(const verify_flags& f) {
     if (f.pairs && !f.stats && !f.json) {
         return invalid_argument("--pairs needs --stats or --json");
     }
-    auto s = load(f);
-    if (!s) {
-        return s.error();
-    }
+    LOOM_ASSIGN(schedule::schedule s, load(f));
     schedule::verify_options options;
     options.pair_bytes             = f.pairs;
-    schedule::verify_report report = schedule::verify(*s, options);
+    schedule::verify_report report = schedule::verify(s, options);
     if (!report.result) {
         return report.result;
     }
     if (f.json) {
-        std::cout << verify_json(*s, report.stats, f.pairs).dump(2) << '\n';
+        std::cout << verify_json(s, report.stats, f.pairs).dump(2) << '\n';
         return status::ok();
     }
-    std::cout << verify_summary(*s, report.stats) << '\n';
+    std::cout << verify_summary(s, report.stats) << '\n';
     if (f.stats) {
-        print_verify_stats(std::cout, *s, report.stats, f.pairs);
+        print_verify_stats(std::cout, s, report.stats, f.pairs);
     }
     return status::ok();
 }
@@ -145,13 +125,19 @@ void add_schedule_verbs(CLI::App& app, std::vector<verb>& verbs) {
     verbs.push_back({cmd, [vf] { return run_verify(*vf); }});
 }
 
-// The schedule file's text: standard input for "-", else a regular file (never a FIFO,
-// which would block), both bounded by max_schedule_file_bytes.
-result<std::string> read_schedule_text(const std::string& path) {
-    if (path == "-") {
-        return read_text_stream(0, "schedule on standard input", max_schedule_file_bytes);
+// Standard input for "-", else a regular file (never a FIFO, which would block), both
+// bounded by max_schedule_file_bytes.
+result<schedule::schedule> read_schedule_file(const std::string& path) {
+    LOOM_ASSIGN(std::string text,
+                path == "-"
+                    ? read_text_stream(0, "schedule on standard input", max_schedule_file_bytes)
+                    : read_text_file(path, "schedule file", max_schedule_file_bytes));
+    auto s = schedule::parse_any(text);
+    if (!s) {
+        status st = s.error();
+        return st.prefix((path == "-" ? std::string("stdin") : path) + ": ");
     }
-    return read_text_file(path, "schedule file", max_schedule_file_bytes);
+    return s;
 }
 
 }  // namespace loom::sim_tool

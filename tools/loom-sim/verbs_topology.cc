@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/check.hh"
 #include "loom_sim.hh"
 #include "routing/dateline.hh"
 #include "topology/census.hh"
@@ -44,12 +45,8 @@ struct view {
 result<view> load_view(const std::string& target) {
     view v;
     if (topology::names_fabric_file(target)) {
-        auto f = topology::load_fabric_file(target);
-        if (!f) {
-            return f.error();
-        }
-        v.lattice = f->lattice();
-        v.file    = std::move(*f);
+        LOOM_ASSIGN(v.file, topology::load_fabric_file(target));
+        v.lattice = v.file->lattice();
         return v;
     }
     auto s = topology::shape::parse(target);
@@ -80,16 +77,13 @@ result<route_query> parse_route(const topology_flags& f, const view& v) {
     const int n = v.lattice->size();
     int* ends[] = {&q.src, &q.dst};
     for (int k = 0; k < 2; ++k) {
-        auto r = parse_integer("--route", f.route[k], INT32_MIN, INT32_MAX);
-        if (!r) {
-            return r.error();
-        }
-        if (*r < 0 || *r >= n) {
+        LOOM_ASSIGN(int64_t r, parse_integer("--route", f.route[k], INT32_MIN, INT32_MAX));
+        if (r < 0 || r >= n) {
             return invalid_argument("--route: rank " + f.route[k] + " is outside " +
                                     v.lattice->to_string() + " (ranks 0.." + std::to_string(n - 1) +
                                     ")");
         }
-        *ends[k] = static_cast<int>(*r);
+        *ends[k] = static_cast<int>(r);
     }
     return q;
 }
@@ -289,17 +283,10 @@ void print_route(const view& v, const route_query& q, const std::vector<routing:
 }
 
 status run_topology(const topology_flags& f) {
-    auto v = load_view(f.target);
-    if (!v) {
-        return v.error();
-    }
+    LOOM_ASSIGN(view v, load_view(f.target));
     std::optional<route_query> q;
     if (!f.route.empty()) {
-        auto parsed = parse_route(f, *v);
-        if (!parsed) {
-            return parsed.error();
-        }
-        q = *parsed;
+        LOOM_ASSIGN(q, parse_route(f, v));
     } else if (routing::tie_rule t; !routing::parse_tie_rule(f.ties, &t)) {
         return invalid_argument("--ties: unknown tie rule '" + f.ties +
                                 "' (allowed: toward-plus, source-parity)");
@@ -307,27 +294,27 @@ status run_topology(const topology_flags& f) {
     std::vector<routing::hop> hops;
     if (q) {
         hops =
-            routing::route_hops(*v->lattice, q->src, q->dst, q->ties, routing::vc_policy::dateline);
+            routing::route_hops(*v.lattice, q->src, q->dst, q->ties, routing::vc_policy::dateline);
     }
     if (f.json) {
-        json doc = v->lattice ? shape_json(*v->lattice) : json::object();
-        if (v->file) {
-            doc["fabric"] = fabric_json(*v->file, f.target);
+        json doc = v.lattice ? shape_json(*v.lattice) : json::object();
+        if (v.file) {
+            doc["fabric"] = fabric_json(*v.file, f.target);
         }
         if (q) {
-            doc["route"] = route_json(*v, *q, hops);
+            doc["route"] = route_json(v, *q, hops);
         }
         std::cout << doc.dump(2) << '\n';
         return status::ok();
     }
-    if (v->file) {
-        print_fabric(*v->file, f.target);
+    if (v.file) {
+        print_fabric(*v.file, f.target);
     }
-    if (v->lattice) {
-        print_shape(*v->lattice);
+    if (v.lattice) {
+        print_shape(*v.lattice);
     }
     if (q) {
-        print_route(*v, *q, hops);
+        print_route(v, *q, hops);
     }
     return status::ok();
 }
