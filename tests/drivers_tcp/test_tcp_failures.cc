@@ -1,8 +1,10 @@
-// drivers/tcp failure behaviour with real processes and sockets: a peer killed with SIGKILL
-// (every operation toward it completes with PEER_FAILURE within the deadline, and the
-// message names it), a peer that closes its endpoint, connects that time out naming the rank
-// (never published, published but dead, never connected), and handshakes that name a wrong
-// or duplicate rank or come from another job; and cancel (driver.hh): withdrawn sends are
+// drivers/tcp where its behaviour is its own (the endpoint contract every driver keeps is
+// tests/drivers/test_driver_contract.cc): what capabilities() says, and failure behaviour
+// with real processes and sockets: a peer killed with SIGKILL (every operation toward it
+// completes with PEER_FAILURE within the deadline, and the message names it), a peer that
+// closes its endpoint, connects that time out naming the rank (never published, published
+// but dead, never connected), and handshakes that name a wrong or duplicate rank or come
+// from another job; and cancel (driver.hh): withdrawn sends are
 // delivered whole or not at all, withdrawn receives drain, and the stream stays in step.
 #include <signal.h>
 #include <sys/socket.h>
@@ -421,6 +423,17 @@ static void cancelled_receives_drain_and_stay_untouched(void**) {
     with_small_sockbufs("cancel_recv", cancel_recv_rank);
 }
 
+static void capabilities_describe_tcp(void**) {
+    drivers::endpoint_config cfg;
+    auto ep = drivers::open_tcp(cfg);
+    assert_true(ep.is_ok());
+    drivers::caps c = (*ep)->capabilities();
+    assert_string_equal(c.name, "tcp");
+    assert_true(c.single_copy && c.detects_peer_death);
+    assert_int_equal(c.eager_limit, 65536);
+    assert_true((*ep)->connect().is_ok());  // one rank: nothing to connect
+}
+
 static void killed_peer_fails_every_operation(void**) {
     std::string why = test::run_job("killed", 2, 40, killed_rank);
     if (why != "rank 1 killed by signal 9; ") {
@@ -535,6 +548,7 @@ static void bad_parameters_are_errors(void**) {
 int main() {
     test::use_loopback();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(capabilities_describe_tcp),
         cmocka_unit_test(killed_peer_fails_every_operation),
         cmocka_unit_test(closed_peer_fails_pending_operations),
         cmocka_unit_test(connect_times_out_naming_the_rank),
