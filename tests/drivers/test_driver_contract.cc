@@ -8,9 +8,12 @@
 // stream in step; control notices; the own rank's loopback route; 8-rank all-to-all with
 // receives posted before and after arrival in random order; and 10,000 small messages with
 // 1 MiB ones among them in flight each way at once, more than the driver queues (retry on
-// NO_RESOURCE). Every operation completes exactly once.
+// NO_RESOURCE); and a peer that closes its endpoint. Every operation completes exactly once.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -316,11 +319,7 @@ int alltoall_rank(int rank, int n, const std::string& job, const std::string& di
     RANK_CHECK(rank, !f.pending(f.ctx), "operations left pending");
     // Keep the connections up until every rank is done (a rank that leaves early says
     // goodbye, which fails nothing here but would make the log noisy).
-    RANK_CHECK(rank, store.set("done/" + std::to_string(rank), "1").is_ok(), "done");
-    for (int p = 0; p < n; ++p) {
-        RANK_CHECK(rank, store.get("done/" + std::to_string(p), 30).is_ok(), "rank %d done", p);
-    }
-    test::poll_for(f, 0.01, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.finish(f, store, rank, n), "not every rank is done");
     RANK_CHECK(rank, t.extra == 0, "%zu extra completions", t.extra);
     return 0;
 }
@@ -360,9 +359,7 @@ int in_flight_rank(int rank, const std::string& job, const std::string& dir) {
     std::vector<uint32_t> small_out(n_small), small_in(n_small, 0xeeeeeeee);
     std::vector<std::vector<uint8_t>> big_out(n_big), big_in(n_big);
     std::vector<size_t> order(n_msgs);
-    for (size_t i = 0; i < n_msgs; ++i) {
-        order[i] = i;
-    }
+    std::iota(order.begin(), order.end(), 0);
     test::rng gen{7 + uint64_t(rank)};
     gen.shuffle(order);
     auto post_recv = [&](size_t i) {
@@ -406,9 +403,7 @@ int in_flight_rank(int rank, const std::string& job, const std::string& dir) {
         long bad = test::check(big_in[b].data(), big_bytes, 1000 + b + 100 * uint64_t(peer));
         RANK_CHECK(rank, t.status[n_small + b] == 0 && bad < 0, "big %zu: byte %ld", b, bad);
     }
-    RANK_CHECK(rank, store.set("done/" + std::to_string(rank), "1").is_ok(), "done");
-    RANK_CHECK(rank, store.get("done/" + std::to_string(peer), 30).is_ok(), "peer done");
-    test::poll_for(f, 0.01, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.finish(f, store, rank), "peer not done");
     RANK_CHECK(rank, t.extra == 0, "%zu extra completions", t.extra);
     return 0;
 }
@@ -420,6 +415,43 @@ static void ten_thousand_messages_in_flight(void**) {
     std::string why = test::run_job("flight", 2, 55, in_flight_rank);
     std::printf("# 2 x (10,000 x 4 B + 10 x 1 MiB): %.3f s\n", now_s() - t0);
     EXPECT_PASSED(why);
+}
+
+namespace {
+
+// Rank 1 closes its endpoint once rank 0 has posted a receive toward it, and stays alive:
+// the receive fails with PEER_FAILURE soon after (tcp also says why).
+int closed_peer_rank(int rank, const std::string& job, const std::string& dir) {
+    file_store store(dir);
+    auto ep = open_rank(rank, 2, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    char b        = 0;
+    if (rank == 1) {
+        RANK_CHECK(rank, store.get("posted", 10).is_ok(), "rank 0 never posted");
+        (*ep)->close();
+        ::sleep(2);  // alive, but its endpoint is gone
+        return 0;
+    }
+    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 1, 0, &b, 1, 0) == 0, "recv");
+    RANK_CHECK(rank, store.set("posted", "1").is_ok(), "posted");
+    double t0 = now_s();
+    test::tally t(1);
+    RANK_CHECK(rank, t.wait(f, 1, 5), "no completion");
+    RANK_CHECK(rank, t.status[0] == LOOM_ERR_PEER_FAILURE, "status %d", t.status[0]);
+    RANK_CHECK(rank, now_s() - t0 < 1.5, "took %.3f s", now_s() - t0);
+    if (drivers::tcp::tcp_endpoint* tcp = test::tcp_of(**ep)) {
+        const std::string& m = tcp->peer_status(1).message();
+        RANK_CHECK(rank, m.find("peer 1 closed its endpoint") != std::string::npos, "%s",
+                   m.c_str());
+    }
+    return 0;
+}
+
+}  // namespace
+
+static void closed_peer_fails_pending_operations(void**) {
+    EXPECT_PASSED(test::run_job("closed", 2, 30, closed_peer_rank));
 }
 
 int main(int argc, char** argv) {
@@ -450,6 +482,7 @@ int main(int argc, char** argv) {
         cmocka_unit_test(tags_matched_not_fifo_mismatch_notice_and_loopback),
         cmocka_unit_test(alltoall_8_ranks_random_order),
         cmocka_unit_test(ten_thousand_messages_in_flight),
+        cmocka_unit_test(closed_peer_fails_pending_operations),
     };
     return LOOM_RUN_TESTS(("drivers_contract " + transport).c_str(), tests);
 }

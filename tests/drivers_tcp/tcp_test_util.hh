@@ -94,12 +94,16 @@ struct tally {
         }
         return true;
     }
-    /// The end of a two-rank body: says this rank is done, polls until the peer is too (so
-    /// neither closes under the other), then lets stray completions come for 50 ms.
-    bool finish(const drivers::fast_path& f, kv_store& store, int rank) {
-        if (!store.set("done/" + std::to_string(rank), "1").is_ok() ||
-            !poll_until(f, store, "done/" + std::to_string(1 - rank), 30)) {
+    /// The end of a body: says this rank is done, polls until the other ranks of `size` are
+    /// too (so none closes under another), then lets stray completions come for 50 ms.
+    bool finish(const drivers::fast_path& f, kv_store& store, int rank, int size = 2) {
+        if (!store.set("done/" + std::to_string(rank), "1").is_ok()) {
             return false;
+        }
+        for (int p = 0; p < size; ++p) {
+            if (p != rank && !poll_until(f, store, "done/" + std::to_string(p), 30)) {
+                return false;
+            }
         }
         poll_for(f, 0.05, [&](const drivers::completion& c) { add(c); });
         return true;
