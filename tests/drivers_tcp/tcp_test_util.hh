@@ -1,6 +1,6 @@
-// Helpers for the tcp and fault driver tests: open and connect tcp (optionally wrapped in the
-// fault driver) for one forked rank, post with retry on NO_RESOURCE, and count completions
-// per cookie so "exactly once" is checked, not assumed. Forking, waiting and buffer
+// Helpers for the tcp and fault driver tests and the endpoint contract: open and connect tcp
+// for one forked rank, find the tcp endpoint inside a fault wrapper, post with retry on
+// NO_RESOURCE, and count completions per cookie so "exactly once" is checked, not assumed. Forking, waiting and buffer
 // patterns come from tests/drivers/driver_test_util.hh.
 #pragma once
 
@@ -21,17 +21,11 @@ inline void use_loopback() {
     (void)params::registry::global().set("LOOM_TCP_ADDR", "127.0.0.1");
 }
 
-/// Opens tcp for `rank` (wrapped in the fault driver when `fault`) and connects it.
+/// Opens tcp for `rank` and connects it.
 inline result<std::unique_ptr<drivers::endpoint>> open_tcp(int rank, int size,
                                                            const std::string& job, kv_store* store,
-                                                           double timeout_s = 20,
-                                                           bool fault       = false) {
-    drivers::endpoint_config cfg = config_of(rank, size, job, store, timeout_s);
-    auto ep                      = drivers::open_tcp(cfg);
-    if (!ep || !fault) {
-        return connected(std::move(ep));
-    }
-    return connected(drivers::open_fault(std::move(ep).value(), cfg));
+                                                           double timeout_s = 20) {
+    return connected(drivers::open_tcp(config_of(rank, size, job, store, timeout_s)));
 }
 
 /// The tcp endpoint inside `ep` (itself, or the one a fault wrapper holds).
