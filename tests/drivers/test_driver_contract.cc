@@ -127,6 +127,7 @@ namespace {
 constexpr int tag_msgs = 40;
 // Receive indices after the 40 tagged messages: four mismatches, then one good message.
 constexpr int after_mismatch = tag_msgs + 4;
+constexpr uint64_t notice    = drivers::control_tag_bit | 77;
 
 size_t tag_test_len(int k, size_t eager) {
     return k % 5 == 0 ? 50000 + size_t(k) : (k % 3 == 0 ? eager : size_t(k) * 10);
@@ -153,7 +154,6 @@ int tags_sender(const drivers::fast_path& f, size_t e, kv_store& store) {
     RANK_CHECK(rank, f.post_send(f.ctx, 1, 2003, 6, big.data(), 100000, 103) == 0, "send");
     test::fill(good.data(), good.size(), 3);
     RANK_CHECK(rank, f.post_send(f.ctx, 1, 2004, 33, good.data(), good.size(), 104) == 0, "send");
-    const uint64_t notice = drivers::control_tag_bit | 77;
     RANK_CHECK(rank,
                f.post_send(f.ctx, 1, notice, 0xfeed, nullptr, 0, drivers::control_cookie) == 0,
                "notice");
@@ -178,7 +178,6 @@ int tags_receiver(const drivers::fast_path& f, size_t e, kv_store& store) {
     const int rank = 1;
     std::vector<std::vector<char>> bufs(after_mismatch + 1);
     completion c[tag_msgs + 8];
-    const uint64_t notice = drivers::control_tag_bit | 77;
     RANK_CHECK(rank, store.get("sent", 20).is_ok(), "rank 0 never sent");
     int notices = 0;
     test::poll_for(f, 0.05, [&](const completion& x) {
