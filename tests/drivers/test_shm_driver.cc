@@ -7,14 +7,11 @@
 // closes right after its acknowledgement, and segments of a killed run reclaimed by the next
 // open.
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <random>
 #include <vector>
 
