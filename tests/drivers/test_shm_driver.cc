@@ -104,21 +104,6 @@ void run_cancel(const char* label) {
     EXPECT_PASSED(test::run_job(label, 2, 50, cancel_rank));
 }
 
-}  // namespace
-
-static void cancel_withdraws_sends_and_receives_cma(void**) {
-    run_cancel("cxc");
-}
-
-static void cancel_withdraws_sends_and_receives_bounce(void**) {
-    auto& reg = params::registry::global();
-    assert_true(reg.set("LOOM_SHM_CMA", "off").is_ok());
-    run_cancel("cxb");
-    assert_true(reg.set("LOOM_SHM_CMA", "auto").is_ok());
-}
-
-namespace {
-
 constexpr int bp_msgs = 5000;
 
 // Rank 0 posts 5000 sends (every 500th a rendezvous) while rank 1 polls without posting:
@@ -169,18 +154,6 @@ int backpressure_rank(int rank, const std::string& job, const std::string& dir) 
     }
     return 0;
 }
-
-}  // namespace
-
-static void backpressure_thousands_of_early_messages(void**) {
-    auto& reg = params::registry::global();
-    assert_true(reg.set("LOOM_SHM_MAX_OPS", "8192").is_ok());
-    std::string why = test::run_job("bp", 2, 55, backpressure_rank);
-    assert_true(reg.set("LOOM_SHM_MAX_OPS", "4096").is_ok());
-    EXPECT_PASSED(why);
-}
-
-namespace {
 
 // Any segment of (job, rank), whichever process made it.
 bool segment_exists(const std::string& job, int rank) {
@@ -245,23 +218,6 @@ int dead_peer_rank(int rank, const std::string& job, const std::string& dir) {
     return 0;
 }
 
-}  // namespace
-
-static void killed_peer_fails_pending_operations(void**) {
-    store_dir dir("dead");
-    std::string job = test::unique_job("dead");
-    std::string why =
-        test::run_ranks(2, 30, [&](int r) { return dead_peer_rank(r, job, dir.path); });
-    if (why != "rank 1 killed by signal 9; ") {
-        LOOM_FAIL("expected only rank 1 to die: " + why);
-    }
-    // Rank 1's segment is left behind by the kill; the next open reclaims it.
-    drivers::shm::reclaim_dead_segments();
-    assert_false(segment_exists(job, 1));
-}
-
-namespace {
-
 // Rank 1 receives a rendezvous message (writing rank 0's ack) and closes at once; rank 0
 // checks liveness on every poll, so it often sees `closed` before it has looked at the ack.
 // The ack came first, so the send must succeed.
@@ -285,6 +241,38 @@ int close_after_ack_rank(int rank, const std::string& job, const std::string& di
 }
 
 }  // namespace
+
+static void cancel_withdraws_sends_and_receives_cma(void**) {
+    run_cancel("cxc");
+}
+
+static void cancel_withdraws_sends_and_receives_bounce(void**) {
+    auto& reg = params::registry::global();
+    assert_true(reg.set("LOOM_SHM_CMA", "off").is_ok());
+    run_cancel("cxb");
+    assert_true(reg.set("LOOM_SHM_CMA", "auto").is_ok());
+}
+
+static void backpressure_thousands_of_early_messages(void**) {
+    auto& reg = params::registry::global();
+    assert_true(reg.set("LOOM_SHM_MAX_OPS", "8192").is_ok());
+    std::string why = test::run_job("bp", 2, 55, backpressure_rank);
+    assert_true(reg.set("LOOM_SHM_MAX_OPS", "4096").is_ok());
+    EXPECT_PASSED(why);
+}
+
+static void killed_peer_fails_pending_operations(void**) {
+    store_dir dir("dead");
+    std::string job = test::unique_job("dead");
+    std::string why =
+        test::run_ranks(2, 30, [&](int r) { return dead_peer_rank(r, job, dir.path); });
+    if (why != "rank 1 killed by signal 9; ") {
+        LOOM_FAIL("expected only rank 1 to die: " + why);
+    }
+    // Rank 1's segment is left behind by the kill; the next open reclaims it.
+    drivers::shm::reclaim_dead_segments();
+    assert_false(segment_exists(job, 1));
+}
 
 static void peer_closing_right_after_its_ack_does_not_fail_the_send(void**) {
     auto& reg = params::registry::global();

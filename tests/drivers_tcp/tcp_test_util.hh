@@ -1,7 +1,7 @@
 // Helpers for the tcp and fault driver tests and the endpoint contract: open and connect tcp
 // for one forked rank, find the tcp endpoint inside a fault wrapper, post with retry on
-// NO_RESOURCE, and count completions per cookie so "exactly once" is checked, not assumed. Forking, waiting and buffer
-// patterns come from tests/drivers/driver_test_util.hh.
+// NO_RESOURCE, and count completions per cookie so "exactly once" is checked, not assumed.
+// Forking, waiting and buffer patterns come from tests/drivers/driver_test_util.hh.
 #pragma once
 
 #include <cstdint>
