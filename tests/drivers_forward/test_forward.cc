@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "../drivers_tcp/tcp_test_util.hh"
 #include "base/params.hh"
-#include "driver_test_util.hh"
 #include "drivers/forward/forward.hh"
 #include "routing/dor.hh"
 #include "test_main.hh"
@@ -390,11 +390,8 @@ int wake_rank(const std::string& driver, bool sender_sleeps, int rank, const std
     if (int rc = test::wake::eager_rounds(**ep, driver, rank, sender_sleeps); rc != 0) {
         return rc;
     }
-    RANK_CHECK(rank, store.set("done" + std::to_string(rank), "1").is_ok(), "store");
-    deadline until(30);
-    while (!store.get("done" + std::to_string(1 - rank), 0).is_ok() && !until.expired()) {
-        test::poll_for((*ep)->fast(), 0.002, [](const drivers::completion&) {});
-    }
+    test::tally t(0);  // only for the closing handshake
+    RANK_CHECK(rank, t.finish((*ep)->fast(), store, rank), "peer not done");
     return 0;
 }
 

@@ -1,7 +1,7 @@
-// Helpers for the tcp and fault driver tests: open and connect tcp (optionally wrapped in the
-// fault driver) for one forked rank, post with retry on NO_RESOURCE, and count completions
-// per cookie so "exactly once" is checked, not assumed. Forking, waiting and buffer
-// patterns come from tests/drivers/driver_test_util.hh.
+// Helpers for the tcp and fault driver tests and the endpoint contract: open and connect tcp
+// for one forked rank, find the tcp endpoint inside a fault wrapper, post with retry on
+// NO_RESOURCE, and count completions per cookie so "exactly once" is checked, not assumed.
+// Forking, waiting and buffer patterns come from tests/drivers/driver_test_util.hh.
 #pragma once
 
 #include <cstdint>
@@ -21,17 +21,11 @@ inline void use_loopback() {
     (void)params::registry::global().set("LOOM_TCP_ADDR", "127.0.0.1");
 }
 
-/// Opens tcp for `rank` (wrapped in the fault driver when `fault`) and connects it.
+/// Opens tcp for `rank` and connects it.
 inline result<std::unique_ptr<drivers::endpoint>> open_tcp(int rank, int size,
                                                            const std::string& job, kv_store* store,
-                                                           double timeout_s = 20,
-                                                           bool fault       = false) {
-    drivers::endpoint_config cfg = config_of(rank, size, job, store, timeout_s);
-    auto ep                      = drivers::open_tcp(cfg);
-    if (!ep || !fault) {
-        return connected(std::move(ep));
-    }
-    return connected(drivers::open_fault(std::move(ep).value(), cfg));
+                                                           double timeout_s = 20) {
+    return connected(drivers::open_tcp(config_of(rank, size, job, store, timeout_s)));
 }
 
 /// The tcp endpoint inside `ep` (itself, or the one a fault wrapper holds).
@@ -94,12 +88,16 @@ struct tally {
         }
         return true;
     }
-    /// The end of a two-rank body: says this rank is done, polls until the peer is too (so
-    /// neither closes under the other), then lets stray completions come for 50 ms.
-    bool finish(const drivers::fast_path& f, kv_store& store, int rank) {
-        if (!store.set("done/" + std::to_string(rank), "1").is_ok() ||
-            !poll_until(f, store, "done/" + std::to_string(1 - rank), 30)) {
+    /// The end of a body: says this rank is done, polls until the other ranks of `size` are
+    /// too (so none closes under another), then lets stray completions come for 50 ms.
+    bool finish(const drivers::fast_path& f, kv_store& store, int rank, int size = 2) {
+        if (!store.set("done/" + std::to_string(rank), "1").is_ok()) {
             return false;
+        }
+        for (int p = 0; p < size; ++p) {
+            if (p != rank && !poll_until(f, store, "done/" + std::to_string(p), 30)) {
+                return false;
+            }
         }
         poll_for(f, 0.05, [&](const drivers::completion& c) { add(c); });
         return true;

@@ -27,11 +27,8 @@ void set_faults(const char* drop, const char* dup, const char* reorder, const ch
 /// Opens fault:<inner> for one rank ("tcp" or "shm") and connects it.
 result<std::unique_ptr<drivers::endpoint>> open_fault(const std::string& inner, int rank,
                                                       const std::string& job, kv_store* store) {
-    if (inner == "tcp") {
-        return test::open_tcp(rank, 2, job, store, 20, true);
-    }
     drivers::endpoint_config cfg = test::config_of(rank, 2, job, store, 30);
-    auto ep                      = drivers::open_shm(cfg);
+    auto ep                      = inner == "tcp" ? drivers::open_tcp(cfg) : drivers::open_shm(cfg);
     if (!ep) {
         return ep.error();
     }
@@ -79,9 +76,7 @@ int exchange_rank(int rank, const std::string& inner, const std::string& job,
                    t.status[size_t(i)], bad);
         RANK_CHECK(rank, t.status[size_t(n_exchange + i)] == 0, "send %d failed", i);
     }
-    RANK_CHECK(rank, store.set("done/" + std::to_string(rank), "1").is_ok(), "done");
-    RANK_CHECK(rank, store.get("done/" + std::to_string(peer), 30).is_ok(), "peer done");
-    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });
+    RANK_CHECK(rank, t.finish(f, store, rank), "peer not done");
     RANK_CHECK(rank, t.extra == 0, "%zu extra completions", t.extra);
     const auto* s = drivers::fault::stats_of(**ep);
     RANK_CHECK(rank, s != nullptr && s->sends == n_exchange && s->delayed == n_exchange,
@@ -185,7 +180,7 @@ int rates_receiver(drivers::endpoint& ep, file_store& store) {
 
 int rates_rank(int rank, const std::string& job, const std::string& dir) {
     file_store store(dir);
-    auto ep = test::open_tcp(rank, 2, job, &store, 20, true);
+    auto ep = open_fault("tcp", rank, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
     return rank == 0 ? rates_sender(**ep, store) : rates_receiver(**ep, store);
 }
@@ -197,7 +192,7 @@ constexpr size_t held_lens[] = {256 * 1024, 1000, 5000, 64 * 1024 + 1};
 
 int held_cancel_rank(int rank, const std::string& job, const std::string& dir) {
     file_store store(dir);
-    auto ep = test::open_tcp(rank, 2, job, &store, 20, true);
+    auto ep = open_fault("tcp", rank, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
     const auto& f = (*ep)->fast();
     test::tally t(8);

@@ -1,8 +1,10 @@
-// drivers/tcp failure behaviour with real processes and sockets: a peer killed with SIGKILL
-// (every operation toward it completes with PEER_FAILURE within the deadline, and the
-// message names it), a peer that closes its endpoint, connects that time out naming the rank
-// (never published, published but dead, never connected), and handshakes that name a wrong
-// or duplicate rank or come from another job; and cancel (driver.hh): withdrawn sends are
+// drivers/tcp where its behaviour is its own (the endpoint contract every driver keeps is
+// tests/drivers/test_driver_contract.cc): what capabilities() says, and failure behaviour
+// with real processes and sockets: a peer killed with SIGKILL (every operation toward it
+// completes with PEER_FAILURE within the deadline, and the message names it), connects that
+// time out naming the rank (never published, published
+// but dead, never connected), and handshakes that name a wrong or duplicate rank or come
+// from another job; and cancel (driver.hh): withdrawn sends are
 // delivered whole or not at all, withdrawn receives drain, and the stream stays in step.
 #include <signal.h>
 #include <sys/socket.h>
@@ -68,30 +70,6 @@ int killed_rank(int rank, const std::string& job, const std::string& dir) {
     RANK_CHECK(rank, t.wait(f, 5, 1), "late operations did not complete");
     RANK_CHECK(rank, t.status[3] == LOOM_ERR_PEER_FAILURE && t.status[4] == LOOM_ERR_PEER_FAILURE,
                "late operations: %d %d", t.status[3], t.status[4]);
-    return 0;
-}
-
-int closed_rank(int rank, const std::string& job, const std::string& dir) {
-    file_store store(dir);
-    auto ep = test::open_tcp(rank, 2, job, &store);
-    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    const auto& f = (*ep)->fast();
-    char b        = 0;
-    if (rank == 1) {
-        RANK_CHECK(rank, store.get("posted", 10).is_ok(), "rank 0 never posted");
-        (*ep)->close();
-        ::sleep(2);  // alive, but its endpoint is gone
-        return 0;
-    }
-    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 1, 0, &b, 1, 0) == 0, "recv");
-    RANK_CHECK(rank, store.set("posted", "1").is_ok(), "posted");
-    double t0 = now_s();
-    test::tally t(1);
-    RANK_CHECK(rank, t.wait(f, 1, 5), "no completion");
-    RANK_CHECK(rank, t.status[0] == LOOM_ERR_PEER_FAILURE, "status %d", t.status[0]);
-    RANK_CHECK(rank, now_s() - t0 < 1.5, "took %.3f s", now_s() - t0);
-    const std::string& m = test::tcp_of(**ep)->peer_status(1).message();
-    RANK_CHECK(rank, m.find("peer 1 closed its endpoint") != std::string::npos, "%s", m.c_str());
     return 0;
 }
 
@@ -421,15 +399,22 @@ static void cancelled_receives_drain_and_stay_untouched(void**) {
     with_small_sockbufs("cancel_recv", cancel_recv_rank);
 }
 
+static void capabilities_describe_tcp(void**) {
+    drivers::endpoint_config cfg;
+    auto ep = drivers::open_tcp(cfg);
+    assert_true(ep.is_ok());
+    drivers::caps c = (*ep)->capabilities();
+    assert_string_equal(c.name, "tcp");
+    assert_true(c.single_copy && c.detects_peer_death);
+    assert_int_equal(c.eager_limit, 65536);
+    assert_true((*ep)->connect().is_ok());  // one rank: nothing to connect
+}
+
 static void killed_peer_fails_every_operation(void**) {
     std::string why = test::run_job("killed", 2, 40, killed_rank);
     if (why != "rank 1 killed by signal 9; ") {
         LOOM_FAIL("expected only rank 1 to die: " + why);
     }
-}
-
-static void closed_peer_fails_pending_operations(void**) {
-    EXPECT_PASSED(test::run_job("closed", 2, 30, closed_rank));
 }
 
 static void connect_times_out_naming_the_rank(void**) {
@@ -535,8 +520,8 @@ static void bad_parameters_are_errors(void**) {
 int main() {
     test::use_loopback();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(capabilities_describe_tcp),
         cmocka_unit_test(killed_peer_fails_every_operation),
-        cmocka_unit_test(closed_peer_fails_pending_operations),
         cmocka_unit_test(connect_times_out_naming_the_rank),
         cmocka_unit_test(handshake_with_wrong_rank_is_an_error),
         cmocka_unit_test(handshake_with_duplicate_rank_is_an_error),
