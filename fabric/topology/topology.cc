@@ -94,21 +94,16 @@ result<shape> shape::parse(std::string_view text) {
     }
     std::string_view name = text.substr(0, colon);
     std::string_view body = text.substr(colon + 1);
-    shape s;
-    if (name == "star") {
-        s.kind_ = kind::star;
-    } else if (name == "ring") {
-        s.kind_ = kind::ring;
-    } else if (name == "torus") {
-        s.kind_ = kind::torus;
-    } else if (name == "mesh") {
-        s.kind_ = kind::mesh;
-    } else if (name == "fullmesh" || name == "full_mesh") {
-        s.kind_ = kind::full_mesh;
-    } else {
+    const kind kinds[]    = {kind::star, kind::ring, kind::torus, kind::mesh, kind::full_mesh};
+    const auto* found     = std::find_if(std::begin(kinds), std::end(kinds), [&](kind k) {
+        return name == kind_name(k) || (k == kind::full_mesh && name == "full_mesh");
+    });
+    if (found == std::end(kinds)) {
         return parse_error("topology '" + std::string(text) + "': unknown kind '" +
                            std::string(name) + "' (star, ring, torus, mesh, fullmesh)");
     }
+    shape s;
+    s.kind_      = *found;
     bool multi   = s.kind_ == kind::torus || s.kind_ == kind::mesh;
     int64_t size = 1;
     size_t pos   = 0;
@@ -243,6 +238,18 @@ std::string shape::to_string() const {
             out += 'x';
         }
         out += std::to_string(dims_[i]);
+    }
+    return out;
+}
+
+std::string shape::rank_label(int rank) const {
+    std::string out = std::to_string(rank);
+    if (is_lattice()) {
+        const auto c = coords(rank);
+        for (size_t i = 0; i < c.size(); ++i) {
+            out += (i ? "," : "(") + std::to_string(c[i]);
+        }
+        out += ")";
     }
     return out;
 }
