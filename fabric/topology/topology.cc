@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 
 namespace loom::topology {
@@ -219,12 +220,9 @@ int64_t shape::bisection_links() const {
     if (kind_ == kind::full_mesh) {
         return (n / 2) * (n - n / 2);
     }
+    // A dimension of size 1 has no links and changes no cut.
     std::vector<int> dims;
-    for (int d : dims_) {
-        if (d > 1) {
-            dims.push_back(d);  // a dimension of size 1 has no links and changes no cut
-        }
-    }
+    std::copy_if(dims_.begin(), dims_.end(), std::back_inserter(dims), [](int d) { return d > 1; });
     std::sort(dims.begin(), dims.end());
     std::map<std::vector<int>, int64_t> memo;
     return lattice_bisection(dims, wraps(), memo);

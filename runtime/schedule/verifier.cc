@@ -279,11 +279,9 @@ status executor::run() {
         worklist_.pop_back();
         LOOM_CHECK(on_ready(x.rank, x.index));
     }
-    for (int r = 0; r < s_.info.nranks; ++r) {
-        for (step_id i = 0; i < s_.ranks[r].steps.size(); ++i) {
-            if (!done_[r][i]) {
-                return report_deadlock();
-            }
+    for (const auto& rank_done : done_) {
+        if (std::find(rank_done.begin(), rank_done.end(), 0) != rank_done.end()) {
+            return report_deadlock();
         }
     }
     return status::ok();
