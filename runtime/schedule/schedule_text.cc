@@ -100,12 +100,9 @@ status parse_header(const line_reader& lr, schedule_info* info) {
             ok = to_number(val, &info->segments);
         } else if (key == "channels") {
             ok = to_number(val, &info->channels);
-        } else if (key == "algorithm") {
-            ok              = val == "-" || is_plain_name(val);
-            info->algorithm = val == "-" ? "" : std::string(val);
-        } else if (key == "topology") {
-            ok             = val == "-" || is_plain_name(val);
-            info->topology = val == "-" ? "" : std::string(val);
+        } else if (key == "algorithm" || key == "topology") {
+            ok = val == "-" || is_plain_name(val);
+            (key == "algorithm" ? info->algorithm : info->topology) = val == "-" ? "" : val;
         } else {
             return lr.error("unknown header key '" + std::string(key) + "'");
         }
