@@ -87,18 +87,7 @@ std::vector<hop> route_hops(const topology::shape& s, int src, int dst, tie_rule
 }
 
 std::string channel_name(const topology::shape& s, const channel& c) {
-    auto rank_text = [&](int r) {
-        std::string out = std::to_string(r);
-        if (!s.is_lattice()) {
-            return out;
-        }
-        const auto coords = s.coords(r);
-        for (size_t i = 0; i < coords.size(); ++i) {
-            out += (i ? "," : "(") + std::to_string(coords[i]);
-        }
-        return out + ")";
-    };
-    return rank_text(c.from) + " -> " + rank_text(c.to) + " vc" + std::to_string(c.vc);
+    return s.rank_label(c.from) + " -> " + s.rank_label(c.to) + " vc" + std::to_string(c.vc);
 }
 
 }  // namespace loom::routing

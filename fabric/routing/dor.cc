@@ -4,21 +4,13 @@
 #include <cstdlib>
 
 #include "topology/census.hh"
+#include "topology/lines.hh"
 
 namespace loom::routing {
 namespace {
 
 int wrap(int64_t a, int n) {
     return static_cast<int>(((a % n) + n) % n);
-}
-
-// Π of the dimensions after `dim`: the rank distance between neighbours along `dim`.
-int64_t stride_after(const std::vector<int>& dims, int dim) {
-    int64_t p = 1;
-    for (size_t j = dim + 1; j < dims.size(); ++j) {
-        p *= dims[j];
-    }
-    return p;
 }
 
 // One dimension of size n of the count. cross(x, way, k): how many (source, destination)
@@ -157,7 +149,7 @@ suffix_table suffixes(const topology::shape& s, int at, int p, tie_rule ties) {
     t.ready              = true;
     t.neighbour[0]       = s.neighbour(at, p, +1);
     t.neighbour[1]       = s.neighbour(at, p, -1);
-    const int64_t stride = stride_after(s.dims(), p);
+    const int64_t stride = topology::dim_stride(s, p);
     const int64_t first  = at / stride * stride;
     t.hops.resize(stride);
     t.next.resize(stride);
@@ -306,7 +298,7 @@ all_to_all_load count_all_to_all(const topology::shape& s, tie_rule ties) {
                         std::max(load.busiest_link, n_ranks / ax.n * ax.total(x, way));
                 }
             }
-            int64_t mult = stride_after(dims, i);
+            int64_t mult = topology::dim_stride(s, i);
             if (count_wave && s.wraps()) {
                 raise_wave(ax, torus_prefix, mult, per_round);
             } else if (count_wave) {

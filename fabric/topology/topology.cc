@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 
 namespace loom::topology {
@@ -94,21 +95,16 @@ result<shape> shape::parse(std::string_view text) {
     }
     std::string_view name = text.substr(0, colon);
     std::string_view body = text.substr(colon + 1);
-    shape s;
-    if (name == "star") {
-        s.kind_ = kind::star;
-    } else if (name == "ring") {
-        s.kind_ = kind::ring;
-    } else if (name == "torus") {
-        s.kind_ = kind::torus;
-    } else if (name == "mesh") {
-        s.kind_ = kind::mesh;
-    } else if (name == "fullmesh" || name == "full_mesh") {
-        s.kind_ = kind::full_mesh;
-    } else {
+    const kind kinds[]    = {kind::star, kind::ring, kind::torus, kind::mesh, kind::full_mesh};
+    const auto* found     = std::find_if(std::begin(kinds), std::end(kinds), [&](kind k) {
+        return name == kind_name(k) || (k == kind::full_mesh && name == "full_mesh");
+    });
+    if (found == std::end(kinds)) {
         return parse_error("topology '" + std::string(text) + "': unknown kind '" +
                            std::string(name) + "' (star, ring, torus, mesh, fullmesh)");
     }
+    shape s;
+    s.kind_      = *found;
     bool multi   = s.kind_ == kind::torus || s.kind_ == kind::mesh;
     int64_t size = 1;
     size_t pos   = 0;
@@ -224,12 +220,9 @@ int64_t shape::bisection_links() const {
     if (kind_ == kind::full_mesh) {
         return (n / 2) * (n - n / 2);
     }
+    // A dimension of size 1 has no links and changes no cut.
     std::vector<int> dims;
-    for (int d : dims_) {
-        if (d > 1) {
-            dims.push_back(d);  // a dimension of size 1 has no links and changes no cut
-        }
-    }
+    std::copy_if(dims_.begin(), dims_.end(), std::back_inserter(dims), [](int d) { return d > 1; });
     std::sort(dims.begin(), dims.end());
     std::map<std::vector<int>, int64_t> memo;
     return lattice_bisection(dims, wraps(), memo);
@@ -243,6 +236,18 @@ std::string shape::to_string() const {
             out += 'x';
         }
         out += std::to_string(dims_[i]);
+    }
+    return out;
+}
+
+std::string shape::rank_label(int rank) const {
+    std::string out = std::to_string(rank);
+    if (is_lattice()) {
+        const auto c = coords(rank);
+        for (size_t i = 0; i < c.size(); ++i) {
+            out += (i ? "," : "(") + std::to_string(c[i]);
+        }
+        out += ")";
     }
     return out;
 }

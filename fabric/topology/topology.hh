@@ -57,6 +57,8 @@ class shape {
     int max_dim() const;
 
     std::string to_string() const;
+    /// "5" on a star or full mesh, "5(1,1)" on a lattice: the rank and its coordinates.
+    std::string rank_label(int rank) const;
 
   private:
     kind kind_ = kind::star;

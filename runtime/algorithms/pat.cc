@@ -42,6 +42,9 @@
 // Constraints
 //   Any N ≥ 1, any count (including 0 and count < N). No root. Star or any topology (the
 //   distances are logical; on a torus the simulator charges the physical hops).
+#include <functional>
+#include <numeric>
+
 #include "families.hh"
 #include "util.hh"
 
@@ -109,11 +112,8 @@ std::vector<region> runs_of(const std::vector<int>& idx, const std::vector<int64
 }
 
 int64_t total_of(const std::vector<region>& runs) {
-    int64_t t = 0;
-    for (const auto& r : runs) {
-        t += r.count;
-    }
-    return t;
+    return std::transform_reduce(runs.begin(), runs.end(), int64_t{0}, std::plus<>(),
+                                 [](const region& r) { return r.count; });
 }
 
 status build_allgather(const call& c, int rank, schedule::builder& b) {

@@ -13,6 +13,15 @@ std::string_view name_in(const std::string_view (&names)[N], E e) {
     return i < N ? names[i] : "?";
 }
 
+// One side of a call: a rank's block where the collective is `blocked` on that side, a
+// block per rank for all-to-all, else the whole vector.
+int64_t side_count(const schedule_info& info, int rank, collective blocked) {
+    if (info.coll == blocked) {
+        return block_size(info.count, info.nranks, rank);
+    }
+    return info.coll == collective::alltoall ? info.count * info.nranks : info.count;
+}
+
 }  // namespace
 
 std::string_view collective_name(collective c) {
@@ -106,25 +115,11 @@ bool parse_buffer(std::string_view name, buffer_id* out) {
 }
 
 int64_t input_count(const schedule_info& info, int rank) {
-    switch (info.coll) {
-        case collective::allgather:
-            return block_size(info.count, info.nranks, rank);
-        case collective::alltoall:
-            return info.count * info.nranks;
-        default:
-            return info.count;
-    }
+    return side_count(info, rank, collective::allgather);
 }
 
 int64_t output_count(const schedule_info& info, int rank) {
-    switch (info.coll) {
-        case collective::reduce_scatter:
-            return block_size(info.count, info.nranks, rank);
-        case collective::alltoall:
-            return info.count * info.nranks;
-        default:
-            return info.count;
-    }
+    return side_count(info, rank, collective::reduce_scatter);
 }
 
 bool is_plain_name(std::string_view name) {

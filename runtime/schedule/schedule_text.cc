@@ -6,6 +6,7 @@
 //   algorithm=ring topology=star:4 rank 0 scratch=0
 //     0 send peer=1 src=in@0+250
 //     1 recv_reduce peer=3 dst=out@750+250 src=in@750+250 deps=0
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -64,20 +65,13 @@ struct line_reader {
 };
 
 std::vector<std::string_view> split_words(std::string_view s) {
+    constexpr std::string_view blanks = " \t\r";
     std::vector<std::string_view> words;
-    size_t i = 0;
-    while (i < s.size()) {
-        while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) {
-            ++i;
-        }
-        size_t j = i;
-        while (j < s.size() && s[j] != ' ' && s[j] != '\t' && s[j] != '\r') {
-            ++j;
-        }
-        if (j > i) {
-            words.push_back(s.substr(i, j - i));
-        }
-        i = j;
+    size_t i = s.find_first_not_of(blanks);
+    while (i != s.npos) {
+        size_t end = std::min(s.find_first_of(blanks, i), s.size());
+        words.push_back(s.substr(i, end - i));
+        i = s.find_first_not_of(blanks, end);
     }
     return words;
 }
@@ -106,12 +100,9 @@ status parse_header(const line_reader& lr, schedule_info* info) {
             ok = to_number(val, &info->segments);
         } else if (key == "channels") {
             ok = to_number(val, &info->channels);
-        } else if (key == "algorithm") {
-            ok              = val == "-" || is_plain_name(val);
-            info->algorithm = val == "-" ? "" : std::string(val);
-        } else if (key == "topology") {
-            ok             = val == "-" || is_plain_name(val);
-            info->topology = val == "-" ? "" : std::string(val);
+        } else if (key == "algorithm" || key == "topology") {
+            ok = val == "-" || is_plain_name(val);
+            (key == "algorithm" ? info->algorithm : info->topology) = val == "-" ? "" : val;
         } else {
             return lr.error("unknown header key '" + std::string(key) + "'");
         }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/check.hh"
 #include "verifier_internal.hh"
 
 namespace loom::schedule {
@@ -36,7 +37,7 @@ class executor {
   private:
     void init();
     status on_ready(int r, step_id i);
-    status complete(int r, step_id i, int round);
+    void complete(int r, step_id i, int round);
     status fire_transfer(int r, step_id i);
     status fire_push(int r, step_id i);
     status fire_pull(int r, step_id i);
@@ -106,7 +107,7 @@ void executor::init() {
     }
 }
 
-status executor::complete(int r, step_id i, int round) {
+void executor::complete(int r, step_id i, int round) {
     done_[r][i]       = 1;
     const auto& begin = st_.dependents_begin[r];
     for (uint32_t k = begin[i]; k < begin[i + 1]; ++k) {
@@ -116,7 +117,6 @@ status executor::complete(int r, step_id i, int round) {
             worklist_.push_back({r, d});
         }
     }
-    return status::ok();
 }
 
 status executor::reduce_into(int r, step_id i, const region& dst, std::vector<piece>& a,
@@ -148,9 +148,7 @@ status executor::fire_transfer(int r, step_id i) {
         buf(from.rank, snd.src.buf).read(snd.src.offset, snd.src.count, &p1_);
         if (rcv.kind == step_kind::recv_reduce) {
             buf(to.rank, rcv.src.buf).read(rcv.src.offset, rcv.src.count, &p2_);
-            if (status e = reduce_into(to.rank, to.index, rcv.dst, p2_, p1_); !e) {
-                return e;
-            }
+            LOOM_CHECK(reduce_into(to.rank, to.index, rcv.dst, p2_, p1_));
         } else {
             buf(to.rank, rcv.dst.buf).write(rcv.dst.offset, p1_);
             if (rcv.kind == step_kind::recv_copy) {
@@ -158,10 +156,9 @@ status executor::fire_transfer(int r, step_id i) {
             }
         }
     }
-    if (status e = complete(from.rank, from.index, round); !e) {
-        return e;
-    }
-    return complete(to.rank, to.index, round);
+    complete(from.rank, from.index, round);
+    complete(to.rank, to.index, round);
+    return status::ok();
 }
 
 status executor::fire_push(int r, step_id i) {
@@ -196,9 +193,7 @@ status executor::fire_push(int r, step_id i) {
     sl.count = st.src.count;
     sl.round = std::max(sl.round, round);
     ++sl.pushed;
-    if (status e = complete(r, i, round); !e) {
-        return e;
-    }
+    complete(r, i, round);
     if (sl.pushed == sl.expected) {
         for (step_ref w : sl.waiting_pulls) {
             worklist_.push_back(w);
@@ -229,7 +224,8 @@ status executor::fire_pull(int r, step_id i) {
     if (values_) {
         buf(r, st.dst.buf).write(st.dst.offset, sl.value);
     }
-    return complete(r, i, round);
+    complete(r, i, round);
+    return status::ok();
 }
 
 status executor::apply_local(int r, step_id i) {
@@ -240,12 +236,11 @@ status executor::apply_local(int r, step_id i) {
             buf(r, st.dst.buf).write(st.dst.offset, p1_);
         } else {
             buf(r, st.aux.buf).read(st.aux.offset, st.aux.count, &p2_);
-            if (status e = reduce_into(r, i, st.dst, p1_, p2_); !e) {
-                return e;
-            }
+            LOOM_CHECK(reduce_into(r, i, st.dst, p1_, p2_));
         }
     }
-    return complete(r, i, ready_round_[r][i]);
+    complete(r, i, ready_round_[r][i]);
+    return status::ok();
 }
 
 status executor::on_ready(int r, step_id i) {
@@ -282,15 +277,11 @@ status executor::run() {
     while (!worklist_.empty()) {
         step_ref x = worklist_.back();
         worklist_.pop_back();
-        if (status e = on_ready(x.rank, x.index); !e) {
-            return e;
-        }
+        LOOM_CHECK(on_ready(x.rank, x.index));
     }
-    for (int r = 0; r < s_.info.nranks; ++r) {
-        for (step_id i = 0; i < s_.ranks[r].steps.size(); ++i) {
-            if (!done_[r][i]) {
-                return report_deadlock();
-            }
+    for (const auto& rank_done : done_) {
+        if (std::find(rank_done.begin(), rank_done.end(), 0) != rank_done.end()) {
+            return report_deadlock();
         }
     }
     return status::ok();
@@ -468,38 +459,32 @@ void collect_stats(const schedule& s, std::vector<transfer_record>& transfers, s
     }
 }
 
+// The passes in order; the first failure ends the run.
+status run_passes(const schedule& s, const verify_options& options, schedule_stats* stats) {
+    LOOM_CHECK(check_structure(s));
+    run_state st(s, options);
+    LOOM_CHECK(match_transfers(st));
+    if (options.check_races) {
+        LOOM_CHECK(check_races(s));
+        stats->races_checked = true;
+    }
+    executor ex(st);
+    LOOM_CHECK(ex.run());
+    auto transfers = ex.transfers();
+    collect_stats(s, transfers, stats, options);
+    if (!options.check_values) {
+        return status::ok();
+    }
+    stats->values_checked = true;
+    return check_outputs(st);
+}
+
 }  // namespace
 }  // namespace detail
 
 verify_report verify(const schedule& s, const verify_options& options) {
     verify_report report;
-    if (status e = detail::check_structure(s); !e) {
-        report.result = e;
-        return report;
-    }
-    detail::run_state st(s, options);
-    if (status e = detail::match_transfers(st); !e) {
-        report.result = e;
-        return report;
-    }
-    if (options.check_races) {
-        if (status e = detail::check_races(s); !e) {
-            report.result = e;
-            return report;
-        }
-        report.stats.races_checked = true;
-    }
-    detail::executor ex(st);
-    if (status e = ex.run(); !e) {
-        report.result = e;
-        return report;
-    }
-    auto transfers = ex.transfers();
-    detail::collect_stats(s, transfers, &report.stats, options);
-    if (options.check_values) {
-        report.result               = detail::check_outputs(st);
-        report.stats.values_checked = true;
-    }
+    report.result = detail::run_passes(s, options, &report.stats);
     return report;
 }
 

@@ -24,9 +24,7 @@ std::string one_line(std::string text) {
     for (char& ch : text) {
         ch = (ch == '\n' || ch == '\r') ? ' ' : ch;
     }
-    while (!text.empty() && text.back() == ' ') {
-        text.pop_back();
-    }
+    text.erase(text.find_last_not_of(' ') + 1);
     return text;
 }
 

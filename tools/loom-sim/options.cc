@@ -51,13 +51,9 @@ constexpr unit rate_units[] = {
 };
 
 std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
+    const auto first = s.find_first_not_of(" \t");
+    return first == s.npos ? std::string_view{}
+                           : s.substr(first, s.find_last_not_of(" \t") - first + 1);
 }
 
 bool iequal(std::string_view a, std::string_view b) {

@@ -42,9 +42,7 @@ void print_row(std::ostream& out, std::string_view name, size_t name_width,
     for (size_t s = 0; s < cells.size(); ++s) {
         line += std::string(2 + widths[s] - std::min(widths[s], cells[s].size()), ' ') + cells[s];
     }
-    while (!line.empty() && line.back() == ' ') {
-        line.pop_back();
-    }
+    line.erase(line.find_last_not_of(' ') + 1);
     out << line << '\n';
 }
 

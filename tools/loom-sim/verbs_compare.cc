@@ -191,9 +191,7 @@ void print_text(const comparison& c) {
         std::string line = "  " + pad(cells[0], size_width, false) + "  " +
                            pad(cells[1], name_width, false) + pad(cells[2], 12, true) +
                            pad(cells[3], 12, true) + pad(cells[4], 10, true);
-        while (!line.empty() && line.back() == ' ') {
-            line.pop_back();
-        }
+        line.erase(line.find_last_not_of(' ') + 1);
         std::cout << line << '\n';
     };
     row(head);

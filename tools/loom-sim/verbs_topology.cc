@@ -88,18 +88,6 @@ result<route_query> parse_route(const topology_flags& f, const view& v) {
     return q;
 }
 
-std::string rank_label(const topology::shape& s, int r) {
-    std::string out = std::to_string(r);
-    if (s.is_lattice()) {
-        const auto c = s.coords(r);
-        for (size_t i = 0; i < c.size(); ++i) {
-            out += (i ? "," : "(") + std::to_string(c[i]);
-        }
-        out += ")";
-    }
-    return out;
-}
-
 std::string plural(int64_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
 }
@@ -163,7 +151,7 @@ void print_shape(const topology::shape& s) {
         return;
     }
     for (int r = 0; r < s.size(); ++r) {
-        std::cout << "  " << rank_label(s, r) << ":";
+        std::cout << "  " << s.rank_label(r) << ":";
         for (int q : s.neighbours(r)) {
             std::cout << ' ' << q;
         }
@@ -244,7 +232,7 @@ json hop_json(const view& v, const routing::hop& h) {
 
 std::string hop_text(const view& v, const routing::hop& h) {
     const auto& s   = *v.lattice;
-    std::string out = rank_label(s, h.from) + " -> " + rank_label(s, h.to) + "  ";
+    std::string out = s.rank_label(h.from) + " -> " + s.rank_label(h.to) + "  ";
     out += h.dim < 0 ? std::string("direct")
                      : "dim " + std::to_string(h.dim) + (h.step > 0 ? " +" : " -");
     out += "  port " + std::to_string(h.port) + "  vc" + std::to_string(h.vc);
@@ -273,10 +261,10 @@ json route_json(const view& v, const route_query& q, const std::vector<routing::
 }
 
 void print_route(const view& v, const route_query& q, const std::vector<routing::hop>& hops) {
-    std::cout << "route " << rank_label(*v.lattice, q.src) << " -> "
-              << rank_label(*v.lattice, q.dst) << ": " << hops.size()
-              << (hops.size() == 1 ? " hop" : " hops") << " (dimension-ordered, ties "
-              << routing::tie_rule_name(q.ties) << ", dateline VCs)\n";
+    std::cout << "route " << v.lattice->rank_label(q.src) << " -> " << v.lattice->rank_label(q.dst)
+              << ": " << hops.size() << (hops.size() == 1 ? " hop" : " hops")
+              << " (dimension-ordered, ties " << routing::tie_rule_name(q.ties)
+              << ", dateline VCs)\n";
     for (size_t k = 0; k < hops.size(); ++k) {
         std::cout << "  " << k + 1 << ". " << hop_text(v, hops[k]) << '\n';
     }
