@@ -76,12 +76,17 @@ size_t make_bye(uint8_t* out) {
     return 8;
 }
 
+/// Sends once; false when the link dropped the frame (a full queue).
+bool try_send(datagram_endpoint& l, const uint8_t* p, size_t len) {
+    uint64_t dropped = l.stats().send_dropped;
+    l.send(p, len);
+    return l.stats().send_dropped == dropped;
+}
+
 /// Sends until the link takes it (a full queue drops: send again after polling).
 bool send_reliably(datagram_endpoint& l, const uint8_t* p, size_t len, const deadline& until) {
     for (;;) {
-        uint64_t dropped = l.stats().send_dropped;
-        l.send(p, len);
-        if (l.stats().send_dropped == dropped) {
+        if (try_send(l, p, len)) {
             return true;
         }
         if (!l.alive() || until.expired()) {
@@ -99,14 +104,9 @@ int exchange(datagram_endpoint& l, uint32_t n, double timeout_s) {
     uint32_t next_out = 0, next_in = 0;
     while (next_out < n || next_in < n) {
         bool busy = false;
-        if (next_out < n) {
-            size_t len       = make_packet(next_out, buf.data());
-            uint64_t dropped = l.stats().send_dropped;
-            l.send(buf.data(), len);
-            if (l.stats().send_dropped == dropped) {
-                ++next_out;
-                busy = true;
-            }
+        if (next_out < n && try_send(l, buf.data(), make_packet(next_out, buf.data()))) {
+            ++next_out;
+            busy = true;
         }
         const uint8_t* p = nullptr;
         size_t len       = 0;
@@ -131,8 +131,10 @@ int exchange(datagram_endpoint& l, uint32_t n, double timeout_s) {
     return 0;
 }
 
-/// Waits for `pid` to exit (killing it past the deadline); its exit status or -1.
-int reap(pid_t pid, double timeout_s) {
+/// Waits for `pid` to exit (killing it past the deadline), running `meanwhile` between
+/// looks; its exit status or -1.
+template <class Meanwhile>
+int reap(pid_t pid, double timeout_s, Meanwhile meanwhile) {
     deadline until(timeout_s);
     int st = 0;
     while (::waitpid(pid, &st, WNOHANG) == 0) {
@@ -141,9 +143,13 @@ int reap(pid_t pid, double timeout_s) {
             ::waitpid(pid, &st, 0);
             return -1;
         }
-        ::usleep(1000);
+        meanwhile();
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int reap(pid_t pid, double timeout_s) {
+    return reap(pid, timeout_s, [] { ::usleep(1000); });
 }
 
 std::unique_ptr<datagram_endpoint> accept_within(datagram_listener& ls, double timeout_s) {
@@ -207,22 +213,16 @@ void exchange_with_a_child(const std::string& listen_at) {
     size_t bye_len = make_bye(bye);
     assert_true(send_reliably(*l, bye, bye_len, deadline(5)));
     // Keep polling (flushes the bye) until the child has exited.
-    deadline until(10);
-    int st     = 0;
-    pid_t done = 0;
     const uint8_t* p;
     size_t len;
-    while ((done = ::waitpid(pid, &st, WNOHANG)) == 0 && !until.expired()) {
+    int child = reap(pid, 10, [&] {
         (void)l->recv(&p, &len);
         sched_yield();
-    }
-    if (done == 0) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &st, 0);
+    });
+    if (child < 0) {
         LOOM_FAIL("the child did not finish");
     }
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(child, 0);
 
     // The child is gone: the link notices within a second.
     double gone_at = now_s();
@@ -355,8 +355,12 @@ endpoint_pair make_pair_at(const std::string& listen_at, const std::string& pref
     return t;
 }
 
-endpoint_pair make_tcp_pair() {
-    return make_pair_at("tcp:127.0.0.1:0");
+/// Sends frames 0 … n-1 (make_packet) once each.
+void send_packets(datagram_endpoint& l, uint32_t n) {
+    std::vector<uint8_t> buf(max_packet);
+    for (uint32_t i = 0; i < n; ++i) {
+        l.send(buf.data(), make_packet(i, buf.data()));
+    }
 }
 
 /// Drains `l` for `quiet_s` after the last arrival; the seqs that arrived.
@@ -377,22 +381,17 @@ std::vector<uint32_t> drain(datagram_endpoint& l, double quiet_s) {
 }
 
 void fault_wrapper_drops_duplicates_and_reorders(void**) {
-    std::vector<uint8_t> buf(max_packet);
     {
-        auto t     = make_tcp_pair();
+        auto t     = make_pair_at("tcp:127.0.0.1:0");
         auto lossy = drivers::lossy_datagram(std::move(t.a), 1.0, 0, 0, 1);
-        for (uint32_t i = 0; i < 100; ++i) {
-            lossy->send(buf.data(), make_packet(i, buf.data()));
-        }
+        send_packets(*lossy, 100);
         assert_int_equal(lossy->stats().sent, 0);
         assert_true(drain(*t.b, 0.2).empty());
     }
     {
-        auto t     = make_tcp_pair();
+        auto t     = make_pair_at("tcp:127.0.0.1:0");
         auto lossy = drivers::lossy_datagram(std::move(t.a), 0, 1.0, 0, 2);
-        for (uint32_t i = 0; i < 100; ++i) {
-            lossy->send(buf.data(), make_packet(i, buf.data()));
-        }
+        send_packets(*lossy, 100);
         auto seqs = drain(*t.b, 0.2);
         assert_int_equal(seqs.size(), 200);
         for (uint32_t i = 0; i < 200; ++i) {
@@ -402,11 +401,9 @@ void fault_wrapper_drops_duplicates_and_reorders(void**) {
     }
     {
         // reorder = 1: every packet that finds the buffer empty waits for the next one.
-        auto t     = make_tcp_pair();
+        auto t     = make_pair_at("tcp:127.0.0.1:0");
         auto lossy = drivers::lossy_datagram(std::move(t.a), 0, 0, 1.0, 3);
-        for (uint32_t i = 0; i < 5; ++i) {
-            lossy->send(buf.data(), make_packet(i, buf.data()));
-        }
+        send_packets(*lossy, 5);
         const uint8_t* p;
         size_t len;
         (void)lossy->recv(&p, &len);  // flushes the held packet 4
@@ -448,10 +445,7 @@ void shm_oversize_frames_are_refused(void**) {
 std::vector<uint32_t> faulty_run(const std::string& listen_at, uint64_t seed) {
     auto t     = make_pair_at(listen_at);
     auto lossy = drivers::lossy_datagram(std::move(t.a), 0.3, 0.3, 0.3, seed);
-    std::vector<uint8_t> buf(max_packet);
-    for (uint32_t i = 0; i < 100; ++i) {
-        lossy->send(buf.data(), make_packet(i, buf.data()));
-    }
+    send_packets(*lossy, 100);
     const uint8_t* p;
     size_t len;
     (void)lossy->recv(&p, &len);  // flushes a held frame
@@ -484,10 +478,7 @@ void fault_address_reads_the_fault_parameters(void**) {
     auto t = make_pair_at("tcp:127.0.0.1:0", "fault:");
     assert_true(reg.set("LOOM_FAULT_DROP", "0").is_ok());
     assert_non_null(std::strstr(t.a->describe().c_str(), "(lossy)"));
-    std::vector<uint8_t> buf(max_packet);
-    for (uint32_t i = 0; i < 10; ++i) {
-        t.a->send(buf.data(), make_packet(i, buf.data()));
-    }
+    send_packets(*t.a, 10);
     assert_true(drain(*t.b, 0.2).empty());
     assert_int_equal(t.a->stats().sent, 0);
 
