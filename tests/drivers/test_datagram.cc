@@ -26,7 +26,7 @@
 #include "base/clock.hh"
 #include "base/params.hh"
 #include "drivers/datagram.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 using namespace loom;
 using drivers::datagram_endpoint;
@@ -235,14 +235,6 @@ void exchange_with_a_child(const std::string& listen_at) {
     assert_true(l->stats().send_dropped > 0);
 }
 
-void tcp_exchange_between_processes(void**) {
-    exchange_with_a_child("tcp:127.0.0.1:0");
-}
-
-void shm_exchange_between_processes(void**) {
-    exchange_with_a_child(unique_shm_name("exchange"));
-}
-
 // A burst into a peer that does not read: the queue fills, the rest is dropped and counted,
 // and send() returns at once all along.
 void full_queue_drops(const std::string& listen_at) {
@@ -279,14 +271,6 @@ void full_queue_drops(const std::string& listen_at) {
     assert_true(l->stats().send_dropped > 0);
     assert_int_equal(l->stats().sent + l->stats().send_dropped, burst);
     assert_true(took < 2.0);
-}
-
-void tcp_full_queue_drops(void**) {
-    full_queue_drops("tcp:127.0.0.1:0");
-}
-
-void shm_full_queue_drops(void**) {
-    full_queue_drops(unique_shm_name("burst"));
 }
 
 // A raw socket writes one good frame and then a length over the maximum.
@@ -432,14 +416,6 @@ void oversize_frames_are_refused(const std::string& listen_at) {
     assert_int_equal(t.b->stats().bad_frames, 0);
 }
 
-void tcp_oversize_frames_are_refused(void**) {
-    oversize_frames_are_refused("tcp:127.0.0.1:0");
-}
-
-void shm_oversize_frames_are_refused(void**) {
-    oversize_frames_are_refused(unique_shm_name("oversize"));
-}
-
 /// The seqs that arrive when 100 frames go through a fault wrapper with every fault at
 /// probability 0.3 and stream `seed`.
 std::vector<uint32_t> faulty_run(const std::string& listen_at, uint64_t seed) {
@@ -529,13 +505,18 @@ void bad_addresses_are_refused_clearly(void**) {
 
 }  // namespace
 
-LOOM_TEST_MAIN("drivers_datagram", cmocka_unit_test(tcp_exchange_between_processes),
-               cmocka_unit_test(shm_exchange_between_processes),
-               cmocka_unit_test(tcp_full_queue_drops), cmocka_unit_test(shm_full_queue_drops),
+LOOM_TEST_MAIN("drivers_datagram",
+               LOOM_CASE(tcp_exchange_between_processes, exchange_with_a_child("tcp:127.0.0.1:0")),
+               LOOM_CASE(shm_exchange_between_processes,
+                         exchange_with_a_child(unique_shm_name("exchange"))),
+               LOOM_CASE(tcp_full_queue_drops, full_queue_drops("tcp:127.0.0.1:0")),
+               LOOM_CASE(shm_full_queue_drops, full_queue_drops(unique_shm_name("burst"))),
                cmocka_unit_test(tcp_bad_frame_closes_the_link),
                cmocka_unit_test(fault_wrapper_drops_duplicates_and_reorders),
-               cmocka_unit_test(tcp_oversize_frames_are_refused),
-               cmocka_unit_test(shm_oversize_frames_are_refused),
+               LOOM_CASE(tcp_oversize_frames_are_refused,
+                         oversize_frames_are_refused("tcp:127.0.0.1:0")),
+               LOOM_CASE(shm_oversize_frames_are_refused,
+                         oversize_frames_are_refused(unique_shm_name("oversize"))),
                cmocka_unit_test(fault_wrapper_is_deterministic),
                cmocka_unit_test(fault_address_reads_the_fault_parameters),
                cmocka_unit_test(connect_to_nobody_times_out_naming_the_address),

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tcp_test_util.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 using namespace loom;
 using loom::drivers::completion;
@@ -264,14 +264,6 @@ static void cancelled_held_send_goes_from_a_copy_without_completion(void**) {
     EXPECT_PASSED(why);
 }
 
-static void delay_and_reorder_keep_exactly_once_over_tcp(void**) {
-    run_exchange("tcp");
-}
-
-static void delay_and_reorder_keep_exactly_once_over_shm(void**) {
-    run_exchange("shm");
-}
-
 static void drop_and_duplicate_at_configured_rates(void**) {
     set_faults("0.1", "0.05", "0", "0");
     std::string why = test::run_job("frates", 2, 55, rates_rank);
@@ -298,8 +290,8 @@ int main() {
     test::use_loopback();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fault_parameters_are_checked),
-        cmocka_unit_test(delay_and_reorder_keep_exactly_once_over_tcp),
-        cmocka_unit_test(delay_and_reorder_keep_exactly_once_over_shm),
+        LOOM_CASE(delay_and_reorder_keep_exactly_once_over_tcp, run_exchange("tcp")),
+        LOOM_CASE(delay_and_reorder_keep_exactly_once_over_shm, run_exchange("shm")),
         cmocka_unit_test(drop_and_duplicate_at_configured_rates),
         cmocka_unit_test(cancelled_held_send_goes_from_a_copy_without_completion),
     };
