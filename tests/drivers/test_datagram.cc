@@ -27,6 +27,7 @@
 #include "base/params.hh"
 #include "drivers/datagram.hh"
 #include "test_case.hh"
+#include "value_or_fail.hh"
 
 using namespace loom;
 using drivers::datagram_endpoint;
@@ -191,17 +192,14 @@ std::string unique_shm_name(const char* what) {
 }
 
 void exchange_with_a_child(const std::string& listen_at) {
-    auto ls = drivers::listen_datagram(listen_at);
-    if (!ls) {
-        LOOM_FAIL(ls.error().to_string());
-    }
-    std::string address = (*ls)->address();
+    auto ls             = test::value_or_fail(drivers::listen_datagram(listen_at));
+    std::string address = ls->address();
     pid_t pid           = ::fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         child_exchange(address);
     }
-    auto l = accept_within(**ls, 5);
+    auto l = accept_within(*ls, 5);
     if (!l) {
         reap(pid, 1);
         LOOM_FAIL("no connection from the child at " + address);
@@ -290,8 +288,7 @@ void tcp_bad_frame_closes_the_link(void**) {
 
     std::vector<uint8_t> frame(4 + max_packet);
     size_t len = make_packet(5, frame.data() + 4);
-    frame[0] = uint8_t(len >> 24), frame[1] = uint8_t(len >> 16);
-    frame[2] = uint8_t(len >> 8), frame[3] = uint8_t(len);
+    be::put32(frame.data(), uint32_t(len));
     assert_int_equal(::send(raw, frame.data(), 4 + len, 0), ssize_t(4 + len));
     size_t bad         = max_packet + 1;
     uint8_t bad_pre[8] = {uint8_t(bad >> 24), uint8_t(bad >> 16), uint8_t(bad >> 8), uint8_t(bad)};
@@ -331,10 +328,7 @@ endpoint_pair make_pair_at(const std::string& listen_at, const std::string& pref
     std::thread connecting([&] { a = drivers::connect_datagram(prefix + t.ls->address(), 5); });
     t.b = accept_within(*t.ls, 5);
     connecting.join();
-    if (!a) {
-        LOOM_FAIL(a.error().to_string());
-    }
-    t.a = std::move(*a);
+    t.a = test::value_or_fail(std::move(a));
     assert_non_null(t.b.get());
     return t;
 }

@@ -12,19 +12,11 @@ using schedule::collective;
 namespace {
 
 schedule::schedule parse_or_fail(const std::string& text) {
-    auto s = schedule::parse_json(text);
-    if (!s) {
-        LOOM_FAIL(s.error().to_string());
-    }
-    return std::move(s).value();
+    return test::value_or_fail(schedule::parse_json(text));
 }
 
 sim::report run_or_fail(const schedule::schedule& s, const sim::fabric& f) {
-    auto r = sim::simulate(s, f);
-    if (!r) {
-        LOOM_FAIL(r.error().to_string());
-    }
-    return std::move(r).value();
+    return test::value_or_fail(sim::simulate(s, f));
 }
 
 sim::fabric on(const std::string& topo, port_model p = port_model::per_edge) {
