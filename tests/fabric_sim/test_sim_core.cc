@@ -362,9 +362,7 @@ static void expect_error(const result<sim::report>& r, const std::string& must_c
     if (r) {
         LOOM_FAIL("expected an error containing '" + must_contain + "', the run succeeded");
     }
-    if (r.error().message().find(must_contain) == std::string::npos) {
-        LOOM_FAIL("expected '" + must_contain + "' in: " + r.error().to_string());
-    }
+    loom::test::expect_has(r.error().message(), must_contain);
 }
 
 static void bad_input_is_an_error_that_says_why(void**) {

@@ -99,9 +99,7 @@ void expect_error(const status& st, const std::string& words) {
     if (st.is_ok()) {
         LOOM_FAIL("accepted; expected an error with '" + words + "'");
     }
-    if (st.message().find(words) == std::string::npos) {
-        LOOM_FAIL("'" + st.message() + "' lacks '" + words + "'");
-    }
+    loom::test::expect_has(st.message(), words);
 }
 
 }  // namespace
