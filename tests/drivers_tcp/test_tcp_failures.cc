@@ -483,23 +483,21 @@ static void another_jobs_connection_is_refused_not_fatal(void**) {
 static void bad_parameters_are_errors(void**) {
     auto& reg = params::registry::global();
     drivers::endpoint_config cfg;
-    assert_true(reg.set("LOOM_TCP_ADDR", "not-an-address").is_ok());
-    auto ep = drivers::open_tcp(cfg);
-    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
-                 "LOOM_TCP_ADDR='not-an-address'");
-    assert_true(reg.set("LOOM_TCP_ADDR", "").is_ok());
-    assert_true(reg.set("LOOM_TCP_IFACE", "no-such-if0").is_ok());
-    ep = drivers::open_tcp(cfg);
-    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
-                 "LOOM_TCP_IFACE='no-such-if0'");
+    struct bad_case {
+        const char *name, *value, *restore, *named;
+    };
+    for (auto [name, value, restore, named] :
+         {bad_case{"LOOM_TCP_ADDR", "not-an-address", "", "LOOM_TCP_ADDR='not-an-address'"},
+          bad_case{"LOOM_TCP_IFACE", "no-such-if0", "", "LOOM_TCP_IFACE='no-such-if0'"},
+          bad_case{"LOOM_TCP_SEND_QUEUE", "0", "1024", "LOOM_TCP_SEND_QUEUE=0"}}) {
+        assert_true(reg.set(name, value).is_ok());
+        auto ep = drivers::open_tcp(cfg);
+        assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT, named);
+        assert_true(reg.set(name, restore).is_ok());
+    }
     assert_true(reg.set("LOOM_TCP_IFACE", "lo").is_ok());  // lo has 127.0.0.1
     assert_true(drivers::open_tcp(cfg).is_ok());
     assert_true(reg.set("LOOM_TCP_IFACE", "").is_ok());
-    assert_true(reg.set("LOOM_TCP_SEND_QUEUE", "0").is_ok());
-    ep = drivers::open_tcp(cfg);
-    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
-                 "LOOM_TCP_SEND_QUEUE=0");
-    assert_true(reg.set("LOOM_TCP_SEND_QUEUE", "1024").is_ok());
     test::use_loopback();
 }
 
