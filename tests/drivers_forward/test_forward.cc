@@ -62,10 +62,8 @@ int all_pairs_rank(const std::string& driver, const std::string& fabric, routing
             reg.set("LOOM_FWD_BUFFERS", "2").is_ok() && reg.set("LOOM_FWD_MAX_OPS", "64").is_ok(),
             "tight");
     }
-    RANK_CHECK(
-        rank,
-        params::registry::global().set("LOOM_ROUTE_TIES", routing::tie_rule_name(ties)).is_ok(),
-        "LOOM_ROUTE_TIES");
+    RANK_CHECK(rank, reg.set("LOOM_ROUTE_TIES", routing::tie_rule_name(ties)).is_ok(),
+               "LOOM_ROUTE_TIES");
     auto shape = topology::shape::parse(fabric);
     RANK_CHECK(rank, shape.is_ok(), "shape");
     int n   = shape->size();
