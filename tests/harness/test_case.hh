@@ -5,5 +5,12 @@
 
 #include "test_main.hh"
 
-#define LOOM_CASE(name, ...) \
-    CMUnitTest { #name, [](void**) { __VA_ARGS__; }, nullptr, nullptr, nullptr }
+namespace loom::test {
+
+inline CMUnitTest make_case(const char* name, CMUnitTestFunction run) {
+    return {name, run, nullptr, nullptr, nullptr};
+}
+
+}  // namespace loom::test
+
+#define LOOM_CASE(name, ...) ::loom::test::make_case(#name, [](void**) { __VA_ARGS__; })
