@@ -26,7 +26,8 @@
 #include "base/clock.hh"
 #include "base/params.hh"
 #include "drivers/datagram.hh"
-#include "test_main.hh"
+#include "test_case.hh"
+#include "value_or_fail.hh"
 
 using namespace loom;
 using drivers::datagram_endpoint;
@@ -76,12 +77,17 @@ size_t make_bye(uint8_t* out) {
     return 8;
 }
 
+/// Sends once; false when the link dropped the frame (a full queue).
+bool try_send(datagram_endpoint& l, const uint8_t* p, size_t len) {
+    uint64_t dropped = l.stats().send_dropped;
+    l.send(p, len);
+    return l.stats().send_dropped == dropped;
+}
+
 /// Sends until the link takes it (a full queue drops: send again after polling).
 bool send_reliably(datagram_endpoint& l, const uint8_t* p, size_t len, const deadline& until) {
     for (;;) {
-        uint64_t dropped = l.stats().send_dropped;
-        l.send(p, len);
-        if (l.stats().send_dropped == dropped) {
+        if (try_send(l, p, len)) {
             return true;
         }
         if (!l.alive() || until.expired()) {
@@ -99,14 +105,9 @@ int exchange(datagram_endpoint& l, uint32_t n, double timeout_s) {
     uint32_t next_out = 0, next_in = 0;
     while (next_out < n || next_in < n) {
         bool busy = false;
-        if (next_out < n) {
-            size_t len       = make_packet(next_out, buf.data());
-            uint64_t dropped = l.stats().send_dropped;
-            l.send(buf.data(), len);
-            if (l.stats().send_dropped == dropped) {
-                ++next_out;
-                busy = true;
-            }
+        if (next_out < n && try_send(l, buf.data(), make_packet(next_out, buf.data()))) {
+            ++next_out;
+            busy = true;
         }
         const uint8_t* p = nullptr;
         size_t len       = 0;
@@ -131,8 +132,10 @@ int exchange(datagram_endpoint& l, uint32_t n, double timeout_s) {
     return 0;
 }
 
-/// Waits for `pid` to exit (killing it past the deadline); its exit status or -1.
-int reap(pid_t pid, double timeout_s) {
+/// Waits for `pid` to exit (killing it past the deadline), running `meanwhile` between
+/// looks; its exit status or -1.
+template <class Meanwhile>
+int reap(pid_t pid, double timeout_s, Meanwhile meanwhile) {
     deadline until(timeout_s);
     int st = 0;
     while (::waitpid(pid, &st, WNOHANG) == 0) {
@@ -141,9 +144,13 @@ int reap(pid_t pid, double timeout_s) {
             ::waitpid(pid, &st, 0);
             return -1;
         }
-        ::usleep(1000);
+        meanwhile();
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int reap(pid_t pid, double timeout_s) {
+    return reap(pid, timeout_s, [] { ::usleep(1000); });
 }
 
 std::unique_ptr<datagram_endpoint> accept_within(datagram_listener& ls, double timeout_s) {
@@ -185,17 +192,14 @@ std::string unique_shm_name(const char* what) {
 }
 
 void exchange_with_a_child(const std::string& listen_at) {
-    auto ls = drivers::listen_datagram(listen_at);
-    if (!ls) {
-        LOOM_FAIL(ls.error().to_string());
-    }
-    std::string address = (*ls)->address();
+    auto ls             = test::value_or_fail(drivers::listen_datagram(listen_at));
+    std::string address = ls->address();
     pid_t pid           = ::fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         child_exchange(address);
     }
-    auto l = accept_within(**ls, 5);
+    auto l = accept_within(*ls, 5);
     if (!l) {
         reap(pid, 1);
         LOOM_FAIL("no connection from the child at " + address);
@@ -207,22 +211,16 @@ void exchange_with_a_child(const std::string& listen_at) {
     size_t bye_len = make_bye(bye);
     assert_true(send_reliably(*l, bye, bye_len, deadline(5)));
     // Keep polling (flushes the bye) until the child has exited.
-    deadline until(10);
-    int st     = 0;
-    pid_t done = 0;
     const uint8_t* p;
     size_t len;
-    while ((done = ::waitpid(pid, &st, WNOHANG)) == 0 && !until.expired()) {
+    int child = reap(pid, 10, [&] {
         (void)l->recv(&p, &len);
         sched_yield();
-    }
-    if (done == 0) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &st, 0);
+    });
+    if (child < 0) {
         LOOM_FAIL("the child did not finish");
     }
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(child, 0);
 
     // The child is gone: the link notices within a second.
     double gone_at = now_s();
@@ -233,14 +231,6 @@ void exchange_with_a_child(const std::string& listen_at) {
     assert_false(l->alive());
     l->send(bye, bye_len);  // a dead link drops, counted
     assert_true(l->stats().send_dropped > 0);
-}
-
-void tcp_exchange_between_processes(void**) {
-    exchange_with_a_child("tcp:127.0.0.1:0");
-}
-
-void shm_exchange_between_processes(void**) {
-    exchange_with_a_child(unique_shm_name("exchange"));
 }
 
 // A burst into a peer that does not read: the queue fills, the rest is dropped and counted,
@@ -281,14 +271,6 @@ void full_queue_drops(const std::string& listen_at) {
     assert_true(took < 2.0);
 }
 
-void tcp_full_queue_drops(void**) {
-    full_queue_drops("tcp:127.0.0.1:0");
-}
-
-void shm_full_queue_drops(void**) {
-    full_queue_drops(unique_shm_name("burst"));
-}
-
 // A raw socket writes one good frame and then a length over the maximum.
 void tcp_bad_frame_closes_the_link(void**) {
     auto ls = drivers::listen_datagram("tcp:127.0.0.1:0");
@@ -306,8 +288,7 @@ void tcp_bad_frame_closes_the_link(void**) {
 
     std::vector<uint8_t> frame(4 + max_packet);
     size_t len = make_packet(5, frame.data() + 4);
-    frame[0] = uint8_t(len >> 24), frame[1] = uint8_t(len >> 16);
-    frame[2] = uint8_t(len >> 8), frame[3] = uint8_t(len);
+    be::put32(frame.data(), uint32_t(len));
     assert_int_equal(::send(raw, frame.data(), 4 + len, 0), ssize_t(4 + len));
     size_t bad         = max_packet + 1;
     uint8_t bad_pre[8] = {uint8_t(bad >> 24), uint8_t(bad >> 16), uint8_t(bad >> 8), uint8_t(bad)};
@@ -347,16 +328,17 @@ endpoint_pair make_pair_at(const std::string& listen_at, const std::string& pref
     std::thread connecting([&] { a = drivers::connect_datagram(prefix + t.ls->address(), 5); });
     t.b = accept_within(*t.ls, 5);
     connecting.join();
-    if (!a) {
-        LOOM_FAIL(a.error().to_string());
-    }
-    t.a = std::move(*a);
+    t.a = test::value_or_fail(std::move(a));
     assert_non_null(t.b.get());
     return t;
 }
 
-endpoint_pair make_tcp_pair() {
-    return make_pair_at("tcp:127.0.0.1:0");
+/// Sends frames 0 … n-1 (make_packet) once each.
+void send_packets(datagram_endpoint& l, uint32_t n) {
+    std::vector<uint8_t> buf(max_packet);
+    for (uint32_t i = 0; i < n; ++i) {
+        l.send(buf.data(), make_packet(i, buf.data()));
+    }
 }
 
 /// Drains `l` for `quiet_s` after the last arrival; the seqs that arrived.
@@ -377,22 +359,17 @@ std::vector<uint32_t> drain(datagram_endpoint& l, double quiet_s) {
 }
 
 void fault_wrapper_drops_duplicates_and_reorders(void**) {
-    std::vector<uint8_t> buf(max_packet);
     {
-        auto t     = make_tcp_pair();
+        auto t     = make_pair_at("tcp:127.0.0.1:0");
         auto lossy = drivers::lossy_datagram(std::move(t.a), 1.0, 0, 0, 1);
-        for (uint32_t i = 0; i < 100; ++i) {
-            lossy->send(buf.data(), make_packet(i, buf.data()));
-        }
+        send_packets(*lossy, 100);
         assert_int_equal(lossy->stats().sent, 0);
         assert_true(drain(*t.b, 0.2).empty());
     }
     {
-        auto t     = make_tcp_pair();
+        auto t     = make_pair_at("tcp:127.0.0.1:0");
         auto lossy = drivers::lossy_datagram(std::move(t.a), 0, 1.0, 0, 2);
-        for (uint32_t i = 0; i < 100; ++i) {
-            lossy->send(buf.data(), make_packet(i, buf.data()));
-        }
+        send_packets(*lossy, 100);
         auto seqs = drain(*t.b, 0.2);
         assert_int_equal(seqs.size(), 200);
         for (uint32_t i = 0; i < 200; ++i) {
@@ -402,11 +379,9 @@ void fault_wrapper_drops_duplicates_and_reorders(void**) {
     }
     {
         // reorder = 1: every packet that finds the buffer empty waits for the next one.
-        auto t     = make_tcp_pair();
+        auto t     = make_pair_at("tcp:127.0.0.1:0");
         auto lossy = drivers::lossy_datagram(std::move(t.a), 0, 0, 1.0, 3);
-        for (uint32_t i = 0; i < 5; ++i) {
-            lossy->send(buf.data(), make_packet(i, buf.data()));
-        }
+        send_packets(*lossy, 5);
         const uint8_t* p;
         size_t len;
         (void)lossy->recv(&p, &len);  // flushes the held packet 4
@@ -435,23 +410,12 @@ void oversize_frames_are_refused(const std::string& listen_at) {
     assert_int_equal(t.b->stats().bad_frames, 0);
 }
 
-void tcp_oversize_frames_are_refused(void**) {
-    oversize_frames_are_refused("tcp:127.0.0.1:0");
-}
-
-void shm_oversize_frames_are_refused(void**) {
-    oversize_frames_are_refused(unique_shm_name("oversize"));
-}
-
 /// The seqs that arrive when 100 frames go through a fault wrapper with every fault at
 /// probability 0.3 and stream `seed`.
 std::vector<uint32_t> faulty_run(const std::string& listen_at, uint64_t seed) {
     auto t     = make_pair_at(listen_at);
     auto lossy = drivers::lossy_datagram(std::move(t.a), 0.3, 0.3, 0.3, seed);
-    std::vector<uint8_t> buf(max_packet);
-    for (uint32_t i = 0; i < 100; ++i) {
-        lossy->send(buf.data(), make_packet(i, buf.data()));
-    }
+    send_packets(*lossy, 100);
     const uint8_t* p;
     size_t len;
     (void)lossy->recv(&p, &len);  // flushes a held frame
@@ -484,10 +448,7 @@ void fault_address_reads_the_fault_parameters(void**) {
     auto t = make_pair_at("tcp:127.0.0.1:0", "fault:");
     assert_true(reg.set("LOOM_FAULT_DROP", "0").is_ok());
     assert_non_null(std::strstr(t.a->describe().c_str(), "(lossy)"));
-    std::vector<uint8_t> buf(max_packet);
-    for (uint32_t i = 0; i < 10; ++i) {
-        t.a->send(buf.data(), make_packet(i, buf.data()));
-    }
+    send_packets(*t.a, 10);
     assert_true(drain(*t.b, 0.2).empty());
     assert_int_equal(t.a->stats().sent, 0);
 
@@ -538,13 +499,18 @@ void bad_addresses_are_refused_clearly(void**) {
 
 }  // namespace
 
-LOOM_TEST_MAIN("drivers_datagram", cmocka_unit_test(tcp_exchange_between_processes),
-               cmocka_unit_test(shm_exchange_between_processes),
-               cmocka_unit_test(tcp_full_queue_drops), cmocka_unit_test(shm_full_queue_drops),
+LOOM_TEST_MAIN("drivers_datagram",
+               LOOM_CASE(tcp_exchange_between_processes, exchange_with_a_child("tcp:127.0.0.1:0")),
+               LOOM_CASE(shm_exchange_between_processes,
+                         exchange_with_a_child(unique_shm_name("exchange"))),
+               LOOM_CASE(tcp_full_queue_drops, full_queue_drops("tcp:127.0.0.1:0")),
+               LOOM_CASE(shm_full_queue_drops, full_queue_drops(unique_shm_name("burst"))),
                cmocka_unit_test(tcp_bad_frame_closes_the_link),
                cmocka_unit_test(fault_wrapper_drops_duplicates_and_reorders),
-               cmocka_unit_test(tcp_oversize_frames_are_refused),
-               cmocka_unit_test(shm_oversize_frames_are_refused),
+               LOOM_CASE(tcp_oversize_frames_are_refused,
+                         oversize_frames_are_refused("tcp:127.0.0.1:0")),
+               LOOM_CASE(shm_oversize_frames_are_refused,
+                         oversize_frames_are_refused(unique_shm_name("oversize"))),
                cmocka_unit_test(fault_wrapper_is_deterministic),
                cmocka_unit_test(fault_address_reads_the_fault_parameters),
                cmocka_unit_test(connect_to_nobody_times_out_naming_the_address),

@@ -23,7 +23,7 @@
 
 #include "../drivers_tcp/tcp_test_util.hh"
 #include "base/params.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 #include "wake_test_util.hh"
 
 using namespace loom;
@@ -113,14 +113,6 @@ void run_pingpong(const char* label, bool late) {
 }
 
 }  // namespace
-
-static void pingpong_receive_posted_first(void**) {
-    run_pingpong("pp_early", false);
-}
-
-static void pingpong_message_arrives_first(void**) {
-    run_pingpong("pp_late", true);
-}
 
 namespace {
 
@@ -246,10 +238,6 @@ int tags_rank(int rank, const std::string& job, const std::string& dir) {
 }
 
 }  // namespace
-
-static void tags_matched_not_fifo_mismatch_notice_and_loopback(void**) {
-    EXPECT_PASSED(test::run_job("tags", 2, 50, tags_rank));
-}
 
 namespace {
 
@@ -454,10 +442,6 @@ int closed_peer_rank(int rank, const std::string& job, const std::string& dir) {
 
 }  // namespace
 
-static void closed_peer_fails_pending_operations(void**) {
-    EXPECT_PASSED(test::run_job("closed", 2, 30, closed_peer_rank));
-}
-
 namespace {
 
 using test::wake::hold_s;
@@ -553,19 +537,6 @@ void run_wake(int (*body)(const std::string&, int, drivers::endpoint&)) {
 
 }  // namespace
 
-static void eager_send_wakes_the_sleeper(void**) {
-    run_wake(eager_rank);
-}
-
-// shm: the ack word rings; tcp: the clear-to-send arrives on the socket.
-static void rendezvous_answer_wakes_the_sleeping_sender(void**) {
-    run_wake(rendezvous_rank);
-}
-
-static void ring_wakes_the_own_sleeper(void**) {
-    run_wake(self_ring_rank);
-}
-
 int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr, "usage: %s DRIVER [NAME=VALUE|single_copy=0|1]...\n", argv[0]);
@@ -589,15 +560,18 @@ int main(int argc, char** argv) {
         }
     }
     const CMUnitTest tests[] = {
-        cmocka_unit_test(pingpong_receive_posted_first),
-        cmocka_unit_test(pingpong_message_arrives_first),
-        cmocka_unit_test(tags_matched_not_fifo_mismatch_notice_and_loopback),
+        LOOM_CASE(pingpong_receive_posted_first, run_pingpong("pp_early", false)),
+        LOOM_CASE(pingpong_message_arrives_first, run_pingpong("pp_late", true)),
+        LOOM_CASE(tags_matched_not_fifo_mismatch_notice_and_loopback,
+                  EXPECT_PASSED(test::run_job("tags", 2, 50, tags_rank))),
         cmocka_unit_test(alltoall_8_ranks_random_order),
         cmocka_unit_test(ten_thousand_messages_in_flight),
-        cmocka_unit_test(closed_peer_fails_pending_operations),
-        cmocka_unit_test(eager_send_wakes_the_sleeper),
-        cmocka_unit_test(rendezvous_answer_wakes_the_sleeping_sender),
-        cmocka_unit_test(ring_wakes_the_own_sleeper),
+        LOOM_CASE(closed_peer_fails_pending_operations,
+                  EXPECT_PASSED(test::run_job("closed", 2, 30, closed_peer_rank))),
+        LOOM_CASE(eager_send_wakes_the_sleeper, run_wake(eager_rank)),
+        // shm: the ack word rings; tcp: the clear-to-send arrives on the socket.
+        LOOM_CASE(rendezvous_answer_wakes_the_sleeping_sender, run_wake(rendezvous_rank)),
+        LOOM_CASE(ring_wakes_the_own_sleeper, run_wake(self_ring_rank)),
     };
     return LOOM_RUN_TESTS(("drivers_contract " + transport).c_str(), tests);
 }

@@ -19,7 +19,7 @@
 #include "driver_test_util.hh"
 #include "drivers/shm/shm.hh"
 #include "drivers/shm/shm_params.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 using namespace loom;
 using loom::drivers::completion;
@@ -242,10 +242,6 @@ int close_after_ack_rank(int rank, const std::string& job, const std::string& di
 
 }  // namespace
 
-static void cancel_withdraws_sends_and_receives_cma(void**) {
-    run_cancel("cxc");
-}
-
 static void cancel_withdraws_sends_and_receives_bounce(void**) {
     auto& reg = params::registry::global();
     assert_true(reg.set("LOOM_SHM_CMA", "off").is_ok());
@@ -293,9 +289,7 @@ static void connect_names_the_missing_rank(void**) {
     assert_false(ep.is_ok());
     assert_int_equal(ep.error().code(), LOOM_ERR_TIMEOUT);
     const std::string& m = ep.error().message();
-    if (m.find("rank 1 missing") == std::string::npos) {
-        LOOM_FAIL("message does not name rank 1: " + m);
-    }
+    loom::test::expect_has(m, "rank 1 missing");
     assert_true(now_s() - t0 < 3.0);
 }
 
@@ -331,9 +325,7 @@ static void killed_run_segment_is_reclaimed_by_next_open(void**) {
     assert_true(segment_exists(next, 0));
     auto twice = test::open_connected("shm", 0, 1, next, nullptr);
     assert_false(twice.is_ok());
-    if (twice.error().message().find("owner is alive") == std::string::npos) {
-        LOOM_FAIL("unclear error: " + twice.error().message());
-    }
+    loom::test::expect_has(twice.error().message(), "owner is alive");
     // Closing unlinks; the crashed job's name is free again.
     (*ep)->close();
     assert_false(segment_exists(next, 0));
@@ -341,7 +333,7 @@ static void killed_run_segment_is_reclaimed_by_next_open(void**) {
 }
 
 LOOM_TEST_MAIN("drivers_shm", cmocka_unit_test(backpressure_thousands_of_early_messages),
-               cmocka_unit_test(cancel_withdraws_sends_and_receives_cma),
+               LOOM_CASE(cancel_withdraws_sends_and_receives_cma, run_cancel("cxc")),
                cmocka_unit_test(cancel_withdraws_sends_and_receives_bounce),
                cmocka_unit_test(killed_peer_fails_pending_operations),
                cmocka_unit_test(peer_closing_right_after_its_ack_does_not_fail_the_send),

@@ -15,7 +15,7 @@
 #include "base/params.hh"
 #include "drivers/forward/forward.hh"
 #include "routing/dor.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 #include "topology/topology.hh"
 #include "wake_test_util.hh"
 
@@ -62,10 +62,8 @@ int all_pairs_rank(const std::string& driver, const std::string& fabric, routing
             reg.set("LOOM_FWD_BUFFERS", "2").is_ok() && reg.set("LOOM_FWD_MAX_OPS", "64").is_ok(),
             "tight");
     }
-    RANK_CHECK(
-        rank,
-        params::registry::global().set("LOOM_ROUTE_TIES", routing::tie_rule_name(ties)).is_ok(),
-        "LOOM_ROUTE_TIES");
+    RANK_CHECK(rank, reg.set("LOOM_ROUTE_TIES", routing::tie_rule_name(ties)).is_ok(),
+               "LOOM_ROUTE_TIES");
     auto shape = topology::shape::parse(fabric);
     RANK_CHECK(rank, shape.is_ok(), "shape");
     int n   = shape->size();
@@ -170,32 +168,6 @@ void all_pairs(const char* driver, const char* fabric, int n,
     }
 }
 
-void shm_torus_2x2x2(void**) {
-    all_pairs("fwd:shm", "torus:2x2x2", 8);
-}
-void shm_torus_3x3(void**) {
-    all_pairs("fwd:shm", "torus:3x3", 9);
-}
-void shm_mesh_3x3(void**) {
-    all_pairs("fwd:shm", "mesh:3x3", 9);
-}
-// An even wrapping dimension: the antipodal pairs go the way LOOM_ROUTE_TIES says.
-void shm_torus_4x2_source_parity(void**) {
-    all_pairs("fwd:shm", "torus:4x2", 8, routing::tie_rule::source_parity);
-}
-void shm_ring_4_toward_plus(void**) {
-    all_pairs("fwd:shm", "ring:4", 4, routing::tie_rule::toward_plus);
-}
-// 4 KiB chunks (75 per 300 KiB message), two forwarding buffers and 64 chunk entries per
-// rank: arrivals stall on the links and payloads wait upstream, and everything still
-// arrives.
-void shm_torus_3x3_tight_resources(void**) {
-    all_pairs("fwd:shm", "torus:3x3", 9, routing::tie_rule::toward_plus, 4096, true);
-}
-void tcp_torus_2x2x2(void**) {
-    all_pairs("fwd:tcp", "torus:2x2x2", 8);
-}
-
 // mesh:3x3, rank 0 -> rank 2 is two hops (0 -> 1 -> 2). A: 300 KiB with the wrong imm, the
 // receive posted first; B: 300 KiB arriving before its receive, which expects another
 // length; C: 100 B that matches (the link stays in step). Rank 0 also sends a control notice
@@ -282,10 +254,6 @@ int mismatch_rank(int rank, const std::string& job, const std::string& dir) {
     RANK_CHECK(rank, barrier(f, store, "closing", rank, 9, &extra), "barrier");
     (*ep)->close();
     return 0;
-}
-
-void mismatch_two_hops_delivers_nothing(void**) {
-    EXPECT_PASSED(test::run_job("fwdmm", 9, 120, mismatch_rank));
 }
 
 // ring:4, rank 0 -> rank 2 is two hops. A: rank 0 cancels a 300 KiB send right after
@@ -375,10 +343,6 @@ int cancel_rank(int rank, const std::string& job, const std::string& dir) {
     return 0;
 }
 
-void cancel_across_two_hops(void**) {
-    EXPECT_PASSED(test::run_job("fwdcx", 4, 120, cancel_rank));
-}
-
 // ---- the wrappers' wakers ----
 
 // Both ranks keep polling until the other is done: a fwd rank forwards only while polled.
@@ -402,14 +366,6 @@ void run_wake(const char* driver, bool sender_sleeps = false) {
     }));
 }
 
-void fault_shm_send_wakes_the_sleeper(void**) {
-    run_wake("fault:shm");
-}
-
-void fwd_shm_send_wakes_the_sleeper(void**) {
-    run_wake("fwd:shm");
-}
-
 // The sender sleeps too: its message, delayed 20 ms in the wrapper, is posted by the poll
 // that follows the shortened sleep, well before the 5 s timeout.
 void fault_delay_shortens_the_sleep(void**) {
@@ -421,13 +377,24 @@ void fault_delay_shortens_the_sleep(void**) {
 
 }  // namespace
 
-LOOM_TEST_MAIN("drivers_forward", cmocka_unit_test(shm_torus_2x2x2),
-               cmocka_unit_test(shm_torus_3x3), cmocka_unit_test(shm_mesh_3x3),
-               cmocka_unit_test(mismatch_two_hops_delivers_nothing),
-               cmocka_unit_test(cancel_across_two_hops),
-               cmocka_unit_test(shm_torus_4x2_source_parity),
-               cmocka_unit_test(shm_ring_4_toward_plus),
-               cmocka_unit_test(shm_torus_3x3_tight_resources), cmocka_unit_test(tcp_torus_2x2x2),
-               cmocka_unit_test(fault_shm_send_wakes_the_sleeper),
-               cmocka_unit_test(fwd_shm_send_wakes_the_sleeper),
-               cmocka_unit_test(fault_delay_shortens_the_sleep))
+LOOM_TEST_MAIN(
+    "drivers_forward", LOOM_CASE(shm_torus_2x2x2, all_pairs("fwd:shm", "torus:2x2x2", 8)),
+    LOOM_CASE(shm_torus_3x3, all_pairs("fwd:shm", "torus:3x3", 9)),
+    LOOM_CASE(shm_mesh_3x3, all_pairs("fwd:shm", "mesh:3x3", 9)),
+    LOOM_CASE(mismatch_two_hops_delivers_nothing,
+              EXPECT_PASSED(test::run_job("fwdmm", 9, 120, mismatch_rank))),
+    LOOM_CASE(cancel_across_two_hops, EXPECT_PASSED(test::run_job("fwdcx", 4, 120, cancel_rank))),
+    // An even wrapping dimension: the antipodal pairs go the way LOOM_ROUTE_TIES says.
+    LOOM_CASE(shm_torus_4x2_source_parity,
+              all_pairs("fwd:shm", "torus:4x2", 8, routing::tie_rule::source_parity)),
+    LOOM_CASE(shm_ring_4_toward_plus,
+              all_pairs("fwd:shm", "ring:4", 4, routing::tie_rule::toward_plus)),
+    // 4 KiB chunks (75 per 300 KiB message), two forwarding buffers and 64 chunk entries per
+    // rank: arrivals stall on the links and payloads wait upstream, and everything still
+    // arrives.
+    LOOM_CASE(shm_torus_3x3_tight_resources,
+              all_pairs("fwd:shm", "torus:3x3", 9, routing::tie_rule::toward_plus, 4096, true)),
+    LOOM_CASE(tcp_torus_2x2x2, all_pairs("fwd:tcp", "torus:2x2x2", 8)),
+    LOOM_CASE(fault_shm_send_wakes_the_sleeper, run_wake("fault:shm")),
+    LOOM_CASE(fwd_shm_send_wakes_the_sleeper, run_wake("fwd:shm")),
+    cmocka_unit_test(fault_delay_shortens_the_sleep))

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tcp_test_util.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 using namespace loom;
 using loom::drivers::completion;
@@ -93,13 +93,19 @@ int exchange_rank(int rank, const std::string& inner, const std::string& job,
     return 0;
 }
 
-void run_exchange(const std::string& inner) {
-    set_faults("0", "0", "0.3", "200");
-    std::string why = test::run_job("fx" + inner, 2, 55, [&](int r, auto& job, auto& dir) {
-        return exchange_rank(r, inner, job, dir);
-    });
+/// Runs `body` on two ranks (a job named after `label`) with the faults given, then turns
+/// every fault off again.
+void run_with_faults(const char* drop, const char* dup, const char* reorder, const char* delay_us,
+                     const std::string& label, const test::job_rank& body) {
+    set_faults(drop, dup, reorder, delay_us);
+    std::string why = test::run_job(label, 2, 55, body);
     set_faults("0", "0", "0", "0");
     EXPECT_PASSED(why);
+}
+
+void run_exchange(const std::string& inner) {
+    run_with_faults("0", "0", "0.3", "200", "fx" + inner,
+                    [&](int r, auto& job, auto& dir) { return exchange_rank(r, inner, job, dir); });
 }
 
 constexpr int n_rate  = 10000;
@@ -257,28 +263,6 @@ int held_cancel_rank(int rank, const std::string& job, const std::string& dir) {
 
 }  // namespace
 
-static void cancelled_held_send_goes_from_a_copy_without_completion(void**) {
-    set_faults("0", "0", "1", "0");
-    std::string why = test::run_job("fcancel", 2, 55, held_cancel_rank);
-    set_faults("0", "0", "0", "0");
-    EXPECT_PASSED(why);
-}
-
-static void delay_and_reorder_keep_exactly_once_over_tcp(void**) {
-    run_exchange("tcp");
-}
-
-static void delay_and_reorder_keep_exactly_once_over_shm(void**) {
-    run_exchange("shm");
-}
-
-static void drop_and_duplicate_at_configured_rates(void**) {
-    set_faults("0.1", "0.05", "0", "0");
-    std::string why = test::run_job("frates", 2, 55, rates_rank);
-    set_faults("0", "0", "0", "0");
-    EXPECT_PASSED(why);
-}
-
 static void fault_parameters_are_checked(void**) {
     auto& reg = params::registry::global();
     assert_true(reg.set("LOOM_FAULT_DROP", "1.5").is_ok());
@@ -298,10 +282,12 @@ int main() {
     test::use_loopback();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fault_parameters_are_checked),
-        cmocka_unit_test(delay_and_reorder_keep_exactly_once_over_tcp),
-        cmocka_unit_test(delay_and_reorder_keep_exactly_once_over_shm),
-        cmocka_unit_test(drop_and_duplicate_at_configured_rates),
-        cmocka_unit_test(cancelled_held_send_goes_from_a_copy_without_completion),
+        LOOM_CASE(delay_and_reorder_keep_exactly_once_over_tcp, run_exchange("tcp")),
+        LOOM_CASE(delay_and_reorder_keep_exactly_once_over_shm, run_exchange("shm")),
+        LOOM_CASE(drop_and_duplicate_at_configured_rates,
+                  run_with_faults("0.1", "0.05", "0", "0", "frates", rates_rank)),
+        LOOM_CASE(cancelled_held_send_goes_from_a_copy_without_completion,
+                  run_with_faults("0", "0", "1", "0", "fcancel", held_cancel_rank)),
     };
     return LOOM_RUN_TESTS("drivers_fault", tests);
 }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tcp_test_util.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 using namespace loom;
 using loom::drivers::completion;
@@ -385,20 +385,6 @@ void with_small_sockbufs(const char* label,
 
 }  // namespace
 
-static void cancelled_sends_arrive_whole_or_not_at_all(void**) {
-    with_small_sockbufs("cancel_send", cancel_send_rank);
-}
-
-// The same with every message eager (4 MiB limit): a partly written eager frame goes on
-// from a copy of its unsent bytes.
-static void cancelled_eager_sends_arrive_whole_or_not_at_all(void**) {
-    with_small_sockbufs("cancel_eager", cancel_send_rank, "4194304");
-}
-
-static void cancelled_receives_drain_and_stay_untouched(void**) {
-    with_small_sockbufs("cancel_recv", cancel_recv_rank);
-}
-
 static void capabilities_describe_tcp(void**) {
     drivers::endpoint_config cfg;
     auto ep = drivers::open_tcp(cfg);
@@ -497,23 +483,21 @@ static void another_jobs_connection_is_refused_not_fatal(void**) {
 static void bad_parameters_are_errors(void**) {
     auto& reg = params::registry::global();
     drivers::endpoint_config cfg;
-    assert_true(reg.set("LOOM_TCP_ADDR", "not-an-address").is_ok());
-    auto ep = drivers::open_tcp(cfg);
-    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
-                 "LOOM_TCP_ADDR='not-an-address'");
-    assert_true(reg.set("LOOM_TCP_ADDR", "").is_ok());
-    assert_true(reg.set("LOOM_TCP_IFACE", "no-such-if0").is_ok());
-    ep = drivers::open_tcp(cfg);
-    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
-                 "LOOM_TCP_IFACE='no-such-if0'");
+    struct bad_case {
+        const char *name, *value, *restore, *named;
+    };
+    for (auto [name, value, restore, named] :
+         {bad_case{"LOOM_TCP_ADDR", "not-an-address", "", "LOOM_TCP_ADDR='not-an-address'"},
+          bad_case{"LOOM_TCP_IFACE", "no-such-if0", "", "LOOM_TCP_IFACE='no-such-if0'"},
+          bad_case{"LOOM_TCP_SEND_QUEUE", "0", "1024", "LOOM_TCP_SEND_QUEUE=0"}}) {
+        assert_true(reg.set(name, value).is_ok());
+        auto ep = drivers::open_tcp(cfg);
+        assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT, named);
+        assert_true(reg.set(name, restore).is_ok());
+    }
     assert_true(reg.set("LOOM_TCP_IFACE", "lo").is_ok());  // lo has 127.0.0.1
     assert_true(drivers::open_tcp(cfg).is_ok());
     assert_true(reg.set("LOOM_TCP_IFACE", "").is_ok());
-    assert_true(reg.set("LOOM_TCP_SEND_QUEUE", "0").is_ok());
-    ep = drivers::open_tcp(cfg);
-    assert_names(ep.is_ok() ? status::ok() : ep.error(), LOOM_ERR_INVALID_ARGUMENT,
-                 "LOOM_TCP_SEND_QUEUE=0");
-    assert_true(reg.set("LOOM_TCP_SEND_QUEUE", "1024").is_ok());
     test::use_loopback();
 }
 
@@ -527,9 +511,14 @@ int main() {
         cmocka_unit_test(handshake_with_duplicate_rank_is_an_error),
         cmocka_unit_test(another_jobs_connection_is_refused_not_fatal),
         cmocka_unit_test(bad_parameters_are_errors),
-        cmocka_unit_test(cancelled_sends_arrive_whole_or_not_at_all),
-        cmocka_unit_test(cancelled_eager_sends_arrive_whole_or_not_at_all),
-        cmocka_unit_test(cancelled_receives_drain_and_stay_untouched),
+        LOOM_CASE(cancelled_sends_arrive_whole_or_not_at_all,
+                  with_small_sockbufs("cancel_send", cancel_send_rank)),
+        // The same with every message eager (4 MiB limit): a partly written eager frame goes on
+        // from a copy of its unsent bytes.
+        LOOM_CASE(cancelled_eager_sends_arrive_whole_or_not_at_all,
+                  with_small_sockbufs("cancel_eager", cancel_send_rank, "4194304")),
+        LOOM_CASE(cancelled_receives_drain_and_stay_untouched,
+                  with_small_sockbufs("cancel_recv", cancel_recv_rank)),
     };
     return LOOM_RUN_TESTS("drivers_tcp_failures", tests);
 }

@@ -16,6 +16,7 @@
 #include "engine/engine.hh"
 #include "schedule/schedule.hh"
 #include "test_main.hh"
+#include "value_or_fail.hh"
 
 using namespace loom;
 
@@ -101,11 +102,7 @@ std::shared_ptr<const engine::plan> send_to_self_plan() {
     schedule::builder b(rs);
     b.send(0, schedule::region{0, count, schedule::buffer_id::input});
     b.recv(0, schedule::region{0, count, schedule::buffer_id::output});
-    auto p = engine::compile(info, rs, LOOM_INT32, 0x77);
-    if (!p) {
-        fail_msg("%s", p.error().to_string().c_str());
-    }
-    return *p;
+    return loom::test::value_or_fail(engine::compile(info, rs, LOOM_INT32, 0x77));
 }
 
 void call_posted_to_a_sleeping_thread_rings_it(void**) {

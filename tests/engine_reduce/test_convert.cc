@@ -9,7 +9,7 @@
 
 #include "kernels/reduce.hh"
 #include "reference.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 namespace {
 
@@ -74,14 +74,6 @@ void widen_exhaustive(const codec& c) {
     }
 }
 
-void test_half_widen_round_trip(void**) {
-    widen_exhaustive(half_codec);
-}
-
-void test_bfloat16_widen_round_trip(void**) {
-    widen_exhaustive(bf16_codec);
-}
-
 // Between every pair of adjacent positive codes (the last pair is max-finite and infinity):
 // the exact midpoint goes to the even code, one float ulp below to the lower, above to the
 // upper; the same with the sign set.
@@ -102,14 +94,6 @@ void midpoints(const codec& c) {
             expect_all(c, s * float(v[lo]), uint16_t(sign | lo));
         }
     }
-}
-
-void test_half_midpoints(void**) {
-    midpoints(half_codec);
-}
-
-void test_bfloat16_midpoints(void**) {
-    midpoints(bf16_codec);
 }
 
 // Random floats: all 32-bit patterns, and patterns concentrated on the format's range
@@ -137,14 +121,6 @@ void random_against_reference(const codec& c, uint32_t seed) {
         }
 #endif
     }
-}
-
-void test_half_random(void**) {
-    random_against_reference(half_codec, 20240601u);
-}
-
-void test_bfloat16_random(void**) {
-    random_against_reference(bf16_codec, 20240602u);
 }
 
 // Named corner cases, so a failure reads as what broke.
@@ -176,8 +152,11 @@ void test_corner_cases(void**) {
 
 }  // namespace
 
-LOOM_TEST_MAIN("engine_reduce_convert", cmocka_unit_test(test_half_widen_round_trip),
-               cmocka_unit_test(test_bfloat16_widen_round_trip),
-               cmocka_unit_test(test_half_midpoints), cmocka_unit_test(test_bfloat16_midpoints),
-               cmocka_unit_test(test_half_random), cmocka_unit_test(test_bfloat16_random),
+LOOM_TEST_MAIN("engine_reduce_convert",
+               LOOM_CASE(test_half_widen_round_trip, widen_exhaustive(half_codec)),
+               LOOM_CASE(test_bfloat16_widen_round_trip, widen_exhaustive(bf16_codec)),
+               LOOM_CASE(test_half_midpoints, midpoints(half_codec)),
+               LOOM_CASE(test_bfloat16_midpoints, midpoints(bf16_codec)),
+               LOOM_CASE(test_half_random, random_against_reference(half_codec, 20240601u)),
+               LOOM_CASE(test_bfloat16_random, random_against_reference(bf16_codec, 20240602u)),
                cmocka_unit_test(test_corner_cases))

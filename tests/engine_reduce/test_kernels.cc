@@ -16,7 +16,7 @@
 
 #include "kernels/reduce.hh"
 #include "reference.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 namespace {
 
@@ -209,37 +209,6 @@ dtype_case<uint16_t> sixteen_case(loom_dtype_t dtype, const char* name,
         [&f](uint16_t got, uint16_t want) { return f.is_nan(want) ? f.is_nan(got) : got == want; }};
 }
 
-void test_int8(void**) {
-    run_case(integer_case<int8_t>(LOOM_INT8, "int8"));
-}
-void test_uint8(void**) {
-    run_case(integer_case<uint8_t>(LOOM_UINT8, "uint8"));
-}
-void test_int32(void**) {
-    run_case(integer_case<int32_t>(LOOM_INT32, "int32"));
-}
-void test_uint32(void**) {
-    run_case(integer_case<uint32_t>(LOOM_UINT32, "uint32"));
-}
-void test_int64(void**) {
-    run_case(integer_case<int64_t>(LOOM_INT64, "int64"));
-}
-void test_uint64(void**) {
-    run_case(integer_case<uint64_t>(LOOM_UINT64, "uint64"));
-}
-void test_float16(void**) {
-    run_case(sixteen_case(LOOM_FLOAT16, "float16", loom::test::half_format));
-}
-void test_bfloat16(void**) {
-    run_case(sixteen_case(LOOM_BFLOAT16, "bfloat16", loom::test::bfloat16_format));
-}
-void test_float32(void**) {
-    run_case(float_case<float>(LOOM_FLOAT32, "float32"));
-}
-void test_float64(void**) {
-    run_case(float_case<double>(LOOM_FLOAT64, "float64"));
-}
-
 }  // namespace
 
 // finish_average and the remaining contract checks live in test_kernels_contract.cc.
@@ -248,10 +217,18 @@ void test_invalid_pairs(void**);
 void test_min_max_ieee(void**);
 void test_copy_bytes(void**);
 
-LOOM_TEST_MAIN("engine_reduce_kernels", cmocka_unit_test(test_int8), cmocka_unit_test(test_uint8),
-               cmocka_unit_test(test_int32), cmocka_unit_test(test_uint32),
-               cmocka_unit_test(test_int64), cmocka_unit_test(test_uint64),
-               cmocka_unit_test(test_float16), cmocka_unit_test(test_bfloat16),
-               cmocka_unit_test(test_float32), cmocka_unit_test(test_float64),
+LOOM_TEST_MAIN("engine_reduce_kernels",
+               LOOM_CASE(test_int8, run_case(integer_case<int8_t>(LOOM_INT8, "int8"))),
+               LOOM_CASE(test_uint8, run_case(integer_case<uint8_t>(LOOM_UINT8, "uint8"))),
+               LOOM_CASE(test_int32, run_case(integer_case<int32_t>(LOOM_INT32, "int32"))),
+               LOOM_CASE(test_uint32, run_case(integer_case<uint32_t>(LOOM_UINT32, "uint32"))),
+               LOOM_CASE(test_int64, run_case(integer_case<int64_t>(LOOM_INT64, "int64"))),
+               LOOM_CASE(test_uint64, run_case(integer_case<uint64_t>(LOOM_UINT64, "uint64"))),
+               LOOM_CASE(test_float16,
+                         run_case(sixteen_case(LOOM_FLOAT16, "float16", loom::test::half_format))),
+               LOOM_CASE(test_bfloat16, run_case(sixteen_case(LOOM_BFLOAT16, "bfloat16",
+                                                              loom::test::bfloat16_format))),
+               LOOM_CASE(test_float32, run_case(float_case<float>(LOOM_FLOAT32, "float32"))),
+               LOOM_CASE(test_float64, run_case(float_case<double>(LOOM_FLOAT64, "float64"))),
                cmocka_unit_test(test_finish_average), cmocka_unit_test(test_invalid_pairs),
                cmocka_unit_test(test_min_max_ieee), cmocka_unit_test(test_copy_bytes))

@@ -10,6 +10,7 @@
 #include "sim/sim.hh"
 #include "sweep.hh"
 #include "test_main.hh"
+#include "value_or_fail.hh"
 
 namespace loom::test {
 

@@ -12,19 +12,11 @@ using schedule::collective;
 namespace {
 
 schedule::schedule parse_or_fail(const std::string& text) {
-    auto s = schedule::parse_json(text);
-    if (!s) {
-        LOOM_FAIL(s.error().to_string());
-    }
-    return std::move(s).value();
+    return test::value_or_fail(schedule::parse_json(text));
 }
 
 sim::report run_or_fail(const schedule::schedule& s, const sim::fabric& f) {
-    auto r = sim::simulate(s, f);
-    if (!r) {
-        LOOM_FAIL(r.error().to_string());
-    }
-    return std::move(r).value();
+    return test::value_or_fail(sim::simulate(s, f));
 }
 
 sim::fabric on(const std::string& topo, port_model p = port_model::per_edge) {
@@ -370,9 +362,7 @@ static void expect_error(const result<sim::report>& r, const std::string& must_c
     if (r) {
         LOOM_FAIL("expected an error containing '" + must_contain + "', the run succeeded");
     }
-    if (r.error().message().find(must_contain) == std::string::npos) {
-        LOOM_FAIL("expected '" + must_contain + "' in: " + r.error().to_string());
-    }
+    loom::test::expect_has(r.error().message(), must_contain);
 }
 
 static void bad_input_is_an_error_that_says_why(void**) {

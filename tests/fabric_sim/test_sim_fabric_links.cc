@@ -14,29 +14,22 @@ namespace {
 constexpr double alpha = 1.3e-6, bw = 7e9;  // sim_test.hh's generic values
 
 topology::shape shape(const std::string& text) {
-    auto s = topology::shape::parse(text);
-    if (!s) {
-        LOOM_FAIL(s.error().to_string());
-    }
-    return *s;
+    return test::value_or_fail(topology::shape::parse(text));
 }
 
 // fabric_from_shape's fabric, edited: `edit` may change nodes and links; `keep_shape` false
 // drops the "shape" so that on_fabric must infer it.
 template <class Edit>
 result<topology::fabric> edited(const std::string& text, Edit edit, bool keep_shape = true) {
-    auto base = topology::fabric_from_shape(shape(text), {"link", alpha, bw});
-    if (!base) {
-        LOOM_FAIL(base.error().to_string());
-    }
-    std::vector<topology::node> nodes = base->nodes();
-    std::vector<topology::link> links = base->links();
+    auto base = test::value_or_fail(topology::fabric_from_shape(shape(text), {"link", alpha, bw}));
+    std::vector<topology::node> nodes = base.nodes();
+    std::vector<topology::link> links = base.links();
     edit(nodes, links);
     std::optional<topology::shape> lattice;
     if (keep_shape) {
         lattice = shape(text);
     }
-    return topology::fabric::make(std::move(nodes), std::move(links), base->classes(), lattice);
+    return topology::fabric::make(std::move(nodes), std::move(links), base.classes(), lattice);
 }
 
 result<topology::fabric> uniform(const std::string& text, bool keep_shape = true) {
@@ -50,11 +43,7 @@ sim::fabric on_or_fail(const result<topology::fabric>& f, port_model p = port_mo
     }
     sim::fabric base;
     base.ports = p;
-    auto out   = sim::on_fabric(*f, base);
-    if (!out) {
-        LOOM_FAIL(out.error().to_string());
-    }
-    return std::move(out).value();
+    return test::value_or_fail(sim::on_fabric(*f, base));
 }
 
 // The link between the nodes of ranks a and b (either way round).
@@ -110,9 +99,7 @@ void expect_error(const status& st, const std::string& words) {
     if (st.is_ok()) {
         LOOM_FAIL("accepted; expected an error with '" + words + "'");
     }
-    if (st.message().find(words) == std::string::npos) {
-        LOOM_FAIL("'" + st.message() + "' lacks '" + words + "'");
-    }
+    loom::test::expect_has(st.message(), words);
 }
 
 }  // namespace
@@ -205,11 +192,8 @@ static void a_uniform_fabric_file_equals_the_shape_exactly(void**) {
 static void the_shape_of_a_file_is_inferred(void**) {
     for (const char* text :
          {"torus:3x3", "mesh:3x3", "mesh:2x5", "torus:4x2x3", "ring:6", "star:5", "fullmesh:5"}) {
-        auto f = uniform(text, false);
-        if (!f) {
-            LOOM_FAIL(f.error().to_string());
-        }
-        auto s = sim::shape_of(*f);
+        auto f = test::value_or_fail(uniform(text, false));
+        auto s = sim::shape_of(f);
         if (!s) {
             LOOM_FAIL(std::string(text) + ": " + s.error().to_string());
         }

@@ -17,7 +17,7 @@
 #include "drivers/datagram.hh"
 #include "kernels/reduce.hh"
 #include "switch_harness.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 using namespace loom;
 using namespace loom::inc;
@@ -97,19 +97,6 @@ void run_allreduce(bool shm, bool lossy) {
     }
 }
 
-void allreduce_tcp(void**) {
-    run_allreduce(false, false);
-}
-void allreduce_shm(void**) {
-    run_allreduce(true, false);
-}
-void allreduce_tcp_lossy(void**) {
-    run_allreduce(false, true);
-}
-void allreduce_shm_lossy(void**) {
-    run_allreduce(true, true);
-}
-
 void communicators_apart_and_job_quota(void**) {
     switch_proc s = start_switch({"--listen", fresh_address(false), "--job-quota", "8"});
     // Job 1 comms 1 and 2 and job 2 comm 1 at once, each with its own inputs.
@@ -172,8 +159,9 @@ void stats_command(void**) {
 
 }  // namespace
 
-LOOM_SWITCH_TEST_MAIN("inc_switch_allreduce", cmocka_unit_test(allreduce_tcp),
-                      cmocka_unit_test(allreduce_shm), cmocka_unit_test(allreduce_tcp_lossy),
-                      cmocka_unit_test(allreduce_shm_lossy),
+LOOM_SWITCH_TEST_MAIN("inc_switch_allreduce", LOOM_CASE(allreduce_tcp, run_allreduce(false, false)),
+                      LOOM_CASE(allreduce_shm, run_allreduce(true, false)),
+                      LOOM_CASE(allreduce_tcp_lossy, run_allreduce(false, true)),
+                      LOOM_CASE(allreduce_shm_lossy, run_allreduce(true, true)),
                       cmocka_unit_test(communicators_apart_and_job_quota),
                       cmocka_unit_test(stats_command))

@@ -8,7 +8,7 @@
 
 #include "kernels/reduce.hh"
 #include "switch_harness.hh"
-#include "test_main.hh"
+#include "test_case.hh"
 
 using namespace loom;
 using namespace loom::inc;
@@ -98,19 +98,6 @@ void run_tree(bool shm, bool lossy) {
     assert_int_equal(stat_value(out, "contributions"), 2 * 4 * 3);
 }
 
-void tree_tcp(void**) {
-    run_tree(false, false);
-}
-void tree_shm(void**) {
-    run_tree(true, false);
-}
-void tree_tcp_lossy(void**) {
-    run_tree(false, true);
-}
-void tree_shm_lossy(void**) {
-    run_tree(true, true);
-}
-
 // A join asking for a parent level at a switch without --parent is refused.
 void parent_level_without_parent(void**) {
     switch_proc s = start_switch({"--listen", fresh_address(false)});
@@ -123,6 +110,8 @@ void parent_level_without_parent(void**) {
 
 }  // namespace
 
-LOOM_SWITCH_TEST_MAIN("inc_switch_tree", cmocka_unit_test(tree_tcp), cmocka_unit_test(tree_shm),
-                      cmocka_unit_test(tree_tcp_lossy), cmocka_unit_test(tree_shm_lossy),
+LOOM_SWITCH_TEST_MAIN("inc_switch_tree", LOOM_CASE(tree_tcp, run_tree(false, false)),
+                      LOOM_CASE(tree_shm, run_tree(true, false)),
+                      LOOM_CASE(tree_tcp_lossy, run_tree(false, true)),
+                      LOOM_CASE(tree_shm_lossy, run_tree(true, true)),
                       cmocka_unit_test(parent_level_without_parent))

@@ -20,14 +20,12 @@ namespace {
 // A one-level group: every rank of the communicator contributes at this node.
 group_config flat(uint32_t job, uint32_t comm, uint32_t members, uint32_t slots,
                   bool deterministic) {
-    group_config c;
-    c.job           = job;
-    c.comm          = comm;
-    c.members       = members;
-    c.expected      = members;
-    c.slots         = slots;
-    c.deterministic = deterministic;
-    return c;
+    return {.job           = job,
+            .comm          = comm,
+            .members       = members,
+            .expected      = members,
+            .slots         = slots,
+            .deterministic = deterministic};
 }
 
 struct sent {
@@ -59,18 +57,16 @@ struct capture_sink final : packet_sink {
 
 header contribution(uint32_t job, uint32_t comm, uint32_t seq, uint32_t slot, uint64_t offset,
                     loom_dtype_t dtype, loom_op_t op, uint32_t count, uint32_t rank) {
-    header h;
-    h.kind        = packet_kind::contribute;
-    h.dtype       = dtype;
-    h.op          = op;
-    h.job         = job;
-    h.comm        = comm;
-    h.seq         = seq;
-    h.slot        = slot;
-    h.offset      = offset;
-    h.count       = count;
-    h.contributor = rank;
-    return h;
+    return {.kind        = packet_kind::contribute,
+            .dtype       = dtype,
+            .op          = op,
+            .job         = job,
+            .comm        = comm,
+            .seq         = seq,
+            .slot        = slot,
+            .offset      = offset,
+            .count       = count,
+            .contributor = rank};
 }
 
 // Member r's chunk, chosen so that the order of a float sum shows: rank 0 holds 1e8 (where
