@@ -4,6 +4,7 @@
 
 #include <loom/loom.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -59,12 +60,7 @@ inline loom_error_info_t last_error() {
 constexpr uint8_t pattern = 0xA5;
 
 inline bool intact(const std::vector<uint8_t>& buf) {
-    for (uint8_t b : buf) {
-        if (b != pattern) {
-            return false;
-        }
-    }
-    return true;
+    return std::ranges::all_of(buf, [](uint8_t b) { return b == pattern; });
 }
 
 /// One call of `kind` through the C API (root 0; not send, recv or barrier).

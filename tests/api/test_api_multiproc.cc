@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/algorithm.hh"
@@ -60,12 +61,10 @@ std::vector<std::string> algorithms_for(call_kind kind, int n, size_t count,
             (lattice_only && !a->topology_aware) || a->name == "inc") {
             continue;
         }
-        loom::algorithms::call c;
-        c.coll   = a->primitive;
-        c.nranks = n;
-        c.count  = static_cast<int64_t>(count);
-        c.topo   = topo;
-        if (loom::algorithms::check_call(*a, c)) {
+        if (loom::algorithms::check_call(*a, {.coll   = a->primitive,
+                                              .nranks = n,
+                                              .count  = static_cast<int64_t>(count),
+                                              .topo   = topo})) {
             out.emplace_back(a->name);
         }
     }
@@ -183,15 +182,10 @@ void sweep_progress_thread(void**) {
 }
 
 void sweep_lattices(void**) {
-    sweep_args args;
-    args.lattice_only = true;
-    args.extras       = false;
-    args.topology     = "torus:2x2";
-    expect_launch(4, args.topology, args);
-    args.topology = "torus:2x4";
-    expect_launch(8, args.topology, args);
-    args.topology = "ring:5";
-    expect_launch(5, args.topology, args);
+    for (auto [n, topology] :
+         {std::pair{4, "torus:2x2"}, std::pair{8, "torus:2x4"}, std::pair{5, "ring:5"}}) {
+        expect_launch(n, topology, {.topology = topology, .lattice_only = true, .extras = false});
+    }
 }
 
 // Rank 0 all-reduces 4 elements while the others all-reduce 5: every rank's call fails with
