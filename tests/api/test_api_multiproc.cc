@@ -162,12 +162,12 @@ void sweep_workload(rank_context& ctx, const void* raw) {
 
 void expect_launch(int nranks, const char* topology, const sweep_args& args,
                    loom_progress_mode_t progress = LOOM_PROGRESS_DEFAULT) {
-    launch_options o;
-    o.progress  = progress;
-    o.nranks    = nranks;
-    o.transport = transport;
-    o.topology  = topology;
-    o.timeout_s = 200;  // N = 8 with 16 MiB vectors on 2 loaded cores takes ~50 s
+    // N = 8 with 16 MiB vectors on 2 loaded cores takes ~50 s.
+    launch_options o{.nranks    = nranks,
+                     .transport = transport,
+                     .topology  = topology,
+                     .timeout_s = 200,
+                     .progress  = progress};
     expect_launch_ok(o, sweep_workload, &args, "sweep");
 }
 
@@ -209,11 +209,8 @@ void mismatch_workload(rank_context& ctx, const void*) {
 
 // Three ranks whose calls end within 10 s.
 void launch_three(workload fn, const char* name) {
-    launch_options o;
-    o.nranks         = 3;
-    o.transport      = transport;
-    o.call_timeout_s = 10;
-    expect_launch_ok(o, fn, nullptr, name);
+    expect_launch_ok({.nranks = 3, .transport = transport, .call_timeout_s = 10}, fn, nullptr,
+                     name);
 }
 
 void mismatch_fails_every_rank(void**) {
@@ -229,10 +226,9 @@ void deadline_workload(rank_context& ctx, const void*) {
         return;
     }
     std::vector<int32_t> in(16, 1), out(16, 0);
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.timeout_s = 0.5;
-    double t0      = loom::now_s();
+    loom_coll_attr_t attr = attr_naming(nullptr);
+    attr.timeout_s        = 0.5;
+    double t0             = loom::now_s();
     loom_status_t st =
         loom_allreduce(ctx.comm, in.data(), out.data(), 16, LOOM_INT32, LOOM_SUM, &attr, nullptr);
     double took            = loom::now_s() - t0;
