@@ -1,20 +1,31 @@
 // A fabric shape from its text, failing the running test when the text does not parse; the
-// axis of a move between neighbours.
+// axis of a move between neighbours; a status or result checked in one line.
 #pragma once
 
 #include <string_view>
+#include <utility>
 
 #include "test_main.hh"
 #include "topology/topology.hh"
 
 namespace loom::test {
 
-inline topology::shape shape_of(std::string_view text) {
-    auto s = topology::shape::parse(text);
-    if (!s) {
-        fail_msg("%s", s.error().to_string().c_str());
+/// Fails the test with `st`'s error unless it is ok.
+inline void expect_ok(const status& st) {
+    if (!st) {
+        LOOM_FAIL(st.to_string());
     }
-    return *s;
+}
+
+/// `r`'s value; fails the test with its error when it holds none.
+template <typename T>
+T ok_value(result<T> r) {
+    expect_ok(r ? status{} : r.error());
+    return std::move(r).value();
+}
+
+inline topology::shape shape_of(std::string_view text) {
+    return ok_value(topology::shape::parse(text));
 }
 
 /// The axis a move between neighbours a and b changes (the only coordinate that differs);

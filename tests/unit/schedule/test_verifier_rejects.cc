@@ -5,6 +5,7 @@
 
 #include "algorithms/algorithm.hh"
 #include "schedule/verifier.hh"
+#include "shape_of.hh"
 #include "sweep.hh"
 #include "test_main.hh"
 
@@ -71,9 +72,7 @@ void expect_rejected(const sched& s, const std::string& must_contain) {
 
 static void correct_exchange_is_accepted(void**) {
     auto report = verify(exchange_allreduce(10));
-    if (!report.result) {
-        LOOM_FAIL(report.result.to_string());
-    }
+    test::expect_ok(report.result);
     assert_int_equal(report.stats.rounds, 1);
     assert_true(report.stats.edge_bytes == 40);
 }
@@ -192,9 +191,7 @@ static void inc_slot_without_all_contributors_deadlocks(void**) {
 static void inc_allreduce_is_accepted(void**) {
     sched s     = inc_allreduce(3);
     auto report = verify(s);
-    if (!report.result) {
-        LOOM_FAIL(report.result.to_string());
-    }
+    test::expect_ok(report.result);
     assert_int_equal(report.stats.rounds, 2);
 }
 
