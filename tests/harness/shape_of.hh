@@ -1,7 +1,8 @@
 // A fabric shape from its text, failing the running test when the text does not parse; the
-// axis of a move between neighbours; a status or result checked in one line.
+// axis of a move between neighbours; a status or result checked in one line, ok or an error.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -22,6 +23,23 @@ template <typename T>
 T ok_value(result<T> r) {
     expect_ok(r ? status{} : r.error());
     return std::move(r).value();
+}
+
+/// Fails the test unless `st` is an error of class `code` whose message holds `part`;
+/// `input` names what must not be accepted.
+inline void expect_error(const status& st, loom_status_t code, const std::string& part,
+                         const std::string& input) {
+    if (st.is_ok()) {
+        LOOM_FAIL("accepted " + input + "; expected an error containing '" + part + "'");
+    }
+    assert_int_equal(st.code(), code);
+    expect_has(st.message(), part);
+}
+
+template <typename T>
+void expect_error(const result<T>& r, loom_status_t code, const std::string& part,
+                  const std::string& input) {
+    expect_error(r ? status{} : r.error(), code, part, input);
 }
 
 inline topology::shape shape_of(std::string_view text) {

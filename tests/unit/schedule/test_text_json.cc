@@ -52,12 +52,8 @@ static void hand_written_json_schedule_verifies(void**) {
 }
 
 static void expect_parse_error(const std::string& text, const std::string& must_contain) {
-    auto s = schedule::parse_any(text);
-    if (s.is_ok()) {
-        LOOM_FAIL("accepted malformed input: " + text.substr(0, 80));
-    }
-    assert_int_equal(s.error().code(), LOOM_ERR_PARSE);
-    test::expect_has(s.error().message(), must_contain);
+    test::expect_error(schedule::parse_any(text), LOOM_ERR_PARSE, must_contain,
+                       "malformed input: " + text.substr(0, 80));
 }
 
 static void malformed_json_is_rejected_with_location(void**) {
