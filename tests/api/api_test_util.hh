@@ -4,6 +4,7 @@
 
 #include <loom/loom.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -15,15 +16,21 @@
 
 namespace loom::test::api {
 
-/// A communicator of one rank (config rank 0 of 1: the self driver); fails the test if not.
-inline loom_comm_t make_comm(int max_inflight = 0) {
+/// A config of rank 0 of 1 (the self driver), the rest at its defaults.
+inline loom_config_t one_rank_config() {
     loom_config_t cfg;
     assert_int_equal(loom_config_init(&cfg), LOOM_SUCCESS);
-    cfg.rank         = 0;
-    cfg.size         = 1;
-    cfg.max_inflight = max_inflight;
-    loom_comm_t comm = nullptr;
-    loom_status_t st = loom_comm_create(&cfg, &comm);
+    cfg.rank = 0;
+    cfg.size = 1;
+    return cfg;
+}
+
+/// A communicator of one_rank_config(); fails the test if not.
+inline loom_comm_t make_comm(int max_inflight = 0) {
+    loom_config_t cfg = one_rank_config();
+    cfg.max_inflight  = max_inflight;
+    loom_comm_t comm  = nullptr;
+    loom_status_t st  = loom_comm_create(&cfg, &comm);
     if (st != LOOM_SUCCESS) {
         LOOM_FAIL(std::string("loom_comm_create: ") + loom_last_error_message());
     }
@@ -59,12 +66,7 @@ inline loom_error_info_t last_error() {
 constexpr uint8_t pattern = 0xA5;
 
 inline bool intact(const std::vector<uint8_t>& buf) {
-    for (uint8_t b : buf) {
-        if (b != pattern) {
-            return false;
-        }
-    }
-    return true;
+    return std::ranges::all_of(buf, [](uint8_t b) { return b == pattern; });
 }
 
 /// One call of `kind` through the C API (root 0; not send, recv or barrier).

@@ -151,13 +151,12 @@ void check_dor_relay_link_loads(rank_context& ctx, const topology::shape& fabric
 
 void check_dims_phases(rank_context& ctx, const topology::shape& fabric, routing::tie_rule ties) {
     const size_t count = 65539;  // odd: uneven blocks in every phase
-    algorithms::call c;
-    c.coll                            = algorithms::collective::allreduce;
-    c.nranks                          = ctx.size;
-    c.count                           = static_cast<int64_t>(count);
-    c.dtype_size                      = sizeof(float);
-    c.topo                            = fabric;
-    c.ties                            = ties;
+    const algorithms::call c{.coll       = algorithms::collective::allreduce,
+                             .nranks     = ctx.size,
+                             .count      = static_cast<int64_t>(count),
+                             .dtype_size = sizeof(float),
+                             .ties       = ties,
+                             .topo       = fabric};
     const algorithms::algorithm* dims = algorithms::find(c.coll, "dims");
     auto sched                        = dims ? algorithms::generate_rank(*dims, c, ctx.rank)
                                              : result<schedule::rank_schedule>(invalid_argument("no dims"));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "api_test_util.hh"
@@ -267,18 +268,12 @@ void run_split(rank_context& ctx) {
             members.push_back(r);
         }
     }
-    int want_rank = 0;
-    while (members[static_cast<size_t>(want_rank)] != ctx.rank) {
-        ++want_rank;
-    }
+    auto want_rank = static_cast<int>(std::ranges::find(members, ctx.rank) - members.begin());
     ctx.check(loom_comm_size(child) == static_cast<int>(members.size()) &&
                   loom_comm_rank(child) == want_rank,
               "split: child rank/size " + std::to_string(loom_comm_rank(child)) + "/" +
                   std::to_string(loom_comm_size(child)));
-    int64_t mine = ctx.rank, sum = -1, want = 0;
-    for (int m : members) {
-        want += m;
-    }
+    int64_t mine = ctx.rank, sum = -1, want = std::accumulate(members.begin(), members.end(), 0);
     st = loom_allreduce(child, &mine, &sum, 1, LOOM_INT64, LOOM_SUM, nullptr, nullptr);
     ctx.check(st == LOOM_SUCCESS && sum == want,
               "split allreduce: got " + std::to_string(sum) + " want " + std::to_string(want));

@@ -171,13 +171,11 @@ void limits_are_checked(void**) {
     expect_rejected(comm, {.attr = &attr}, LOOM_ERR_INVALID_ARGUMENT, "2^30 segments",
                     "exceeds the limit of 1024");
     loom_comm_destroy(comm);
-    loom_config_t cfg;
-    loom_config_init(&cfg);
-    cfg.rank      = 0;
-    cfg.size      = INT_MAX;
-    cfg.job       = "limits";
-    cfg.bootstrap = "file:/nonexistent/never-created";
-    comm          = nullptr;
+    loom_config_t cfg = one_rank_config();
+    cfg.size          = INT_MAX;
+    cfg.job           = "limits";
+    cfg.bootstrap     = "file:/nonexistent/never-created";
+    comm              = nullptr;
     assert_int_equal(loom_comm_create(&cfg, &comm), LOOM_ERR_INVALID_ARGUMENT);
     assert_null(comm);
     expect_message_has("size 2147483647 exceeds the limit of 65536 ranks");
@@ -226,11 +224,8 @@ void loom_algo_grammar_is_strict(void**) {
 void loom_algo_from_registry_is_checked(void**) {
     auto& reg = loom::params::registry::global();
     assert_true(reg.set("LOOM_ALGO", "allreduce=bogus").is_ok());
-    loom_config_t cfg;
-    loom_config_init(&cfg);
-    cfg.rank         = 0;
-    cfg.size         = 1;
-    loom_comm_t comm = nullptr;
+    loom_config_t cfg = one_rank_config();
+    loom_comm_t comm  = nullptr;
     assert_int_equal(loom_comm_create(&cfg, &comm), LOOM_ERR_INVALID_ARGUMENT);
     assert_null(comm);
     expect_message_has("allowed: ring");
@@ -282,9 +277,7 @@ void config_errors_are_rejected(void**) {
                       loom_last_error_message());
         }
     }
-    loom_config_init(&cfg);
-    cfg.rank        = 0;
-    cfg.size        = 1;
+    cfg             = one_rank_config();
     cfg.struct_size = sizeof cfg + 16;
     assert_int_equal(loom_comm_create(&cfg, &comm), LOOM_ERR_NOT_SUPPORTED);
     // An old caller's config (up to size) is complete enough for one rank.

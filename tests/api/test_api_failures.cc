@@ -224,10 +224,8 @@ void never_calls_workload(rank_context& ctx, const void*) {
 }
 
 void never_calling_rank_is_named(void**) {
-    launch_options o;
-    o.call_timeout_s    = never_deadline_s;
-    o.workload_destroys = true;
-    run(4, never_calls_workload, "never-calling rank", nullptr, o);
+    run(4, never_calls_workload, "never-calling rank", nullptr,
+        {.call_timeout_s = never_deadline_s, .workload_destroys = true});
 }
 
 }  // namespace

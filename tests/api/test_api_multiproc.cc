@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/algorithm.hh"
@@ -60,12 +61,10 @@ std::vector<std::string> algorithms_for(call_kind kind, int n, size_t count,
             (lattice_only && !a->topology_aware) || a->name == "inc") {
             continue;
         }
-        loom::algorithms::call c;
-        c.coll   = a->primitive;
-        c.nranks = n;
-        c.count  = static_cast<int64_t>(count);
-        c.topo   = topo;
-        if (loom::algorithms::check_call(*a, c)) {
+        if (loom::algorithms::check_call(*a, {.coll   = a->primitive,
+                                              .nranks = n,
+                                              .count  = static_cast<int64_t>(count),
+                                              .topo   = topo})) {
             out.emplace_back(a->name);
         }
     }
@@ -163,12 +162,12 @@ void sweep_workload(rank_context& ctx, const void* raw) {
 
 void expect_launch(int nranks, const char* topology, const sweep_args& args,
                    loom_progress_mode_t progress = LOOM_PROGRESS_DEFAULT) {
-    launch_options o;
-    o.progress  = progress;
-    o.nranks    = nranks;
-    o.transport = transport;
-    o.topology  = topology;
-    o.timeout_s = 200;  // N = 8 with 16 MiB vectors on 2 loaded cores takes ~50 s
+    // N = 8 with 16 MiB vectors on 2 loaded cores takes ~50 s.
+    launch_options o{.nranks    = nranks,
+                     .transport = transport,
+                     .topology  = topology,
+                     .timeout_s = 200,
+                     .progress  = progress};
     expect_launch_ok(o, sweep_workload, &args, "sweep");
 }
 
@@ -183,15 +182,10 @@ void sweep_progress_thread(void**) {
 }
 
 void sweep_lattices(void**) {
-    sweep_args args;
-    args.lattice_only = true;
-    args.extras       = false;
-    args.topology     = "torus:2x2";
-    expect_launch(4, args.topology, args);
-    args.topology = "torus:2x4";
-    expect_launch(8, args.topology, args);
-    args.topology = "ring:5";
-    expect_launch(5, args.topology, args);
+    for (auto [n, topology] :
+         {std::pair{4, "torus:2x2"}, std::pair{8, "torus:2x4"}, std::pair{5, "ring:5"}}) {
+        expect_launch(n, topology, {.topology = topology, .lattice_only = true, .extras = false});
+    }
 }
 
 // Rank 0 all-reduces 4 elements while the others all-reduce 5: every rank's call fails with
@@ -215,11 +209,8 @@ void mismatch_workload(rank_context& ctx, const void*) {
 
 // Three ranks whose calls end within 10 s.
 void launch_three(workload fn, const char* name) {
-    launch_options o;
-    o.nranks         = 3;
-    o.transport      = transport;
-    o.call_timeout_s = 10;
-    expect_launch_ok(o, fn, nullptr, name);
+    expect_launch_ok({.nranks = 3, .transport = transport, .call_timeout_s = 10}, fn, nullptr,
+                     name);
 }
 
 void mismatch_fails_every_rank(void**) {
@@ -235,10 +226,9 @@ void deadline_workload(rank_context& ctx, const void*) {
         return;
     }
     std::vector<int32_t> in(16, 1), out(16, 0);
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.timeout_s = 0.5;
-    double t0      = loom::now_s();
+    loom_coll_attr_t attr = attr_naming(nullptr);
+    attr.timeout_s        = 0.5;
+    double t0             = loom::now_s();
     loom_status_t st =
         loom_allreduce(ctx.comm, in.data(), out.data(), 16, LOOM_INT32, LOOM_SUM, &attr, nullptr);
     double took            = loom::now_s() - t0;

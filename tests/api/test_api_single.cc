@@ -121,10 +121,7 @@ void every_applicable_algorithm_runs_by_attribute(void**) {
         if (a->primitive == loom::schedule::collective::sendrecv) {
             continue;  // point-to-point needs another rank
         }
-        loom::algorithms::call c;
-        c.coll   = a->primitive;
-        c.nranks = 1;
-        c.count  = 7;
+        const loom::algorithms::call c{.coll = a->primitive, .nranks = 1, .count = 7};
         if (!loom::algorithms::check_call(*a, c)) {
             continue;
         }

@@ -35,6 +35,9 @@ namespace {
 
 using namespace loom::test::api;
 
+constexpr loom_collective_t colls[] = {LOOM_BROADCAST,      LOOM_REDUCE,    LOOM_ALLREDUCE,
+                                       LOOM_REDUCE_SCATTER, LOOM_ALLGATHER, LOOM_ALLTOALL};
+
 std::string host() {
     char buf[256] = {};
     gethostname(buf, sizeof buf - 1);
@@ -87,9 +90,7 @@ void agreed_parameters(rank_context& ctx) {
 }
 
 void identical_choices(rank_context& ctx) {
-    const loom_collective_t colls[] = {LOOM_BROADCAST,      LOOM_REDUCE,    LOOM_ALLREDUCE,
-                                       LOOM_REDUCE_SCATTER, LOOM_ALLGATHER, LOOM_ALLTOALL};
-    const loom_dtype_t dtypes[]     = {LOOM_INT8, LOOM_FLOAT32, LOOM_FLOAT64};
+    const loom_dtype_t dtypes[] = {LOOM_INT8, LOOM_FLOAT32, LOOM_FLOAT64};
     std::string chosen;  // every choice in order, compared across ranks by its hash
     int decisions = 0;
     for (loom_collective_t coll : colls) {
@@ -177,10 +178,7 @@ void tuned_calls_and_traffic(rank_context& ctx) {
                                           LOOM_SUM, nullptr, nullptr);
         ctx.check(st == LOOM_SUCCESS, std::string("allreduce: ") + loom_last_error_message());
         int32_t want = ctx.size * (ctx.size + 1) / 2;
-        size_t wrong = 0;
-        for (int32_t v : out) {
-            wrong += v != want;
-        }
+        auto wrong   = out.size() - static_cast<size_t>(std::ranges::count(out, want));
         ctx.check(wrong == 0, std::to_string(wrong) + " wrong of " + std::to_string(count));
     }
     // Ring all-reduce: each rank sends 2(N-1) blocks of M/N.
@@ -239,12 +237,10 @@ loom_status_t run(rank_context& ctx, loom_collective_t coll, size_t count,
 // LOOM_ALGO settings and transports (run_tuner.sh); an `inc` named without an aggregation
 // node fails, naming it, and never runs another algorithm.
 void explain_matches_run(rank_context& ctx, const void*) {
-    const loom_collective_t colls[] = {LOOM_BROADCAST,      LOOM_REDUCE,    LOOM_ALLREDUCE,
-                                       LOOM_REDUCE_SCATTER, LOOM_ALLGATHER, LOOM_ALLTOALL};
-    const char* names[]             = {nullptr,        "ring",     "binomial", "recursive-doubling",
-                                       "rabenseifner", "pairwise", "bruck",    "dims",
-                                       "inc"};
-    const size_t counts[]           = {0, 1, 7, 1000, size_t{1} << 16};
+    const char* names[]   = {nullptr,        "ring",     "binomial", "recursive-doubling",
+                             "rabenseifner", "pairwise", "bruck",    "dims",
+                             "inc"};
+    const size_t counts[] = {0, 1, 7, 1000, size_t{1} << 16};
     int compared = 0, failures_alike = 0;
     for (loom_collective_t coll : colls) {
         for (size_t count : counts) {

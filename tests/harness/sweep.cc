@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <numeric>
 
 #include "test_main.hh"
 
@@ -26,14 +27,12 @@ const algorithms::algorithm& find_algorithm(schedule::collective coll, std::stri
 
 algorithms::call make_call(schedule::collective coll, const topology::shape& topo, int64_t count,
                            int root, int segments) {
-    algorithms::call c;
-    c.coll     = coll;
-    c.nranks   = topo.size();
-    c.count    = count;
-    c.root     = root;
-    c.segments = segments;
-    c.topo     = topo;
-    return c;
+    return {.coll     = coll,
+            .nranks   = topo.size(),
+            .count    = count,
+            .root     = root,
+            .segments = segments,
+            .topo     = topo};
 }
 
 algorithms::call make_call(schedule::collective coll, int nranks, int64_t count, int root,
@@ -108,9 +107,8 @@ schedule::schedule_stats verify_pairs(const algorithms::algorithm& a, const algo
 }
 
 schedule::schedule_stats expect_counts_equal_stated(const algorithms::algorithm& a,
-                                                    const algorithms::call& c, double bytes) {
+                                                    const algorithms::call& c, double m) {
     auto st     = expect_verifies(a, c);
-    double m    = bytes;
     auto edge   = a.predict(algorithms::query_for(c, m, algorithms::port_model::per_edge));
     auto single = a.predict(algorithms::query_for(c, m, algorithms::port_model::single_port));
     if (st.rounds != edge.n_alpha || !same_bytes(st.edge_bytes, edge.n_beta * m) ||
@@ -202,10 +200,8 @@ std::vector<int> standard_ranks() {
 }
 
 std::vector<int> ranks_up_to(int last, const std::vector<int>& more) {
-    std::vector<int> r;
-    for (int n = 1; n <= last; ++n) {
-        r.push_back(n);
-    }
+    std::vector<int> r(static_cast<size_t>(std::max(last, 0)));
+    std::iota(r.begin(), r.end(), 1);
     r.insert(r.end(), more.begin(), more.end());
     return r;
 }

@@ -9,6 +9,7 @@
 //    counts against predict() on every lattice.
 #include <algorithm>
 #include <map>
+#include <ranges>
 #include <tuple>
 
 #include "shape_of.hh"
@@ -35,11 +36,8 @@ static algorithms::call alltoall_call(const topology::shape& topo, int64_t count
 }
 
 static int64_t busiest_pair(const schedule::schedule_stats& st) {
-    int64_t most = 0;
-    for (const auto& [key, bytes] : st.pair_bytes) {
-        most = std::max(most, bytes);
-    }
-    return most;
+    auto values = std::views::values(st.pair_bytes);
+    return values.empty() ? 0 : std::ranges::max(values);
 }
 
 // Shapes small enough for brute force over every route.
@@ -145,11 +143,9 @@ static void link_loads_match_every_route(void**) {
                     }
                 }
             }
-            int64_t busiest = 0, wave = 0;
+            auto loads      = std::views::values(link);  // none on ring:1
+            int64_t busiest = loads.empty() ? 0 : std::ranges::max(loads), wave = 0;
             std::map<int, int64_t> per_round;
-            for (const auto& [l, n] : link) {
-                busiest = std::max(busiest, n);
-            }
             for (const auto& [key, n] : link_round) {
                 per_round[std::get<0>(key)] = std::max(per_round[std::get<0>(key)], n);
             }

@@ -64,38 +64,29 @@ static void entries_are_documented_and_unique(void**) {
 
 static void invalid_calls_are_rejected_by_every_algorithm(void**) {
     for (const auto* a : algorithms::catalogue()) {
-        algorithms::call good;
-        good.coll           = a->primitive;
-        good.nranks         = 4;
-        good.topo           = *topology::shape::parse("torus:2x2");
-        good.count          = 10;
-        auto expect_invalid = [&](algorithms::call c, const char* what) {
+        const algorithms::call good{.coll   = a->primitive,
+                                    .nranks = 4,
+                                    .count  = 10,
+                                    .topo   = *topology::shape::parse("torus:2x2")};
+        // `good` with one field made invalid by `spoil`.
+        auto expect_invalid = [&](auto spoil, const char* what) {
+            auto c = good;
+            spoil(c);
             auto st = algorithms::check_call(*a, c);
             if (st.code() != LOOM_ERR_INVALID_ARGUMENT) {
                 LOOM_FAIL(std::string(a->name) + ": " + what + " gave " + st.to_string());
             }
         };
-        auto c   = good;
-        c.nranks = 0;
-        expect_invalid(c, "N = 0");
-        c       = good;
-        c.count = -1;
-        expect_invalid(c, "negative count");
-        c      = good;
-        c.topo = topology::shape::star(5);
-        expect_invalid(c, "topology size != N");
-        c          = good;
-        c.segments = 0;
-        expect_invalid(c, "0 segments");
+        expect_invalid([](auto& c) { c.nranks = 0; }, "N = 0");
+        expect_invalid([](auto& c) { c.count = -1; }, "negative count");
+        expect_invalid([](auto& c) { c.topo = topology::shape::star(5); }, "topology size != N");
+        expect_invalid([](auto& c) { c.segments = 0; }, "0 segments");
         if (schedule::has_root(a->primitive)) {
-            c      = good;
-            c.root = 4;
-            expect_invalid(c, "root out of range");
+            expect_invalid([](auto& c) { c.root = 4; }, "root out of range");
         }
-        c = good;
-        c.coll =
+        auto other =
             a->primitive == collective::allreduce ? collective::broadcast : collective::allreduce;
-        expect_invalid(c, "wrong primitive");
+        expect_invalid([&](auto& c) { c.coll = other; }, "wrong primitive");
     }
 }
 
@@ -106,12 +97,8 @@ static void names_for_lists_the_allowed_names(void**) {
 }
 
 static algorithms::call lattice_call(const char* algo_topo, int64_t count) {
-    algorithms::call c;
-    c.coll   = collective::allreduce;
-    c.topo   = *topology::shape::parse(algo_topo);
-    c.nranks = c.topo.size();
-    c.count  = count;
-    return c;
+    auto topo = *topology::shape::parse(algo_topo);
+    return {.coll = collective::allreduce, .nranks = topo.size(), .count = count, .topo = topo};
 }
 
 // On a switch predict() is the closed form; on a lattice an oblivious algorithm's logical

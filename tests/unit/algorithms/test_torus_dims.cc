@@ -23,10 +23,8 @@ const collective all_six[] = {collective::broadcast, collective::reduce,
 // The lattices plus rings and shapes with d_i = 2 beside larger dims.
 std::vector<std::string> lattices() {
     auto out = test::standard_lattices();
-    for (const char* s : {"ring:2", "ring:5", "ring:6", "torus:6x2", "mesh:2x6", "torus:2x1x3",
-                          "mesh:1x1", "torus:1"}) {
-        out.push_back(s);
-    }
+    out.insert(out.end(), {"ring:2", "ring:5", "ring:6", "torus:6x2", "mesh:2x6", "torus:2x1x3",
+                           "mesh:1x1", "torus:1"});
     return out;
 }
 

@@ -22,16 +22,10 @@ static void every_algorithm_round_trips_text_and_json(void**) {
                 continue;
             }
             auto s = test::generate_ok(*a, c);
-            auto t = schedule::parse_text(schedule::to_text(s));
-            if (!t) {
-                LOOM_FAIL(t.error().to_string());
-            }
-            assert_true(schedule::equal(*t, s));
-            auto j = schedule::parse_json(schedule::to_json(s, 1));
-            if (!j) {
-                LOOM_FAIL(j.error().to_string());
-            }
-            assert_true(schedule::equal(*j, s));
+            assert_true(
+                schedule::equal(test::ok_value(schedule::parse_text(schedule::to_text(s))), s));
+            assert_true(
+                schedule::equal(test::ok_value(schedule::parse_json(schedule::to_json(s, 1))), s));
             auto any = schedule::parse_any(schedule::to_json(s));
             assert_true(any.is_ok() && schedule::equal(*any, s));
             ++checked;
@@ -52,24 +46,14 @@ static const char* hand_written = R"({
   ]})";
 
 static void hand_written_json_schedule_verifies(void**) {
-    auto s = schedule::parse_json(hand_written);
-    if (!s) {
-        LOOM_FAIL(s.error().to_string());
-    }
-    auto report = schedule::verify(*s);
-    if (!report.result) {
-        LOOM_FAIL(report.result.to_string());
-    }
+    auto report = schedule::verify(test::ok_value(schedule::parse_json(hand_written)));
+    test::expect_ok(report.result);
     assert_int_equal(report.stats.rounds, 1);
 }
 
 static void expect_parse_error(const std::string& text, const std::string& must_contain) {
-    auto s = schedule::parse_any(text);
-    if (s.is_ok()) {
-        LOOM_FAIL("accepted malformed input: " + text.substr(0, 80));
-    }
-    assert_int_equal(s.error().code(), LOOM_ERR_PARSE);
-    test::expect_has(s.error().message(), must_contain);
+    test::expect_error(schedule::parse_any(text), LOOM_ERR_PARSE, must_contain,
+                       "malformed input: " + text.substr(0, 80));
 }
 
 static void malformed_json_is_rejected_with_location(void**) {

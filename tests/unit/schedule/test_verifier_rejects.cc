@@ -5,6 +5,7 @@
 
 #include "algorithms/algorithm.hh"
 #include "schedule/verifier.hh"
+#include "shape_of.hh"
 #include "sweep.hh"
 #include "test_main.hh"
 
@@ -59,21 +60,14 @@ sched inc_allreduce(int pushers) {
 }
 
 void expect_rejected(const sched& s, const std::string& must_contain) {
-    auto report = verify(s);
-    if (report.result.is_ok()) {
-        LOOM_FAIL("verifier accepted a broken schedule (expected: " + must_contain + ")");
-    }
-    assert_int_equal(report.result.code(), LOOM_ERR_VERIFY);
-    test::expect_has(report.result.message(), must_contain);
+    test::expect_error(verify(s).result, LOOM_ERR_VERIFY, must_contain, "a broken schedule");
 }
 
 }  // namespace
 
 static void correct_exchange_is_accepted(void**) {
     auto report = verify(exchange_allreduce(10));
-    if (!report.result) {
-        LOOM_FAIL(report.result.to_string());
-    }
+    test::expect_ok(report.result);
     assert_int_equal(report.stats.rounds, 1);
     assert_true(report.stats.edge_bytes == 40);
 }
@@ -192,9 +186,7 @@ static void inc_slot_without_all_contributors_deadlocks(void**) {
 static void inc_allreduce_is_accepted(void**) {
     sched s     = inc_allreduce(3);
     auto report = verify(s);
-    if (!report.result) {
-        LOOM_FAIL(report.result.to_string());
-    }
+    test::expect_ok(report.result);
     assert_int_equal(report.stats.rounds, 2);
 }
 

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
+#include "shape_of.hh"
 #include "test_main.hh"
 #include "topology/fabric.hh"
 
@@ -91,28 +93,25 @@ static void shape_fabrics_carry_the_given_alpha_and_bw(void**) {
 }
 
 static void fabric_file_is_read_in_full(void**) {
-    auto f = topology::parse_fabric_json(good_file, "good.json");
-    if (!f) {
-        LOOM_FAIL(f.error().to_string());
-    }
-    assert_int_equal(f->nranks(), 4);
-    assert_int_equal(f->nodes().size(), 7);
-    assert_true(f->lattice() && f->lattice()->to_string() == "torus:2x2");
-    const auto& leaf = f->nodes()[f->find_node("leaf")];
+    auto f = test::ok_value(topology::parse_fabric_json(good_file, "good.json"));
+    assert_int_equal(f.nranks(), 4);
+    assert_int_equal(f.nodes().size(), 7);
+    assert_true(f.lattice() && f.lattice()->to_string() == "torus:2x2");
+    const auto& leaf = f.nodes()[f.find_node("leaf")];
     assert_true(leaf.kind == topology::node_kind::switch_node);
     assert_true(leaf.in_network);
-    assert_int_equal(leaf.parent, f->find_node("spine"));
-    assert_int_equal(f->nodes()[f->find_node("dpu0")].parent, f->find_node("leaf"));
-    assert_int_equal(f->find_node("nope"), -1);
-    const auto& l01 = f->links()[f->link_between_ranks(0, 1)];
+    assert_int_equal(leaf.parent, f.find_node("spine"));
+    assert_int_equal(f.nodes()[f.find_node("dpu0")].parent, f.find_node("leaf"));
+    assert_int_equal(f.find_node("nope"), -1);
+    const auto& l01 = f.links()[f.link_between_ranks(0, 1)];
     assert_true(l01.alpha_s == 1e-6 && l01.bw_bytes_per_s == 25e9);  // the class's
-    const auto& l23 = f->links()[f->link_between_ranks(3, 2)];
+    const auto& l23 = f.links()[f.link_between_ranks(3, 2)];
     assert_true(l23.alpha_s == 1e-6 && l23.bw_bytes_per_s == 50e9);  // its own BW
-    const auto& up = f->links()[f->link_between(f->find_node("leaf"), f->find_node("h0"))];
-    assert_string_equal(f->class_name(up).c_str(), "eth");
+    const auto& up = f.links()[f.link_between(f.find_node("leaf"), f.find_node("h0"))];
+    assert_string_equal(f.class_name(up).c_str(), "eth");
     assert_true(up.alpha_s == 2e-6 && up.bw_bytes_per_s == 12.5e9);
-    assert_int_equal(f->link_between_ranks(0, 3), -1);
-    assert_int_equal(f->links_of(f->find_node("leaf")).size(), 3);
+    assert_int_equal(f.link_between_ranks(0, 3), -1);
+    assert_int_equal(f.links_of(f.find_node("leaf")).size(), 3);
 }
 
 static void fabric_file_errors_name_the_bad_item(void**) {
@@ -187,10 +186,7 @@ static void load_fabric_takes_a_shape_or_a_file(void**) {
     fclose(fp);
     auto file = topology::load_fabric(path);
     remove(path);
-    if (!file) {
-        LOOM_FAIL(file.error().to_string());
-    }
-    assert_int_equal(file->nranks(), 4);
+    assert_int_equal(test::ok_value(std::move(file)).nranks(), 4);
 }
 
 LOOM_TEST_MAIN("topology_fabric", cmocka_unit_test(shape_fabrics_have_every_link_once),

@@ -1,6 +1,7 @@
 // fabric/topology metrics checked against brute force: neighbour counts (torus
 // Σ min(d_i − 1, 2), mesh boundary ranks fewer), diameter and hops against breadth-first
 // search, bisection against every balanced cut of small shapes, per-dimension lines.
+#include <algorithm>
 #include <bit>
 #include <string>
 
@@ -168,9 +169,8 @@ static void lines_share_every_coordinate_but_one(void**) {
                     ++seen[line[c]];
                 }
             }
-            for (int v : seen) {
-                assert_int_equal(v, 1);  // the lines of a dimension partition the ranks
-            }
+            // The lines of a dimension partition the ranks.
+            assert_int_equal(std::ranges::count(seen, 1), s.size());
             assert_int_equal(topology::dim_closes(s, dim), s.wraps() && d >= 3);
         }
     }

@@ -1,6 +1,7 @@
 // fabric/topology: parsing, row-major coordinates, neighbours, diameter, bisection.
 #include <string>
 
+#include "shape_of.hh"
 #include "test_main.hh"
 #include "topology/topology.hh"
 
@@ -9,11 +10,7 @@ using namespace loom;
 static void parse_accepts_every_kind(void**) {
     for (const char* text :
          {"star:8", "ring:5", "torus:4x4x2", "mesh:3x5", "fullmesh:6", "torus:8x1x1"}) {
-        auto s = topology::shape::parse(text);
-        if (!s) {
-            LOOM_FAIL(s.error().to_string());
-        }
-        assert_string_equal(s->to_string().c_str(), text);
+        assert_string_equal(test::ok_value(topology::shape::parse(text)).to_string().c_str(), text);
     }
     assert_int_equal(topology::shape::parse("torus:4x4x2")->size(), 32);
 }
@@ -21,11 +18,8 @@ static void parse_accepts_every_kind(void**) {
 static void parse_rejects_bad_shapes_with_reason(void**) {
     for (const char* text : {"", "star", "star:0", "star:-3", "star:4x4", "cube:8", "torus:4x",
                              "torus:4xx2", "mesh:3x5x", "ring:abc", "torus:100000x100000"}) {
-        auto s = topology::shape::parse(text);
-        if (s.is_ok()) {
-            LOOM_FAIL(std::string("accepted '") + text + "'");
-        }
-        assert_int_equal(s.error().code(), LOOM_ERR_PARSE);
+        test::expect_error(topology::shape::parse(text), LOOM_ERR_PARSE, "",
+                           "'" + std::string(text) + "'");
     }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/text_file.hh"
+#include "shape_of.hh"
 #include "test_main.hh"
 #include "tuner/calibration.hh"
 
@@ -18,12 +19,7 @@ using namespace loom;
 namespace {
 
 void expect_refused(const std::string& line, const std::string& must_contain) {
-    auto p = tuner::from_line(line);
-    if (p.is_ok()) {
-        LOOM_FAIL("accepted: " + line);
-    }
-    assert_int_equal(p.error().code(), LOOM_ERR_PARSE);
-    test::expect_has(p.error().message(), must_contain);
+    test::expect_error(tuner::from_line(line), LOOM_ERR_PARSE, must_contain, line);
 }
 
 void fail_on_hang(int) {

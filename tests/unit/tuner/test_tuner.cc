@@ -2,6 +2,7 @@
 // other lines, malformed lines named), the ranking (sorted by predicted time, equal to the
 // closed forms, exclusions with their reasons, in-network availability), the size buckets
 // and the decision cache, and the explanation text.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -35,12 +36,9 @@ tuner::machine_params params(double alpha_us, double bw_gbps) {
 }
 
 const tuner::candidate* find(const tuner::ranking& r, std::string_view name) {
-    for (const auto& k : r.candidates) {
-        if (k.algo->name == name) {
-            return &k;
-        }
-    }
-    return nullptr;
+    auto at =
+        std::ranges::find_if(r.candidates, [&](const auto& k) { return k.algo->name == name; });
+    return at == r.candidates.end() ? nullptr : &*at;
 }
 
 }  // namespace
@@ -96,12 +94,8 @@ static void calibration_save_keeps_other_lines(void**) {
     assert_true(std::fabs((*got_b)->alpha_s - 2e-6) < 1e-12);
     assert_true(std::fabs((*got_c)->alpha_s - 3e-6) < 1e-12);
     assert_string_equal((*got_a)->source.c_str(), "file");
-    std::string text = read_all(path);
-    size_t lines     = 0;
-    for (char ch : text) {
-        lines += ch == '\n';
-    }
-    assert_int_equal(lines, 2 + 3);  // two comment lines, three parameter lines
+    assert_int_equal(std::ranges::count(read_all(path), '\n'),
+                     2 + 3);  // two comment lines, three parameter lines
     std::remove(path.c_str());
 }
 
@@ -181,11 +175,10 @@ static void ranking_sorts_and_excludes_with_reasons(void**) {
     assert_false(in_net->applicable);
     assert_string_equal(in_net->reason.c_str(), inc.why_not.c_str());
     // Every algorithm of the primitive is listed exactly once.
-    size_t all = 0;
-    for (const algorithms::algorithm* a : algorithms::catalogue()) {
-        all += a->primitive == collective::allreduce;
-    }
-    assert_int_equal(r.candidates.size(), all);
+    assert_int_equal(r.candidates.size(),
+                     std::ranges::count_if(algorithms::catalogue(), [](const auto* a) {
+                         return a->primitive == collective::allreduce;
+                     }));
 }
 
 // The predicted time is the closed form with the calibrated α and BW.
@@ -326,9 +319,7 @@ static void explanation_text_names_everything(void**) {
         tuner::explain_text(c, r, r.best, "tuner", params(2, 4), algorithms::port_model::per_edge);
     for (const char* want : {"allreduce of 3.9 KiB on 6 ranks", "alpha 2 us", "BW 4 GB/s",
                              "excluded", "needs a torus", "choice: ", "->"}) {
-        if (text.find(want) == std::string::npos) {
-            fail_msg("'%s' missing from:\n%s", want, text.c_str());
-        }
+        test::expect_has(text, want);
     }
 }
 
