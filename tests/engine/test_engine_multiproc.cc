@@ -359,7 +359,12 @@ int dead_peer(rank_env& env) {
     int rc = expect_failure(env, c, "ring", LOOM_ERR_PEER_FAILURE, 8, "rank 2", false);
     // Stay up (buffers alive) while the other survivor finishes: a failed call's posted
     // operations are not cancelled in the driver, so a peer may still read our send buffer.
-    test::sleep_s(1);
+    // Keep progressing meanwhile, as a caller does: a failure notice the driver queued behind
+    // a large frame on the same stream goes out only as that frame does.
+    for (double until = now_s() + 1; now_s() < until;) {
+        env.eng->progress();
+        test::sleep_s(0.001);
+    }
     return rc;
 }
 
