@@ -75,10 +75,16 @@ status parse_model(const run_flags& f, job& j) {
     LOOM_ASSIGN(j.fabric.efficiency, parse_share("--efficiency", f.efficiency));
     LOOM_ASSIGN(int64_t top, parse_integer("--top", f.top, 0, 1 << 20));
     LOOM_ASSIGN(int64_t chain, parse_integer("--chain", f.chain, 0, 1 << 20));
-    LOOM_ASSIGN(auto measured,
-                load_calibration(f.calibration, f.link.alpha_or_bw_given(), f.call.ranks));
-    j.fabric.alpha_s        = measured ? measured->alpha_s : link.alpha_s;
-    j.fabric.bw_bytes_per_s = measured ? measured->bw_bytes_per_s : link.bw_bytes_per_s;
+    auto measured = load_calibration(f.calibration, f.link.alpha_or_bw_given(), f.call.ranks);
+    if (!measured) {
+        return measured.error();
+    }
+    j.fabric.alpha_s        = link.alpha_s;
+    j.fabric.bw_bytes_per_s = link.bw_bytes_per_s;
+    if (const auto& figures = *measured; figures.has_value()) {
+        j.fabric.alpha_s        = figures->alpha_s;
+        j.fabric.bw_bytes_per_s = figures->bw_bytes_per_s;
+    }
     j.fabric.alpha_switch_s = link.alpha_switch_s;
     j.fabric.ports          = link.ports;
     j.top                   = static_cast<size_t>(top);
