@@ -14,4 +14,9 @@ shift || true
 if [ ! -f "$build_dir/build.ninja" ]; then
     meson setup "$build_dir" "$@" >/dev/null
 fi
-ninja -C "$build_dir" >/dev/null
+# Quiet when it builds; a failed build shows what failed (ninja reports on stdout).
+if ! log=$(ninja -C "$build_dir" 2>&1); then
+    printf '%s\n' "$log" | grep -v '^\[' | tail -n 60 >&2
+    echo "build failed in $build_dir" >&2
+    exit 1
+fi
