@@ -58,8 +58,12 @@ bool decode_join(const uint8_t* p, size_t len, join_request* out, const uint8_t*
     if (len != join_request_bytes && len != signed_join_bytes) {
         return false;
     }
-    *out = join_request{get32(p),      get32(p + 4),  get32(p + 8),
-                        get32(p + 12), get32(p + 16), get32(p + 20)};
+    *out = join_request{.members        = get32(p),
+                        .expected       = get32(p + 4),
+                        .slots          = get32(p + 8),
+                        .flags          = get32(p + 12),
+                        .parent_members = get32(p + 16),
+                        .parent_index   = get32(p + 20)};
     *mac = len == signed_join_bytes ? p + join_request_bytes : nullptr;
     return true;
 }
