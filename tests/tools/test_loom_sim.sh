@@ -221,6 +221,23 @@ expect_error "N out of range" 2 "out of range" schedule "${ring[@]}" --ranks 999
 expect_error "topology size differs from N" 2 "does not match --topology" \
     schedule "${ring4[@]}" --topology torus:2x3
 expect_error "malformed topology" 2 "--topology" schedule "${ring4[@]}" --topology blob:4
+# Without --ranks a bad topology is the error named (it said "--ranks is required"), in
+# every verb that takes --topology; a good one gives N.
+for verb in schedule verify predict run compare explain; do
+    args=(--collective allreduce --topology torus:0x4)
+    case $verb in
+        schedule | verify) args+=(--algorithm ring) ;;
+        predict | run) args+=(--algorithm ring --bytes 1K) ;;
+        compare | explain) args+=(--bytes 1K) ;;
+    esac
+    expect_error "$verb: a zero dimension of --topology is named" 2 \
+        "topology 'torus:0x4': '0' is not a positive integer" "$verb" "${args[@]}"
+done
+expect_error "compare: --ranks with a bad topology names the topology" 2 "'torus:4x'" \
+    compare --collective allreduce --ranks 16 --topology torus:4x --bytes 1K
+expect_ok "--ranks defaults to the topology's size" \
+    predict --collective allreduce --algorithm ring --topology torus:4x4 --bytes 1K
+contains "the default N is the topology's" "$tmp/out" "torus:4x4 (16 ranks)"
 expect_error "negative count" 2 "must not be negative" schedule "${ring4[@]}" --count -5
 # --count 2^62 of 4-byte elements is a payload of 2^64 bytes: it printed as negative.
 expect_error "count × element size above the limit" 2 "is a payload above 1125899906842624 bytes" \

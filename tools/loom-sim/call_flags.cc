@@ -22,19 +22,24 @@ std::string normalise_name(std::string_view text) {
     return s;
 }
 
-result<topology::shape> topology_for(const call_flags& f, int nranks) {
-    if (f.topology.empty()) {
-        return topology::shape::star(nranks);
-    }
-    auto shape = topology::shape::parse(f.topology);
+result<topology::shape> parse_topology_flag(const std::string& text) {
+    auto shape = topology::shape::parse(text);
     if (!shape) {
         return invalid_argument("--topology: " + shape.error().message() +
                                 " (forms: star:N, ring:N, torus:4x4x2, mesh:3x5, fullmesh:N)");
     }
-    if (shape->size() != nranks) {
+    return shape;
+}
+
+result<topology::shape> topology_for(const call_flags& f, int nranks) {
+    if (f.topology.empty()) {
+        return topology::shape::star(nranks);
+    }
+    LOOM_ASSIGN(auto shape, parse_topology_flag(f.topology));
+    if (shape.size() != nranks) {
         return invalid_argument("--ranks " + std::to_string(nranks) +
                                 " does not match --topology " + f.topology + ", which has " +
-                                std::to_string(shape->size()) + " ranks");
+                                std::to_string(shape.size()) + " ranks");
     }
     return shape;
 }
@@ -111,7 +116,8 @@ void add_call_flags(CLI::App& cmd, call_flags& f, call_flag_set set) {
                    full ? "algorithm name (loom-sim algorithms lists them)"
                         : "algorithm name, a comma list, or 'all'")
         ->type_name("A");
-    cmd.add_option("--ranks", f.ranks, "number of ranks N (must equal the topology's size)")
+    cmd.add_option("--ranks", f.ranks,
+                   "number of ranks N (must equal the topology's size; default: that size)")
         ->type_name("N");
     cmd.add_option("--topology", f.topology,
                    "star:N, ring:N, torus:4x4x2, mesh:3x5 or fullmesh:N (default star:N); "
@@ -148,10 +154,16 @@ bool any_call_flag(const call_flags& f) {
 result<algorithms::call> make_call(const call_flags& f) {
     algorithms::call c;
     LOOM_ASSIGN(c.coll, parse_collective_flag(f.collective));
-    if (f.ranks.empty()) {
-        return invalid_argument("--ranks is required");
+    if (f.ranks.empty() && f.topology.empty()) {
+        return invalid_argument("--ranks is required (or --topology T, whose size it defaults to)");
     }
-    LOOM_ASSIGN(c.nranks, parse_integer("--ranks", f.ranks, 1, INT32_MAX));
+    if (f.ranks.empty()) {
+        // N from the topology: a topology that does not parse is the error to report.
+        LOOM_ASSIGN(auto shape, parse_topology_flag(f.topology));
+        c.nranks = shape.size();
+    } else {
+        LOOM_ASSIGN(c.nranks, parse_integer("--ranks", f.ranks, 1, INT32_MAX));
+    }
     LOOM_ASSIGN(c.topo, topology_for(f, c.nranks));
     LOOM_ASSIGN(c.ties, parse_ties(f.ties));
     LOOM_CHECK(fill_numbers(f, c));

@@ -79,14 +79,10 @@ result<comparison> build(const compare_flags& f) {
     LOOM_ASSIGN(out.file, take_fabric_file(flags, out.fabric, f.link.alpha_or_bw_given()));
     if (out.file) {
         out.fabric = out.file->fabric;
-    } else if (flags.ranks.empty() && !flags.topology.empty()) {
-        if (auto shape = topology::shape::parse(flags.topology)) {
-            flags.ranks = std::to_string(shape->size());  // else make_call says what is wrong
-        }
     }
     auto c = make_call(flags);
     if (!c) {
-        if (flags.ranks.empty() && c.error().message().starts_with("--ranks is required")) {
+        if (flags.ranks.empty() && flags.topology.empty()) {
             return invalid_argument("--topology is required (or --ranks N for star:N)");
         }
         return c.error();
