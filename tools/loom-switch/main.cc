@@ -4,6 +4,7 @@
 // address it listens on is printed ("loom-switch listening on ADDR") and written to
 // --ready-file, so launchers know when it is up and which port it got. With --stats ADDR
 // it is a client instead: it asks that node for its statistics and prints them.
+#include <loom/loom.h>
 #include <sched.h>
 #include <signal.h>
 #include <time.h>
@@ -126,18 +127,24 @@ int print_ticket(const options& o) {
     return exit_ok;
 }
 
+std::string version_text() {
+    return std::string("loom-switch ") + loom_version() + "\nfeatures: " + loom_build_features();
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"The loom software aggregation node (in-network collectives).", "loom-switch"};
     options o;
     add_options(app, o);
+    app.set_version_flag("--version", version_text(), "print the version and build features");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) {
-            return app.exit(e);  // --help
+            return app.exit(e);  // --help, --version: CLI11 prints them to stdout
         }
         return fail(e.what(), exit_bad_args);
     }
+    note_given(app, o);
     if (status st = check_options(o); !st) {
         return fail(st.message(), exit_bad_args);
     }

@@ -1,6 +1,11 @@
 // loom-switch options (options.hh).
 #include "options.hh"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
 #include "base/net.hh"
 
 namespace loom::switch_tool {
@@ -65,7 +70,60 @@ status check_address(const std::string& address, const std::string& what) {
                             "': expected tcp:HOST:PORT (PORT 0..65535) or shm:NAME");
 }
 
-status check_options(const options& o) {
+void note_given(const CLI::App& app, options& o) {
+    o.job_quota_given  = app.count("--job-quota") > 0;
+    o.job_memory_given = app.count("--job-memory") > 0;
+}
+
+status check_ready_file(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path folder = fs::path(path).parent_path();
+    if (folder.empty()) {
+        folder = ".";
+    }
+    if (!fs::is_directory(folder, ec)) {
+        return invalid_argument("--ready-file " + path + ": no folder " + folder.string());
+    }
+    if (fs::is_directory(path, ec)) {
+        return invalid_argument("--ready-file " + path + " is a folder");
+    }
+    if (access(folder.c_str(), W_OK | X_OK) != 0) {
+        return invalid_argument("--ready-file " + path + ": folder " + folder.string() +
+                                " is not writable");
+    }
+    return status::ok();
+}
+
+std::string mib_text(double mib) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g MiB", mib);
+    return text;
+}
+
+// A per-job limit above the node's could never be reached: refused when given, lowered to
+// the node's when it is the default.
+status check_limits(options& o) {
+    if (o.node.job_quota > o.node.slots) {
+        if (o.job_quota_given) {
+            return invalid_argument("--job-quota " + std::to_string(o.node.job_quota) +
+                                    " is larger than --slots " + std::to_string(o.node.slots) +
+                                    " (a job's slots come out of the node's pool)");
+        }
+        o.node.job_quota = o.node.slots;
+    }
+    if (o.job_memory_mib > o.max_memory_mib) {
+        if (o.job_memory_given) {
+            return invalid_argument("--job-memory " + mib_text(o.job_memory_mib) +
+                                    " is larger than --max-memory " + mib_text(o.max_memory_mib) +
+                                    " (a job's memory comes out of the node's)");
+        }
+        o.job_memory_mib = o.max_memory_mib;
+    }
+    return status::ok();
+}
+
+status check_options(options& o) {
     if (o.ticket) {
         return o.ticket_job.empty() ? invalid_argument("ticket: --job must not be empty")
                                     : status::ok();
@@ -108,7 +166,12 @@ status check_options(const options& o) {
     if (!(o.stats_interval_s >= 0)) {
         return invalid_argument("--stats-interval must be >= 0 seconds");
     }
-    return status::ok();
+    if (!o.ready_file.empty()) {
+        if (status st = check_ready_file(o.ready_file); !st) {
+            return st;
+        }
+    }
+    return check_limits(o);
 }
 
 }  // namespace loom::switch_tool

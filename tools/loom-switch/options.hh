@@ -20,6 +20,9 @@ struct options {
     std::string stats_address;    // --stats: query that node and exit
     std::string key_file;         // the node key (created when missing)
     double max_memory_mib = 256, job_memory_mib = 64;
+    // Which per-job limits the command line set: an unset one follows a smaller node limit,
+    // a set one larger than its node limit is refused.
+    bool job_quota_given = false, job_memory_given = false;
     // `loom-switch ticket --key-file F --job NAME`: print the job's LOOM_INC_TICKET.
     bool ticket = false;
     std::string ticket_job;
@@ -27,8 +30,13 @@ struct options {
 
 /// Declares every flag on `app`, bound to `o`.
 void add_options(CLI::App& app, options& o);
-/// Checks what CLI11 cannot: address forms, probabilities, counts.
-status check_options(const options& o);
+/// Records which flags were given (after app.parse).
+void note_given(const CLI::App& app, options& o);
+/// Checks what CLI11 cannot: address forms, probabilities, counts, limits that contradict
+/// each other. Fills an unset per-job limit from a smaller node limit.
+status check_options(options& o);
+/// --ready-file: its folder exists and takes a new file, checked before the node starts.
+status check_ready_file(const std::string& path);
 /// "tcp:HOST:PORT" (PORT 0..65535) or "shm:NAME"; `what` names the flag in the message.
 status check_address(const std::string& address, const std::string& what);
 
