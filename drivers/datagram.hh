@@ -31,9 +31,10 @@
 namespace loom::drivers {
 
 /// The largest frame any datagram endpoint carries (the in-network aggregation packet: a
-/// 48-byte header and 8 KiB of payload). Part of the wire contract of tcp and shm: the shm
-/// slot size derives from it, and a tcp frame length above it closes the connection.
-constexpr size_t datagram_max_frame = 48 + 8192;
+/// 56-byte header and 8 KiB of payload; inc/client/client.hh checks the sum). Part of the
+/// wire contract of tcp and shm: the shm slot size derives from it, and a tcp frame length
+/// above it closes the connection.
+constexpr size_t datagram_max_frame = 56 + 8192;
 
 struct datagram_stats {
     uint64_t sent = 0, received = 0;

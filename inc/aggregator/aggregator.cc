@@ -60,7 +60,7 @@ aggregator::aggregator(const aggregator_config& c) : cfg_(c) {
 
 aggregator::~aggregator() = default;
 
-aggregator::group* aggregator::find(uint32_t job, uint32_t comm) {
+aggregator::group* aggregator::find(uint64_t job, uint64_t comm) {
     for (auto& g : groups_) {
         if (g->cfg.job == job && g->cfg.comm == comm) {
             return g.get();
@@ -134,7 +134,7 @@ status aggregator::admit(const group_config& c) {
     return status::ok();
 }
 
-void aggregator::release(uint32_t job, uint32_t comm) {
+void aggregator::release(uint64_t job, uint64_t comm) {
     for (size_t i = 0; i < groups_.size(); ++i) {
         if (groups_[i]->cfg.job == job && groups_[i]->cfg.comm == comm) {
             for (const entry& e : groups_[i]->entries) {

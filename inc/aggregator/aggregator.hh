@@ -47,19 +47,19 @@ class packet_sink {
   public:
     virtual ~packet_sink() = default;
     /// To one member of the group.
-    virtual void unicast(uint32_t job, uint32_t comm, uint32_t rank, const uint8_t* packet,
+    virtual void unicast(uint64_t job, uint64_t comm, uint32_t rank, const uint8_t* packet,
                          size_t len) = 0;
     /// To every member of the group.
-    virtual void multicast(uint32_t job, uint32_t comm, const uint8_t* packet, size_t len) = 0;
+    virtual void multicast(uint64_t job, uint64_t comm, const uint8_t* packet, size_t len) = 0;
     /// To the parent node (groups admitted with upstream). The default drops: a sink of a
     /// node without parent never admits such groups.
-    virtual void upstream(uint32_t /*job*/, uint32_t /*comm*/, const uint8_t* /*packet*/,
+    virtual void upstream(uint64_t /*job*/, uint64_t /*comm*/, const uint8_t* /*packet*/,
                           size_t /*len*/) {}
 };
 
 /// One communicator's shape at this node.
 struct group_config {
-    uint32_t job = 0, comm = 0;
+    uint64_t job = 0, comm = 0;
     // Contributor ids are 0..members-1: comm ranks at a leaf, child indices at a parent.
     uint32_t members       = 1;
     uint32_t expected      = 1;  // distinct contributions that complete an entry
@@ -114,7 +114,7 @@ class aggregator {
     /// in 64-bit arithmetic before anything is allocated.
     status admit(const group_config& c);
     /// Frees the group's slots; packets of it are dropped from then on.
-    void release(uint32_t job, uint32_t comm);
+    void release(uint64_t job, uint64_t comm);
 
     /// One parsed packet: contribute or ack from a member, or result from the parent (an
     /// upstream group's); results go out through `out`.
@@ -127,7 +127,7 @@ class aggregator {
   private:
     struct group;
     struct entry;
-    group* find(uint32_t job, uint32_t comm);
+    group* find(uint64_t job, uint64_t comm);
     void contribute(group& g, const header& h, const uint8_t* payload, packet_sink& out);
     static entry* find_entry(group& g, const header& h);
     entry* entry_for(group& g, const header& h);

@@ -35,7 +35,7 @@ static_assert(header_bytes + max_payload_bytes <= drivers::datagram_max_frame,
               "a packet fits one datagram frame");
 
 struct client_config {
-    uint32_t job = 0, comm = 0;
+    uint64_t job = 0, comm = 0;
     uint32_t rank = 0, members = 1;
     uint32_t window         = 8;  // slots admitted for this communicator
     uint32_t chunk_elements = 0;  // ≤ max_payload_bytes / element size; 0: as many as fit

@@ -15,6 +15,7 @@ namespace {
 
 using be::get32;
 using be::put32;
+using be::put64;
 
 // The next well-formed packet on `l`: false (after a yield) when none is waiting, or when
 // what came does not parse (it is dropped).
@@ -68,24 +69,24 @@ bool decode_join(const uint8_t* p, size_t len, join_request* out, const uint8_t*
     return true;
 }
 
-digest256 join_mac(std::span<const uint8_t> ticket, const join_nonce& nonce, uint32_t job,
-                   uint32_t comm, uint32_t member, const join_request& r) {
+digest256 join_mac(std::span<const uint8_t> ticket, const join_nonce& nonce, uint64_t job,
+                   uint64_t comm, uint32_t member, const join_request& r) {
     static constexpr char label[] = "loom-inc-join";
-    uint8_t msg[sizeof label - 1 + nonce_bytes + 12 + join_request_bytes];
+    uint8_t msg[sizeof label - 1 + nonce_bytes + 20 + join_request_bytes];
     uint8_t* at = msg;
     std::memcpy(at, label, sizeof label - 1);
     at += sizeof label - 1;
     std::memcpy(at, nonce.data(), nonce_bytes);
     at += nonce_bytes;
-    for (uint32_t v : {job, comm, member}) {
-        put32(at, v);
-        at += 4;
-    }
+    put64(at, job);
+    put64(at + 8, comm);
+    put32(at + 16, member);
+    at += 20;
     encode_join(r, at);
     return hmac_sha256(ticket, std::span<const uint8_t>(msg, sizeof msg));
 }
 
-size_t join_packet(uint32_t job, uint32_t comm, uint32_t member, const join_request& r,
+size_t join_packet(uint64_t job, uint64_t comm, uint32_t member, const join_request& r,
                    const join_nonce& nonce, std::string_view ticket, uint8_t* out) {
     uint8_t body[signed_join_bytes];
     encode_join(r, body);
@@ -117,7 +118,7 @@ bool await_challenge(drivers::datagram_endpoint& l, double timeout_s, join_nonce
     return true;
 }
 
-size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
+size_t control_packet(packet_kind kind, uint64_t job, uint64_t comm, uint32_t member,
                       std::string_view payload, uint8_t* out, uint32_t seq, uint32_t slot) {
     header h{.kind        = kind,
              .job         = job,
@@ -129,7 +130,7 @@ size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t me
     return encode(h, payload.data(), out);
 }
 
-joiner::joiner(uint32_t job, uint32_t comm, uint32_t member, const join_request& r,
+joiner::joiner(uint64_t job, uint64_t comm, uint32_t member, const join_request& r,
                std::string_view ticket, double resend_s)
     : job_(job), comm_(comm), member_(member), request_(r), ticket_(ticket), resend_s_(resend_s) {}
 
@@ -167,7 +168,7 @@ bool joiner::on_packet(const header& h, const uint8_t* payload) {
     return true;
 }
 
-result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm,
+result<uint32_t> join_node(drivers::datagram_endpoint& l, uint64_t job, uint64_t comm,
                            uint32_t member, const join_request& r, double timeout_s,
                            std::string_view ticket, double resend_s) {
     joiner j(job, comm, member, r, ticket, resend_s);
@@ -208,7 +209,7 @@ result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t
     return j.slots();
 }
 
-void leave_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm, uint32_t member) {
+void leave_node(drivers::datagram_endpoint& l, uint64_t job, uint64_t comm, uint32_t member) {
     uint8_t pkt[header_bytes];
     l.send(pkt, control_packet(packet_kind::leave, job, comm, member, {}, pkt));
 }

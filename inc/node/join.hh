@@ -12,7 +12,8 @@
 //   parent_members  0: the node answers itself; else the node joins its parent as member
 //   parent_index    parent_index of a group of parent_members (the tree's next level)
 // then, from a member holding the job's ticket (ticket.hh), 32 bytes of MAC:
-//   HMAC-SHA-256(ticket, "loom-inc-join" | nonce | job | comm | member | the 24 bytes)
+//   HMAC-SHA-256(ticket, "loom-inc-join" | nonce | job (u64) | comm (u64) | member (u32) |
+//                the 24 bytes)
 // with the nonce of the node's challenge on this link. A node with a key refuses a join
 // without a valid MAC; an --insecure node ignores the MAC.
 // A node answers joined (slot = slots) or nack (seq = the loom_status_t, payload = reason).
@@ -51,11 +52,11 @@ void encode_join(const join_request& r, uint8_t* out);
 /// at its MAC); false for any other length.
 bool decode_join(const uint8_t* p, size_t len, join_request* out, const uint8_t** mac);
 /// The MAC of a join (above).
-digest256 join_mac(std::span<const uint8_t> ticket, const join_nonce& nonce, uint32_t job,
-                   uint32_t comm, uint32_t member, const join_request& r);
+digest256 join_mac(std::span<const uint8_t> ticket, const join_nonce& nonce, uint64_t job,
+                   uint64_t comm, uint32_t member, const join_request& r);
 /// Builds a join packet into `out` (header_bytes + signed_join_bytes at least): signed with
 /// `ticket` over `nonce`, or unsigned when the ticket is empty; returns its length.
-size_t join_packet(uint32_t job, uint32_t comm, uint32_t member, const join_request& r,
+size_t join_packet(uint64_t job, uint64_t comm, uint32_t member, const join_request& r,
                    const join_nonce& nonce, std::string_view ticket, uint8_t* out);
 /// The challenge a node sends a link it accepted; false when `h` is not one.
 bool read_challenge(const header& h, const uint8_t* body, join_nonce* nonce);
@@ -70,7 +71,7 @@ class joiner {
   public:
     enum class state { awaiting_challenge, awaiting_answer, joined, refused };
 
-    joiner(uint32_t job, uint32_t comm, uint32_t member, const join_request& r,
+    joiner(uint64_t job, uint64_t comm, uint32_t member, const join_request& r,
            std::string_view ticket, double resend_s);
     /// Sends the join when it is due: once the challenge came, and again every resend_s.
     void tick(drivers::datagram_sink& out, double now_s);
@@ -83,7 +84,8 @@ class joiner {
     const std::string& reason() const { return reason_; }
 
   private:
-    uint32_t job_, comm_, member_;
+    uint64_t job_, comm_;
+    uint32_t member_;
     join_request request_;
     std::string ticket_;
     double resend_s_;
@@ -99,7 +101,7 @@ class joiner {
 
 /// Builds a control packet (join, leave, stats_query, joined, nack, …) with a byte payload
 /// into `out` (header_bytes + payload.size() bytes); returns its length.
-size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
+size_t control_packet(packet_kind kind, uint64_t job, uint64_t comm, uint32_t member,
                       std::string_view payload, uint8_t* out, uint32_t seq = 0, uint32_t slot = 0);
 
 /// On a new link: waits for the node's challenge, sends a join for (job, comm) as `member`
@@ -107,11 +109,11 @@ size_t control_packet(packet_kind kind, uint32_t job, uint32_t comm, uint32_t me
 /// lossy link) and waits for the answer: the slots granted, or the nack's code and reason,
 /// LOOM_ERR_TIMEOUT, or LOOM_ERR_PEER_FAILURE when the node closed the link. Packets of
 /// other kinds are dropped.
-result<uint32_t> join_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm,
+result<uint32_t> join_node(drivers::datagram_endpoint& l, uint64_t job, uint64_t comm,
                            uint32_t member, const join_request& r, double timeout_s,
                            std::string_view ticket = {}, double resend_s = 0);
 /// Tells the node this member is done with (job, comm).
-void leave_node(drivers::datagram_endpoint& l, uint32_t job, uint32_t comm, uint32_t member);
+void leave_node(drivers::datagram_endpoint& l, uint64_t job, uint64_t comm, uint32_t member);
 /// Connects to a node, asks for its statistics and returns the text.
 result<std::string> query_stats(std::string_view address, double timeout_s);
 

@@ -7,7 +7,7 @@
 
 namespace loom::inc {
 
-void switch_node::send_control(peer& p, packet_kind kind, uint32_t job, uint32_t comm,
+void switch_node::send_control(peer& p, packet_kind kind, uint64_t job, uint64_t comm,
                                uint32_t member, std::string_view body, uint32_t seq,
                                uint32_t slot) {
     body = body.substr(0, max_payload_bytes);

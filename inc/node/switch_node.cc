@@ -10,14 +10,14 @@ namespace loom::inc {
 class switch_node::sink final : public packet_sink {
   public:
     explicit sink(switch_node& n) : node_(n) {}
-    void unicast(uint32_t job, uint32_t comm, uint32_t member, const uint8_t* packet,
+    void unicast(uint64_t job, uint64_t comm, uint32_t member, const uint8_t* packet,
                  size_t len) override {
         group_state* g = node_.find_group(job, comm);
         if (g != nullptr && member < g->members.size() && g->members[member] != nullptr) {
             node_.send(*g->members[member], packet, len);
         }
     }
-    void multicast(uint32_t job, uint32_t comm, const uint8_t* packet, size_t len) override {
+    void multicast(uint64_t job, uint64_t comm, const uint8_t* packet, size_t len) override {
         group_state* g = node_.find_group(job, comm);
         if (g == nullptr) {
             return;
@@ -28,7 +28,7 @@ class switch_node::sink final : public packet_sink {
             }
         }
     }
-    void upstream(uint32_t, uint32_t, const uint8_t* packet, size_t len) override {
+    void upstream(uint64_t, uint64_t, const uint8_t* packet, size_t len) override {
         if (node_.parent_) {
             node_.send(*node_.parent_, packet, len);
         }
@@ -315,7 +315,7 @@ void switch_node::send(peer& p, const uint8_t* packet, size_t len) {
     p.l->send(packet, len);
 }
 
-switch_node::group_state* switch_node::find_group(uint32_t job, uint32_t comm) {
+switch_node::group_state* switch_node::find_group(uint64_t job, uint64_t comm) {
     for (auto& g : groups_) {
         if (g->job == job && g->comm == comm) {
             return g.get();

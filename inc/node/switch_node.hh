@@ -101,7 +101,7 @@ class switch_node {
     };
     enum class up_state { none, pending, joined };
     struct group_state {
-        uint32_t job = 0, comm = 0;
+        uint64_t job = 0, comm = 0;
         join_request req;
         std::vector<peer*> members;  // by member id; null: not joined
         uint32_t joined = 0;
@@ -121,7 +121,7 @@ class switch_node {
     void reap();
     static void add(drivers::datagram_stats& to, const drivers::datagram_stats& s);
     void send(peer& p, const uint8_t* packet, size_t len);
-    group_state* find_group(uint32_t job, uint32_t comm);
+    group_state* find_group(uint64_t job, uint64_t comm);
 
     // Control path (switch_control.cc).
     void on_join(peer& p, const header& h, const uint8_t* body);
@@ -137,7 +137,7 @@ class switch_node {
     void reply_joined(peer& p, const group_state& g, uint32_t member);
     void reply_nack(peer& p, const header& h, const status& why);
     void reply_stats(peer& p);
-    void send_control(peer& p, packet_kind kind, uint32_t job, uint32_t comm, uint32_t member,
+    void send_control(peer& p, packet_kind kind, uint64_t job, uint64_t comm, uint32_t member,
                       std::string_view body, uint32_t seq = 0, uint32_t slot = 0);
 
     switch_config cfg_;

@@ -110,8 +110,8 @@ size_t encode(const header& h, const void* payload, uint8_t* out) {
     out[offsetof(wire_header, op)]      = uint8_t(h.op);
     put16(out + offsetof(wire_header, flags), h.flags);
     put16(out + offsetof(wire_header, root), h.root);
-    put32(out + offsetof(wire_header, job), h.job);
-    put32(out + offsetof(wire_header, comm), h.comm);
+    put64(out + offsetof(wire_header, job), h.job);
+    put64(out + offsetof(wire_header, comm), h.comm);
     put32(out + offsetof(wire_header, seq), h.seq);
     put32(out + offsetof(wire_header, slot), h.slot);
     put64(out + offsetof(wire_header, offset), h.offset);
@@ -156,8 +156,8 @@ parse_error parse(const uint8_t* packet, size_t len, header* out, const uint8_t*
     h.op          = loom_op_t(op);
     h.flags       = get16(packet + offsetof(wire_header, flags));
     h.root        = get16(packet + offsetof(wire_header, root));
-    h.job         = get32(packet + offsetof(wire_header, job));
-    h.comm        = get32(packet + offsetof(wire_header, comm));
+    h.job         = get64(packet + offsetof(wire_header, job));
+    h.comm        = get64(packet + offsetof(wire_header, comm));
     h.seq         = get32(packet + offsetof(wire_header, seq));
     h.slot        = get32(packet + offsetof(wire_header, slot));
     h.offset      = get64(packet + offsetof(wire_header, offset));

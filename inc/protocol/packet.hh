@@ -1,7 +1,7 @@
 // The in-network aggregation protocol: one packet format shared by the endpoints (client)
 // and the aggregation nodes (aggregator, loom-switch, the DPU data plane).
 //
-// A packet is a 48-byte header and, for contributions and results, `count` elements of
+// A packet is a 56-byte header and, for contributions and results, `count` elements of
 // `dtype` (at most max_payload_bytes). On the wire every header field is big-endian
 // (network order), written and read byte by byte by encode()/parse(), so the format does
 // not depend on the host's byte order or struct layout; wire_header below only fixes the
@@ -10,10 +10,11 @@
 // big-endian peer is refused at admission rather than swapped per element on the hot path.
 //
 // Fields
-//   magic 0x4c4d4e43 ("LMNC"); version 1 (a node drops other versions and counts them,
+//   magic 0x4c4d4e43 ("LMNC"); version 2 (a node drops other versions and counts them,
 //   never guesses); kind (contribute, result, ack, …); dtype and op in
-//   loom.h's values; flags; job and communicator ids (a node serves several jobs; slots of
-//   different communicators never mix); seq: the collective's sequence number in the
+//   loom.h's values; flags; job and communicator ids, 64 bits each, hashed from whole
+//   names (ticket.hh: a node serves several jobs and tells them apart by these ids alone;
+//   slots of different communicators never mix); seq: the collective's sequence number in the
 //   communicator; slot: the aggregation slot the chunk goes through; offset: the chunk's
 //   first element in the whole vector; count: its elements; contributor: the sender's rank
 //   in the communicator (the aggregator's bitmap index); checksum: CRC32C of the header
@@ -31,8 +32,8 @@
 namespace loom::inc {
 
 constexpr uint32_t packet_magic    = 0x4c4d4e43u;  // "LMNC"
-constexpr uint8_t packet_version   = 1;
-constexpr size_t header_bytes      = 48;
+constexpr uint8_t packet_version   = 2;
+constexpr size_t header_bytes      = 56;
 constexpr size_t max_payload_bytes = 8192;  // one slot's chunk: 2048 float32
 
 enum class packet_kind : uint8_t {
@@ -75,8 +76,8 @@ struct header {
     loom_op_t op         = LOOM_SUM;
     uint16_t flags       = 0;
     uint16_t root        = 0;  // reduce/broadcast root (flag_to_root / flag_from_root)
-    uint32_t job         = 0;
-    uint32_t comm        = 0;
+    uint64_t job         = 0;
+    uint64_t comm        = 0;
     uint32_t seq         = 0;
     uint32_t slot        = 0;
     uint64_t offset      = 0;  // elements
@@ -93,8 +94,8 @@ struct __attribute__((packed)) wire_header {
     uint8_t op;
     uint8_t flags[2];
     uint8_t root[2];
-    uint8_t job[4];
-    uint8_t comm[4];
+    uint8_t job[8];
+    uint8_t comm[8];
     uint8_t seq[4];
     uint8_t slot[4];
     uint8_t offset[8];
@@ -102,8 +103,9 @@ struct __attribute__((packed)) wire_header {
     uint8_t contributor[4];
     uint8_t checksum[4];
 };
-static_assert(sizeof(wire_header) == header_bytes, "the wire header is 48 bytes");
+static_assert(sizeof(wire_header) == header_bytes, "the wire header is 56 bytes");
 static_assert(offsetof(wire_header, checksum) == header_bytes - 4, "checksum is last");
+static_assert(header_bytes % 8 == 0, "payloads start 8-byte aligned after the header");
 
 /// Why parse() refused a packet (each has a counter on the aggregation node).
 enum class parse_error : uint8_t {

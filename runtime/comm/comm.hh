@@ -172,6 +172,9 @@ struct settings {
     int size = 1;
     std::string transport;  // driver name for drivers::open
     std::string job;
+    // The world communicator's job, which a split keeps (its `job` gets a suffix): the job
+    // an aggregation node charges the communicator's slots to.
+    std::string world_job;
     topology::shape topo           = topology::shape::star(1);
     routing::tie_rule ties         = routing::tie_rule::toward_plus;  // LOOM_ROUTE_TIES
     double timeout_s               = 60;

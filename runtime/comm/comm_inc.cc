@@ -22,13 +22,6 @@
 namespace loom::comm {
 namespace {
 
-// The job a communicator belongs to (its quota at the node): the world's job name, without
-// the ".s<n>c<c>" suffixes of splits.
-std::string root_job(const std::string& job) {
-    size_t dot = job.find(".s");
-    return dot == std::string::npos ? job : job.substr(0, dot);
-}
-
 // "sw0=tcp:…,sw1=shm:…" → address of `id`; empty when absent.
 std::string address_of(const std::string& spec, const std::string& id) {
     size_t at = 0;
@@ -117,7 +110,9 @@ void communicator::open_in_network() {
         return;
     }
     inc_plan p;
-    p.job  = inc::job_id_of(root_job(s.job));
+    // The quota is the world's job's, whole name; a split's own name (its job) tells its
+    // communicator apart.
+    p.job  = inc::job_id_of(s.world_job);
     p.comm = inc::job_id_of(s.job) ^ s.comm_id;
     if (std::string job; !s.inc_ticket.empty()) {
         // The ticket names the node's job (its proof and its quota); the communicator id

@@ -28,7 +28,7 @@ namespace loom::comm {
 /// Where a rank's aggregation node is and what the communicator asks of it.
 struct inc_plan {
     std::string address;  // this rank's (leaf) node
-    uint32_t job = 0, comm = 0;
+    uint64_t job = 0, comm = 0;
     std::string ticket;           // the job's ticket, raw bytes (ticket.hh); empty: unsigned
     uint32_t members        = 1;  // communicator size: contributor ids are ranks
     uint32_t expected       = 1;  // ranks under this rank's node

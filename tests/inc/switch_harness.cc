@@ -219,7 +219,7 @@ status run_step(drivers::datagram_endpoint& l, client& c, const step& s) {
 
 }  // namespace
 
-status run_rank(const std::string& address, uint32_t job, uint32_t comm, uint32_t member,
+status run_rank(const std::string& address, uint64_t job, uint64_t comm, uint32_t member,
                 const join_request& req, const std::vector<step>& steps, std::string_view ticket) {
     auto l = drivers::connect_datagram(address, 5);
     if (!l) {

@@ -64,7 +64,7 @@ struct step {
 /// One rank: connects to `address`, joins (job, comm) as `member` with `req`, runs the
 /// steps in order, leaves. Any failure (including a 10 s deadline) is the status.
 /// `ticket`: the job's ticket bytes (ticket.hh) for a node with a key; empty: unsigned.
-status run_rank(const std::string& address, uint32_t job, uint32_t comm, uint32_t member,
+status run_rank(const std::string& address, uint64_t job, uint64_t comm, uint32_t member,
                 const join_request& req, const std::vector<step>& steps,
                 std::string_view ticket = {});
 

@@ -35,7 +35,7 @@ float float_input(uint32_t r, size_t i) {
 
 // All-reduces int32 and float32 (deterministic) among `ranks` threads; checks both. Returns
 // what went wrong, empty if nothing (cmocka's asserts belong to the main thread).
-std::string allreduce_through(const std::string& address, uint32_t job, uint32_t comm, int base) {
+std::string allreduce_through(const std::string& address, uint64_t job, uint64_t comm, int base) {
     std::vector<std::vector<int32_t>> in(ranks, std::vector<int32_t>(count)),
         out(ranks, std::vector<int32_t>(count));
     std::vector<std::vector<float>> fin(ranks, std::vector<float>(count)),

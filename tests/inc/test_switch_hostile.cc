@@ -61,7 +61,7 @@ struct node_key {
         std::error_code ignored;
         std::filesystem::remove_all(dir, ignored);
     }
-    std::string ticket(uint32_t job) const {
+    std::string ticket(uint64_t job) const {
         digest256 t = job_ticket(
             std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), job);
         return std::string(reinterpret_cast<const char*>(t.data()), t.size());
@@ -93,7 +93,7 @@ size_t open_fds(pid_t pid) {
     return n;
 }
 
-std::vector<uint8_t> forged_contribution(uint32_t job, uint32_t comm, uint32_t seq, uint32_t k,
+std::vector<uint8_t> forged_contribution(uint64_t job, uint64_t comm, uint32_t seq, uint32_t k,
                                          uint32_t member) {
     header h;
     h.kind        = packet_kind::contribute;
@@ -119,7 +119,7 @@ void forger_beside_a_real_job(void**) {
     node_key key;
     switch_proc s = start_switch(
         {"--listen", fresh_address(false), "--key-file", key.path, "--max-bad-per-s", "1000000"});
-    constexpr uint32_t job = 5, comm = 1, calls = 100;
+    constexpr uint64_t job = 5, comm = 1, calls = 100;
     std::atomic<bool> done{false};
     std::atomic<uint64_t> sprayed{0};
     std::thread forger([&] {
@@ -186,7 +186,7 @@ void forger_beside_a_real_job(void**) {
 void joins_without_the_ticket_are_refused(void**) {
     node_key key, other_key;
     switch_proc s = start_switch({"--listen", fresh_address(false), "--key-file", key.path});
-    auto refused  = [&](std::string_view ticket, uint32_t job) {
+    auto refused  = [&](std::string_view ticket, uint64_t job) {
         auto l = drivers::connect_datagram(s.address, 5);
         assert_true(l.is_ok());
         auto r = join_node(**l, job, 1, 0, flat_join(2, 2), 5, ticket);
@@ -306,7 +306,7 @@ void join_bomb_is_refused_and_memory_stays_small(void**) {
     // Many joins, each within the node's limits, until the job's memory is spent.
     int admitted = 0;
     std::vector<std::unique_ptr<drivers::datagram_endpoint>> held;
-    for (uint32_t comm = 100; comm < 164; ++comm) {
+    for (uint64_t comm = 100; comm < 164; ++comm) {
         auto l = drivers::connect_datagram(s.address, 5);
         assert_true(l.is_ok());
         join_request r = flat_join(64, 2);

@@ -19,7 +19,7 @@ namespace {
 constexpr uint32_t ranks = 4;
 constexpr size_t count   = 4000;
 
-std::vector<uint8_t> contribution(uint32_t job, uint32_t comm, uint32_t slot,
+std::vector<uint8_t> contribution(uint64_t job, uint64_t comm, uint32_t slot,
                                   uint32_t contributor) {
     header h;
     h.kind        = packet_kind::contribute;
@@ -44,7 +44,7 @@ void send_garbage(drivers::datagram_endpoint& l) {
     p[0] ^= 0xff;  // magic
     l.send(p.data(), p.size());
     p    = good;
-    p[4] = 2;  // version
+    p[4] = 1;  // the version with 32-bit ids
     l.send(p.data(), p.size());
     l.send(good.data(), 30);  // truncated
     p = good;

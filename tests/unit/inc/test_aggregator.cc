@@ -18,7 +18,7 @@ using namespace loom::inc;
 namespace {
 
 // A one-level group: every rank of the communicator contributes at this node.
-group_config flat(uint32_t job, uint32_t comm, uint32_t members, uint32_t slots,
+group_config flat(uint64_t job, uint64_t comm, uint32_t members, uint32_t slots,
                   bool deterministic) {
     return {.job           = job,
             .comm          = comm,
@@ -30,7 +30,7 @@ group_config flat(uint32_t job, uint32_t comm, uint32_t members, uint32_t slots,
 
 struct sent {
     bool multicast;
-    uint32_t job, comm, rank;
+    uint64_t job, comm, rank;
     header h;
     std::vector<uint8_t> payload;
 };
@@ -38,7 +38,7 @@ struct sent {
 // Parses every packet the aggregator sends: what goes out must itself be well formed.
 struct capture_sink final : packet_sink {
     std::vector<sent> out;
-    void take(bool multicast, uint32_t job, uint32_t comm, uint32_t rank, const uint8_t* p,
+    void take(bool multicast, uint64_t job, uint64_t comm, uint32_t rank, const uint8_t* p,
               size_t len) {
         sent s{multicast, job, comm, rank, {}, {}};
         const uint8_t* payload = nullptr;
@@ -46,16 +46,16 @@ struct capture_sink final : packet_sink {
         s.payload.assign(payload, payload + payload_bytes(s.h));
         out.push_back(std::move(s));
     }
-    void unicast(uint32_t job, uint32_t comm, uint32_t rank, const uint8_t* p,
+    void unicast(uint64_t job, uint64_t comm, uint32_t rank, const uint8_t* p,
                  size_t len) override {
         take(false, job, comm, rank, p, len);
     }
-    void multicast(uint32_t job, uint32_t comm, const uint8_t* p, size_t len) override {
+    void multicast(uint64_t job, uint64_t comm, const uint8_t* p, size_t len) override {
         take(true, job, comm, 0, p, len);
     }
 };
 
-header contribution(uint32_t job, uint32_t comm, uint32_t seq, uint32_t slot, uint64_t offset,
+header contribution(uint64_t job, uint64_t comm, uint32_t seq, uint32_t slot, uint64_t offset,
                     loom_dtype_t dtype, loom_op_t op, uint32_t count, uint32_t rank) {
     return {.kind        = packet_kind::contribute,
             .dtype       = dtype,
@@ -276,11 +276,11 @@ struct tree {
     struct node_sink final : packet_sink {
         tree* t;
         int self;
-        void unicast(uint32_t, uint32_t, uint32_t to, const uint8_t* p, size_t len) override {
+        void unicast(uint64_t, uint64_t, uint32_t to, const uint8_t* p, size_t len) override {
             // A leaf's members are comm ranks; the parent's are the leaves.
             t->push(self == 2 ? int(to) : -1, to, p, len);
         }
-        void multicast(uint32_t, uint32_t, const uint8_t* p, size_t len) override {
+        void multicast(uint64_t, uint64_t, const uint8_t* p, size_t len) override {
             if (self == 2) {
                 t->push(0, 0, p, len);
                 t->push(1, 0, p, len);
@@ -290,7 +290,7 @@ struct tree {
                 t->push(-1, uint32_t(self) * 2 + r, p, len);
             }
         }
-        void upstream(uint32_t, uint32_t, const uint8_t* p, size_t len) override {
+        void upstream(uint64_t, uint64_t, const uint8_t* p, size_t len) override {
             t->push(2, 0, p, len);
         }
     };

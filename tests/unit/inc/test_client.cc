@@ -50,10 +50,10 @@ struct network final : packet_sink {
             q.push_back({to, std::vector<uint8_t>(p, p + len)});
         }
     }
-    void unicast(uint32_t, uint32_t, uint32_t rank, const uint8_t* p, size_t len) override {
+    void unicast(uint64_t, uint64_t, uint32_t rank, const uint8_t* p, size_t len) override {
         put(int(rank), p, len);
     }
-    void multicast(uint32_t, uint32_t, const uint8_t* p, size_t len) override {
+    void multicast(uint64_t, uint64_t, const uint8_t* p, size_t len) override {
         for (uint32_t r = 0; r < members; ++r) {
             put(int(r), p, len);
         }

@@ -41,7 +41,7 @@ arrived challenge(const join_nonce& nonce) {
     return a;
 }
 
-arrived answer(packet_kind kind, uint32_t job, uint32_t comm, uint32_t seq, uint32_t slot,
+arrived answer(packet_kind kind, uint64_t job, uint64_t comm, uint32_t seq, uint32_t slot,
                std::string_view text) {
     arrived a;
     deliver(a, control_packet(kind, job, comm, 0, text, a.bytes.data(), seq, slot));
@@ -91,6 +91,14 @@ void the_join_follows_the_challenge_and_signs_its_nonce(void**) {
     auto key       = std::span(reinterpret_cast<const uint8_t*>(ticket.data()), ticket.size());
     digest256 want = join_mac(key, nonce, 3, 9, 2, request());
     assert_memory_equal(mac, want.data(), mac_bytes);
+    // The MAC covers every bit of the 64-bit ids: ids that differ only in their high
+    // halves (a 32-bit id's collision) sign differently.
+    const uint64_t high = uint64_t(1) << 32;
+    digest256 job_high  = join_mac(key, nonce, 3 + high, 9, 2, request());
+    digest256 comm_high = join_mac(key, nonce, 3, 9 + high, 2, request());
+    assert_memory_not_equal(job_high.data(), want.data(), mac_bytes);
+    assert_memory_not_equal(comm_high.data(), want.data(), mac_bytes);
+    assert_memory_not_equal(job_high.data(), comm_high.data(), mac_bytes);
 
     // Without a ticket the join is unsigned.
     joiner plain(3, 9, 2, request(), {}, 0);

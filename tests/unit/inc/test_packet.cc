@@ -18,8 +18,8 @@ header sample(loom_dtype_t dtype, uint32_t count) {
     h.dtype       = dtype;
     h.op          = LOOM_MAX;
     h.flags       = flag_deterministic | flag_last_chunk;
-    h.job         = 0x01020304;
-    h.comm        = 7;
+    h.job         = 0x0102030405060708ull;  // 64-bit ids: every byte travels
+    h.comm        = 0x1112131415161718ull;
     h.seq         = 0xa0b0c0d0;
     h.slot        = 31;
     h.offset      = 0x0000000500000006ull;
@@ -85,8 +85,16 @@ void header_is_big_endian_at_its_offsets(void**) {
     const uint8_t magic[] = {'L', 'M', 'N', 'C'};
     assert_memory_equal(p.data(), magic, 4);
     assert_int_equal(p[offsetof(wire_header, version)], packet_version);
-    const uint8_t job[] = {1, 2, 3, 4};
-    assert_memory_equal(p.data() + offsetof(wire_header, job), job, 4);
+    // The layout of version 2: 64-bit job and communicator ids after root, the rest after.
+    assert_int_equal(offsetof(wire_header, job), 12);
+    assert_int_equal(offsetof(wire_header, comm), 20);
+    assert_int_equal(offsetof(wire_header, seq), 28);
+    assert_int_equal(offsetof(wire_header, offset), 36);
+    assert_int_equal(header_bytes, 56);
+    const uint8_t job[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    assert_memory_equal(p.data() + offsetof(wire_header, job), job, 8);
+    const uint8_t comm[] = {0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18};
+    assert_memory_equal(p.data() + offsetof(wire_header, comm), comm, 8);
     const uint8_t seq[] = {0xa0, 0xb0, 0xc0, 0xd0};
     assert_memory_equal(p.data() + offsetof(wire_header, seq), seq, 4);
     const uint8_t offset[] = {0, 0, 0, 5, 0, 0, 0, 6};
@@ -127,7 +135,9 @@ void malformed_packets_are_refused_with_their_reason(void**) {
     p[0] = 'X';
     assert_int_equal(int(parse_of(p)), int(parse_error::bad_magic));
     p                                 = good;
-    p[offsetof(wire_header, version)] = 2;
+    p[offsetof(wire_header, version)] = 1;  // the layout with 32-bit ids
+    assert_int_equal(int(parse_of(p)), int(parse_error::bad_version));
+    p[offsetof(wire_header, version)] = 3;
     assert_int_equal(int(parse_of(p)), int(parse_error::bad_version));
     p                              = good;
     p[offsetof(wire_header, kind)] = last_packet_kind + 1;
