@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
@@ -40,6 +41,20 @@ bool is_choice(std::string_view choices, std::string_view value) {
         at = end + 1;
     }
     return false;
+}
+
+// The first item of the comma list `value` that is not one of `choices` ("" for an empty
+// item); nullopt when every item is one.
+std::optional<std::string> first_not_a_choice(std::string_view choices, std::string_view value) {
+    for (size_t at = 0; at <= value.size();) {
+        size_t end            = std::min(value.find(',', at), value.size());
+        std::string_view item = value.substr(at, end - at);
+        if (!is_choice(choices, item)) {
+            return std::string(item);
+        }
+        at = end + 1;
+    }
+    return std::nullopt;
 }
 
 // A markdown cell: `|` would end it, `<x>` would read as an HTML tag.
@@ -82,6 +97,13 @@ status validate(const param& p, std::string_view value) {
         case type::choice:
             valid = is_choice(p.choices, value);
             why   = ": allowed values are " + std::string(p.choices);
+            break;
+        case type::choice_list:
+            if (auto bad = first_not_a_choice(p.choices, value)) {
+                valid = false;
+                why   = ": '" + *bad + "' is not one of " + std::string(p.choices) +
+                      " (a comma list of them)";
+            }
             break;
         case type::string:
             break;
@@ -262,7 +284,7 @@ std::string registry::describe() const {
             out << ", " << p.unit;
         }
         if (!p.choices.empty()) {
-            out << ", one of " << p.choices;
+            out << (p.kind == type::choice_list ? ", a comma list of " : ", one of ") << p.choices;
         }
         out << ")  " << p.description << "\n";
     }
@@ -286,7 +308,8 @@ std::string registry::markdown() const {
             << (p.default_value.empty() ? "—" : "`" + std::string(p.default_value) + "`") << " | "
             << p.unit << " | ";
         if (!p.choices.empty()) {
-            out << "one of `" << cell(p.choices) << "`: ";
+            out << (p.kind == type::choice_list ? "a comma list of `" : "one of `")
+                << cell(p.choices) << "`: ";
         }
         out << cell(p.description) << " |\n";
     }

@@ -29,7 +29,7 @@
 
 namespace loom::params {
 
-enum class type { integer, real, string, boolean, choice };
+enum class type { integer, real, string, boolean, choice, choice_list };
 
 /// Flags of a declaration.
 enum flag : unsigned {
@@ -47,7 +47,7 @@ struct param {
     type kind;
     std::string_view default_value;
     std::string_view unit;     // "s", "bytes", "" ...
-    std::string_view choices;  // for type::choice: "a|b|c"
+    std::string_view choices;  // for type::choice and choice_list: "a|b|c"
     std::string_view description;
     unsigned flags = none;
 
@@ -117,6 +117,15 @@ class choice_param : public handle {
                  std::string_view choices, std::string_view description)
         : handle(owner, param{name, type::choice, default_value, "", choices, description}) {}
     /// One of the declared choices.
+    std::string get() const { return text(); }
+};
+
+class choice_list_param : public handle {
+  public:
+    choice_list_param(component& owner, std::string_view name, std::string_view default_value,
+                      std::string_view choices, std::string_view description)
+        : handle(owner, param{name, type::choice_list, default_value, "", choices, description}) {}
+    /// A comma list of declared choices, each at least once ("a,c").
     std::string get() const { return text(); }
 };
 

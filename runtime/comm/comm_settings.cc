@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/check.hh"
+#include "base/log.hh"
 #include "base/params.hh"
 #include "bootstrap/bootstrap.hh"
 #include "comm/comm.hh"
@@ -181,6 +182,7 @@ status resolve_settings(const loom_config_t* c, settings* s, std::string* addres
     }
     bootstrap::identity id;
     LOOM_CHECK(resolve_identity(c, &id, address));
+    log::set_rank(id.rank);  // a world communicator's rank names this process's log lines
     s->rank      = id.rank;
     s->size      = id.size;
     s->job       = id.job;
