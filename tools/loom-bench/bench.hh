@@ -73,7 +73,7 @@ struct options {
 enum class parse_outcome { run, help, version, fail };
 
 /// Parses argv (argv[0] is the program). On `fail`, *error holds the reason (one line); on
-/// help and version, *error holds the text to print.
+/// help, the text to print. Needs nothing of libloom (the fuzzer links it alone).
 parse_outcome parse_options(int argc, char** argv, options* out, std::string* error);
 
 /// "allreduce", "float" (nccl-tests' type names), "sum" … for the table and the header.

@@ -495,8 +495,10 @@ int main(int argc, char** argv) {
     std::string error;
     switch (parse_options(argc, argv, &o, &error)) {
         case parse_outcome::help:
-        case parse_outcome::version:
             std::fputs(error.c_str(), stdout);
+            return exit_ok;
+        case parse_outcome::version:
+            std::printf("loom-bench %s\nfeatures: %s\n", loom_version(), loom_build_features());
             return exit_ok;
         case parse_outcome::fail:
             std::fprintf(stderr, "loom-bench: %s\n", error.c_str());

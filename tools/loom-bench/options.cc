@@ -368,8 +368,6 @@ parse_outcome parse_options(int argc, char** argv, options* out, std::string* er
         return parse_outcome::fail;
     }
     if (version) {
-        *error = std::string("loom-bench ") + loom_version() +
-                 "\nfeatures: " + loom_build_features() + "\n";
         return parse_outcome::version;
     }
     if (std::string reason = check(t, app, o); !reason.empty()) {
