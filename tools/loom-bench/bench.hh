@@ -237,8 +237,9 @@ void show_progress(std::FILE* to, int done, int total, const char* coll, const s
 void clear_progress(std::FILE* to);
 std::string human_bytes(uint64_t bytes);
 /// Where rank 0's progress line goes under `mode`: stderr when it is a terminal, else the
-/// controlling terminal when one can be opened (a rank under loomrun or mpirun writes to a
-/// pipe, yet the user watches a terminal); null for none.
+/// controlling terminal (a rank under loomrun or mpirun writes to a pipe, yet the user
+/// watches a terminal) when --progress asks or the rank's stdin is a terminal or mpirun
+/// started it; on: stderr when nothing else; null for none.
 std::FILE* progress_stream(progress_mode mode);
 
 // ---- writers.cc -------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench.hh"
+#include "bootstrap/bootstrap_params.hh"
 #include "comm/comm_params.hh"
 
 namespace loom::bench {
@@ -265,10 +266,16 @@ std::FILE* progress_stream(progress_mode mode) {
     if (isatty(STDERR_FILENO) == 1) {
         return stderr;
     }
-    // A launched rank's stderr is a pipe to its launcher (loomrun, mpirun), which passes
-    // whole lines on; the terminal the user started it from is still this session's.
-    if (std::FILE* tty = std::fopen("/dev/tty", "w"); tty != nullptr) {
-        return tty;
+    // A launched rank's stderr is a pipe to its launcher, which passes whole lines on; the
+    // terminal the user started it from is still this session's. Unasked, it is used only
+    // when the user is plainly at it: loomrun hands rank 0 its own stdin (a terminal when
+    // typed at one), mpirun names the rank (OMPI_COMM_WORLD_RANK); a test harness or a
+    // script with its input redirected sees no line on its terminal.
+    bool at_terminal = isatty(STDIN_FILENO) == 1 || bootstrap::params::ompi_rank.is_set();
+    if (mode == progress_mode::on || at_terminal) {
+        if (std::FILE* tty = std::fopen("/dev/tty", "w"); tty != nullptr) {
+            return tty;
+        }
     }
     return mode == progress_mode::on ? stderr : nullptr;
 }
