@@ -297,6 +297,8 @@ refused "--json into a missing folder: refused before the sweep" "--json /nonexi
     -n 2 --transport shm --timeout 60 -- "$BENCH" allreduce --json /nonexistent/x.json
 refused "--plot into a missing folder: refused before the sweep" "--plot /nonexistent/x.png" \
     -n 2 --transport shm --timeout 60 -- "$BENCH" allreduce --plot /nonexistent/x.png
+refused "--csv naming a directory: refused before the sweep" "--csv $tmp: a directory" \
+    -n 2 --transport shm --timeout 60 -- "$BENCH" allreduce --csv "$tmp"
 # One measured line (--outofplace): loom's prediction is drawn beside it.
 bench allreduce -b 8 -e 64K -f 8 -n 2 -w 1 --outofplace --plot "$tmp/p.png"
 if [ "$rc" -eq 0 ] && grep -q -E "^set title 'loom-bench allreduce, N = 4, shm" "$tmp/p.gp" &&

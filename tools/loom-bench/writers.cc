@@ -2,6 +2,7 @@
 // experiment and its rows; also what --baseline reads) and --plot (tools/common's gnuplot
 // writer: the script beside the PNG, then gnuplot). Rank 0 writes them after the sweep, so
 // nothing here runs while timing; check_output_paths runs before it.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +69,10 @@ nlohmann::ordered_json row_json(const row& r) {
 // Whether `path` can be written without writing it: an existing file must be writable, a
 // new one's folder must exist and take new files.
 std::string writable(const char* flag, const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        return std::string(flag) + " " + path + ": a directory, not a file";
+    }
     if (::access(path.c_str(), F_OK) == 0) {
         return ::access(path.c_str(), W_OK) == 0
                    ? ""
