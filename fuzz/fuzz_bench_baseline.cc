@@ -4,8 +4,8 @@
 #include "tools/loom-bench/bench.hh"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    std::vector<loom::bench::baseline_point> points;
+    loom::bench::baseline base;
     (void)loom::bench::parse_baseline(std::string_view(reinterpret_cast<const char*>(data), size),
-                                      "fuzz", &points);
+                                      "fuzz", &base);
     return 0;
 }

@@ -32,14 +32,15 @@ run() {
         exit 1
     fi
 }
-# field NAME COLUMN: a column of rank 0's (single) table row: 7 time (us), 9 busbw (GB/s).
+# field NAME COLUMN: a column of rank 0's (single) table row, nccl-tests' columns: 7 time
+# (us), 9 busbw (GB/s) of the out-of-place half (the one measured here).
 field() {
     awk -v col="$2" '$1 == "[0]" && $2 ~ /^[0-9]+$/ { v = $(col) } END { print v }' \
         "$out_dir/$1.txt"
 }
 
-latency=(-b 8 -e 8 -n 1000 -w 100)
-bandwidth=(-b 64M -e 64M -n 20 -w 3)
+latency=(-b 8 -e 8 -n 1000 -w 100 --outofplace)
+bandwidth=(-b 64M -e 64M -n 20 -w 3 --outofplace)
 start=$SECONDS
 for t in shm tcp; do
     run "lat_n2_$t" 2 "$t" "${latency[@]}"

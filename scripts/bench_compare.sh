@@ -3,7 +3,8 @@
 # their launches interleaved, so that both see the same machine load: loom-bench allreduce
 # and alltoall at N = 2, 4, 8 over shm and tcp, 8 B to 64 MiB (every 4th power of two).
 # Each configuration runs ROUNDS times per build, alternating builds; a point's figure is
-# the best p50 over the rounds. Prints one table row per point: p50 before, after, and
+# the best p50 over the rounds (loom-bench --timing barrier, out of place: the figure every
+# loom-bench has; a build without --timing measures it by default). Prints one table row per point: p50 before, after, and
 # after/before; rows files stay under OUT (default results/compare).
 # Usage: scripts/bench_compare.sh BEFORE_BUILD AFTER_BUILD [ROUNDS]
 set -euo pipefail
@@ -18,8 +19,10 @@ run() {
     local build=$1 tag=$2 n=$3 transport=$4 coll=$5 round=$6
     shift 6
     local json=$out/$tag-$coll-n$n-$transport-$round-from$2.json  # $2: the smallest size
+    local bench=$build/tools/loom-bench/loom-bench timing=()
+    "$bench" --help | grep -q -e '--timing' && timing=(--timing barrier --outofplace)
     if ! LOOM_CALIBRATE=off "$build/tools/loomrun/loomrun" -n "$n" --transport "$transport" \
-        --timeout 300 -- "$build/tools/loom-bench/loom-bench" "$coll" --quiet --json "$json" \
+        --timeout 300 -- "$bench" "$coll" --quiet --json "$json" "${timing[@]}" \
         "$@" >"${json%.json}.txt" 2>&1; then
         echo "failed: $tag $coll N=$n $transport; output in ${json%.json}.txt" >&2
         tail -n 5 "${json%.json}.txt" >&2
@@ -52,6 +55,8 @@ for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
     tag = os.path.basename(path).split("-")[0]
     run = json.load(open(path))
     for row in run["rows"]:
+        if row.get("inplace") or row.get("p50_us") is None:
+            continue
         key = (run["transport"], run["nranks"], row["collective"], row["bytes"])
         cell = best.setdefault(key, {})
         cell[tag] = min(cell.get(tag, float("inf")), row["p50_us"])

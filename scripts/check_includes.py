@@ -65,7 +65,8 @@ ALLOWED = {
     **{c: INC for c in ("inc", "inc/protocol", "inc/aggregator", "inc/client", "inc/tree", "inc/node")},
     "runtime/comm": RUNTIME,
 }
-ALLOWED_TOOL = RUNTIME | {"runtime/include"}
+# tools/common: what the tools share (the size grammar, the gnuplot writer).
+ALLOWED_TOOL = RUNTIME | {"runtime/include", "tools/common"}
 
 
 def component(path):

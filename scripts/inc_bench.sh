@@ -20,14 +20,15 @@ for n in $ranks; do
     for algo in inc ring dbt; do
         "$build/tools/loomrun/loomrun" -n "$n" --switch --transport shm --timeout 600 -- \
             "$build/tools/loom-bench/loom-bench" allreduce -b 8 -e 64M -f 2 -n "$iters" -w 1 \
-            -c --algo "$algo" 2>&1 |
+            -c --outofplace --algo "$algo" 2>&1 |
             awk -v n="$n" -v algo="$algo" '$1 ~ /^\[0\]$/ && $2 ~ /^[0-9]+$/ {
                 print n, algo, $2, $0 }' >>"$out"
     done
 done
 echo "== measured on this machine: all-reduce float32 sum, time per call (µs), rank 0's row"
 echo "   (inc: one loom-switch process; ring, dbt: shm between the ranks)"
-# Rows: N algo size [0] size count type redop root time …: one line per (N, size).
+# Rows: N algo size [0] size count type redop root time …: one line per (N, size); $10 is
+# the out-of-place time, nccl-tests' 6th column.
 sort -k1,1n -k3,3n "$out" | awk '
     function flush() {
         if (key == "") return

@@ -22,7 +22,7 @@ for transport in shm tcp; do
         grep -v "^\[[1-9]" >"$out/calibrate-$transport.txt"
     "$build_dir/tools/loomrun/loomrun" -n "$n" --transport "$transport" --timeout 1800 -- \
         "$build_dir/tools/loom-bench/loom-bench" allreduce -b 8 -e 64M -f 2 -n 20 -w 3 \
-        --algo all --csv "$out/allreduce-$transport-n$n.csv" >"$out/allreduce-$transport-n$n.txt"
+        --timing barrier --outofplace -c 0 --algo all --csv "$out/allreduce-$transport-n$n.csv" >"$out/allreduce-$transport-n$n.txt"
 done
 python3 - "$out" "$n" <<'PY'
 import csv, sys

@@ -1,4 +1,5 @@
-// peers_mpi: times MPI collectives the way loom-bench times loom's, for a side-by-side table.
+// peers_mpi: times MPI collectives the way loom-bench --timing barrier times loom's, for a
+// side-by-side table.
 //
 // Usage: mpirun -np N peers_mpi LIBRARY COLLECTIVE SIZE:ITERS:WARMUP[:BUDGET_S]...
 // LIBRARY only labels the CSV rows (openmpi, mpich, ...); the same source is compiled once

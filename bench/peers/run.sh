@@ -169,7 +169,9 @@ run_loom() {  # LIBRARY TRANSPORT COLL N SPEC...: one loomrun per size (iteratio
     shift 4
     for spec in "$@"; do
         IFS=: read -r b it w _ <<<"$spec"
-        local args=("$coll" -b "$b" -e "$b" -f 2 -n "$it" -w "$w")
+        # The peers' timing (timing.h): a barrier and one call per iteration, out of place,
+        # unchecked: loom-bench --timing barrier --outofplace -c 0.
+        local args=("$coll" -b "$b" -e "$b" -f 2 -n "$it" -w "$w" --timing barrier --outofplace -c 0)
         [ "$loom_csv" -eq 1 ] && args+=(--csv "$tmp/loom.csv")
         rm -f "$tmp/loom.csv"
         run_logged "$lib $coll N=$n $b B" build-peers/tools/loomrun/loomrun -n "$n" \

@@ -1,5 +1,6 @@
-// loom-bench: collective bandwidth and latency under loomrun, modelled on nccl-tests
-// (all_reduce_perf and friends). One job per file: options.cc (command line), calls.cc
+// loom-bench: collective bandwidth and latency under loomrun, its output and flags those of
+// nccl-tests (all_reduce_perf and friends), so their parsers read it. One job per file:
+// options.cc (command line), names.cc (nccl-tests' names), calls.cc
 // (shapes and the calls), check.cc (inputs and -c), measure.cc (the timing method),
 // stats.cc (percentiles), table.cc (what rank 0 prints), writers.cc (--csv, --json,
 // --plot), baseline.cc (--baseline), calibrate.cc (the calibrate subcommand), main.cc (the
@@ -8,9 +9,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loom/loom.h"
@@ -27,44 +30,74 @@ constexpr int exit_slower     = 3;  // --baseline: a point is slower than the to
 // --algo: auto (attr NULL: LOOM_ALGO, else the tuner), one NAME, or every applicable one.
 enum class algo_mode { automatic, named, all };
 
+/// How one point is timed. loop (nccl-tests' way, the default): a barrier, then ITERS calls
+/// back to back between two clock readings, the mean per call on each rank, combined across
+/// ranks as -a says. barrier: ITERS times a barrier and one timed call, an iteration lasting
+/// from the last rank entering to the last rank leaving; time = the median, p99 beside it.
+enum class timing_mode { loop, barrier };
+
+/// -a: how the ranks' loop times become one (nccl-tests' 0/1/2/3).
+enum class averaging { rank0 = 0, mean = 1, min = 2, max = 3 };
+
+/// The progress line: on a terminal only (auto), always, or never.
+enum class progress_mode { automatic, on, off };
+
 struct options {
     loom_collective_t coll = LOOM_ALLREDUCE;
     uint64_t min_bytes     = 8;
     uint64_t max_bytes     = 64ull << 20;
-    uint64_t factor        = 2;
+    uint64_t factor        = 2;  // 1 with -i: sizes grow by step_bytes
+    uint64_t step_bytes    = 0;
     int iters              = 20;
     int warmup             = 5;
-    bool check             = false;
-    loom_dtype_t dtype     = LOOM_FLOAT32;
-    loom_op_t op           = LOOM_SUM;
-    int root               = 0;
-    algo_mode mode         = algo_mode::automatic;
+    bool check             = true;
+    std::vector<loom_dtype_t> dtypes{LOOM_FLOAT32};
+    std::vector<loom_op_t> ops{LOOM_SUM};
+    std::vector<int> roots{0};  // -r all: filled with 0..N-1 once N is known
+    bool all_roots     = false;
+    bool out_of_place  = true;  // the halves measured (--inplace / --outofplace: one)
+    bool in_place      = true;
+    timing_mode timing = timing_mode::loop;
+    averaging average  = averaging::mean;
+    algo_mode mode     = algo_mode::automatic;
     std::string algo;  // mode named: the name
-    bool inplace = false;
-    bool quiet   = false;
+    progress_mode progress = progress_mode::automatic;
     std::string json_path, csv_path, plot_path, baseline_path;
     double tolerance_pct = 10;
+    std::string command_line;  // argv as typed, for --json
     // `loom-bench calibrate [--thorough] [--json FILE]`
     bool calibrate = false;
     bool thorough  = false;
 };
 
-enum class parse_outcome { run, help, fail };
+enum class parse_outcome { run, help, version, fail };
 
-/// Parses argv (argv[0] is the program). On `fail`, *error holds the reason (one line).
+/// Parses argv (argv[0] is the program). On `fail`, *error holds the reason (one line); on
+/// help, the text to print. Needs nothing of libloom (the fuzzer links it alone).
 parse_outcome parse_options(int argc, char** argv, options* out, std::string* error);
 
-/// The usage text printed by --help.
-const char* usage_text();
-
-/// "allreduce", "float32", "sum" … for the table and the header.
+/// "allreduce", "float" (nccl-tests' type names), "sum" … for the table and the header.
 const char* collective_name(loom_collective_t c);
 const char* dtype_name(loom_dtype_t d);
 const char* op_name(loom_op_t op);
 
-/// Whether the primitive takes a reduction operator / a root.
+/// The value `text` names; false when it names none. dtypes take nccl-tests' names (float,
+/// half, …) and loom's (float32, float16, …).
+bool collective_named(std::string_view text, loom_collective_t* out);
+bool dtype_named(std::string_view text, loom_dtype_t* out);
+bool op_named(std::string_view text, loom_op_t* out);
+/// Every dtype and op loom has, in nccl-tests' order (-d all, -o all).
+std::vector<loom_dtype_t> all_dtypes();
+std::vector<loom_op_t> all_ops();
+/// The names allowed, for messages and --help.
+extern const char* const collective_list;
+extern const char* const dtype_list;
+extern const char* const op_list;
+
+/// Whether the primitive takes a reduction operator / a root / has an in-place form.
 bool reduces(loom_collective_t c);
 bool rooted(loom_collective_t c);
+bool has_in_place(loom_collective_t c);
 
 // ---- calls.cc ---------------------------------------------------------------------------
 
@@ -136,7 +169,9 @@ struct row {
     std::string dtype, op;  // op "none" when the primitive does not reduce
     int root       = -1;    // -1 when the primitive has no root (as nccl-tests)
     bool inplace   = false;
-    double mean_us = 0, p50_us = 0, p99_us = 0, algbw = 0, busbw = 0;
+    double time_us = 0;                            // the time column (see timing_mode)
+    double mean_us = 0, p50_us = -1, p99_us = -1;  // p50, p99: < 0 unless timed by barrier
+    double algbw = 0, busbw = 0;
     int64_t wrong       = -1;  // -1: not checked
     double predicted_us = -1;  // < 0: unknown
     double sent_bytes   = -1;  // per rank per call, max over ranks; < 0: unknown
@@ -158,73 +193,112 @@ struct bench_state {
     buffers bufs;
     buffer send, recv;
     std::vector<double> enter, leave, times;  // one per timed iteration, sized once
-    bool progress = false;                    // rank 0 with a terminal on stderr
+    std::FILE* progress = nullptr;            // rank 0: where the progress line goes
 };
 
 // The figures of one measured point, identical on every rank (all come out of allreduces).
 struct measured {
-    summary time;
+    double time_s = 0;  // the time column: loop's mean per call, or barrier's p50
+    summary time;       // barrier: mean, p50, p99 over iterations; loop: mean only
     uint64_t wrong    = 0;
     double sent_bytes = -1;  // per call, max over ranks; < 0 unknown
 };
 
 /// CLOCK_MONOTONIC in seconds.
 double now_s();
-/// Warm-up, the timed loop, the cross-rank reduction and (with -c) one checked call. With
-/// `probe`, a refusal by the first call (the same on every rank: loom checks before sending)
-/// is returned as is, for the caller to skip the algorithm.
-loom_status_t measure(bench_state& s, const shape& sh, const loom_coll_attr_t* attr, bool probe,
-                      measured* out);
+/// Warm-up, the timed calls (s.o.timing says how), the cross-rank reduction and (with -c)
+/// one checked call, for the call `c`. With `probe`, a refusal by the first call (the same
+/// on every rank: loom checks before sending) is returned as is, for the caller to skip the
+/// algorithm.
+loom_status_t measure(bench_state& s, const call_spec& c, const shape& sh,
+                      const loom_coll_attr_t* attr, bool probe, measured* out);
 
 // ---- table.cc ---------------------------------------------------------------------------
 
 struct header_info {
     const options* o;
     int n;
-    double memcpy_gbps;  // 0: not measured
+    double memcpy_gbps;                // 0: not measured
+    std::vector<std::string> devices;  // per rank: "Pid P on HOST"
 };
 void print_header(const header_info& h);
-void print_row(const row& r);
-/// --algo all: p50 per size, one column per algorithm; '*' fastest, '<' the tuner's choice.
+/// One line: the point's out-of-place and in-place halves (either may be null: N/A), then
+/// loom's columns from the first half present.
+void print_row(const row* out_of_place, const row* in_place);
+/// nccl-tests' closing lines: out-of-bounds values, and the bus bandwidth averaged over every
+/// row and both halves.
+void print_trailer(const options& o, const std::vector<row>& rows);
+/// --algo all: time per size, one column per algorithm; '*' fastest, '<' the tuner's choice.
 void print_comparison(const std::vector<row>& rows);
-/// A one-line progress indicator on stderr ("\r[3/12] allreduce ring 1 MiB"); clear_progress
-/// wipes it. Callers decide whether stderr is a terminal.
-void show_progress(int done, int total, const char* coll, const std::string& algo, uint64_t bytes);
-void clear_progress();
+/// A one-line progress indicator ("\r[3/12] allreduce ring 1 MiB") on `to`; clear_progress
+/// wipes it.
+void show_progress(std::FILE* to, int done, int total, const char* coll, const std::string& algo,
+                   uint64_t bytes);
+void clear_progress(std::FILE* to);
 std::string human_bytes(uint64_t bytes);
+/// Where rank 0's progress line goes under `mode`: stderr when it is a terminal, else the
+/// controlling terminal (a rank under loomrun or mpirun writes to a pipe, yet the user
+/// watches a terminal) when --progress asks or the rank's stdin is a terminal or mpirun
+/// started it; on: stderr when nothing else; null for none.
+std::FILE* progress_stream(progress_mode mode);
 
 // ---- writers.cc -------------------------------------------------------------------------
 
-/// The run's context for --json: LOOM_TRANSPORT (or ""), the host, the date.
-struct run_info {
+/// What defines the experiment, recorded by --json and compared by --baseline: two runs
+/// are comparable when every field matches (the sizes, types, ops, roots and halves are per
+/// point, so a grown sweep still compares).
+struct experiment {
     std::string collective;
     int nranks = 0;
-    std::string transport, host, date;
+    std::string transport;  // as resolved: LOOM_TRANSPORT, else self (1 rank) or shm
+    std::string fabric, topology, switch_address, algo_env, progress;  // LOOM_* that shape it
+    std::string loom_version, timing;
+    int iters = 0, warmup = 0, average = 1;
+    bool check = false;
+};
+experiment describe_experiment(const options& o, int n);
+
+/// The run's context for --json: the experiment, the host, the date, the command line.
+struct run_info {
+    experiment exp;
+    std::string host, date, command_line;
 };
 run_info describe_run(const options& o, int n);
 /// Each returns "" on success, else the reason (one line).
 std::string write_csv(const std::string& path, const std::vector<row>& rows);
 std::string write_json(const std::string& path, const run_info& info, const std::vector<row>& rows);
-/// Writes PATH.gp and PATH.dat next to the PNG and runs gnuplot; a missing gnuplot is a
-/// warning (returned in *warning), not an error.
-std::string write_plot(const std::string& png, const std::vector<row>& rows, std::string* warning);
+/// Writes PATH.gp (the script, data inline) next to the PNG and runs gnuplot; a missing
+/// gnuplot is a warning (returned in *warning), not an error.
+std::string write_plot(const std::string& png, const options& o, int n,
+                       const std::vector<row>& rows, std::string* warning);
+/// Whether each output file (--csv, --json, --plot and its .gp) can be written: "" when
+/// all can, else the first reason. Creates nothing that was not there.
+std::string check_output_paths(const options& o);
 
 // ---- baseline.cc ------------------------------------------------------------------------
 
 struct baseline_point {
-    std::string collective, algo;
+    std::string collective, algo, dtype, op;
+    int root     = -1;
+    bool inplace = false;
     uint64_t bytes;
-    double p50_us;
+    double time_us;
+};
+struct baseline {
+    experiment exp;
+    std::vector<baseline_point> points;
 };
 /// Reads a --json file; "" on success, else the reason.
-std::string load_baseline(const std::string& path, std::vector<baseline_point>* out);
+std::string load_baseline(const std::string& path, baseline* out);
 /// The same for the file's text (`path` only names it in the reason).
-std::string parse_baseline(std::string_view text, const std::string& path,
-                           std::vector<baseline_point>* out);
+std::string parse_baseline(std::string_view text, const std::string& path, baseline* out);
+/// "" when this run (`now`, the types and ops it will measure) is the baseline's experiment;
+/// else the reason, naming the first difference.
+std::string baseline_mismatch(const baseline& base, const experiment& now, const options& o);
 /// Prints the comparison (when `print`) and returns exit_slower when a point is slower than
 /// tolerance_pct allows, else exit_ok.
-int compare_baseline(const std::vector<baseline_point>& base, const std::vector<row>& rows,
-                     double tolerance_pct, bool print);
+int compare_baseline(const baseline& base, const std::vector<row>& rows, double tolerance_pct,
+                     bool print);
 
 // ---- calibrate.cc -----------------------------------------------------------------------
 

@@ -2,11 +2,86 @@
 // every result can be predicted exactly and compared element by element (nccl-tests checks
 // against a tolerance; loom's reductions of small integers leave no rounding to tolerate).
 #include <algorithm>
+#include <cstring>
 
 #include "bench.hh"
 
 namespace loom::bench {
 namespace {
+
+// half and bfloat16 as loom stores them: 16 bits, converted through float with one rounding
+// to nearest even, as loom's kernels do after every operation. The patterns' sums stay exact
+// (integers up to 2048 in half, 256 in bfloat16); avg divides in float, then rounds, as loom.
+uint32_t bits_of(float f) {
+    uint32_t x = 0;
+    std::memcpy(&x, &f, sizeof x);
+    return x;
+}
+
+float float_of(uint32_t x) {
+    float f = 0;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+// Normal numbers and zero are all the patterns produce; past the range is infinity.
+uint16_t half_from(float f) {
+    uint32_t x    = bits_of(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int exponent  = static_cast<int>((x >> 23) & 0xffu) - 127 + 15;
+    uint32_t mant = x & 0x7fffffu;
+    if (((x >> 23) & 0xffu) == 0 || exponent <= 0) {
+        return static_cast<uint16_t>(sign);
+    }
+    if (exponent >= 31) {
+        return static_cast<uint16_t>(sign | 0x7c00u);
+    }
+    uint32_t h    = sign | (static_cast<uint32_t>(exponent) << 10) | (mant >> 13);
+    uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) {
+        ++h;  // a carry into the exponent is the right rounding too
+    }
+    return static_cast<uint16_t>(h);
+}
+
+float half_to(uint16_t h) {
+    uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
+    uint32_t e    = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    if (e == 0) {
+        float v = static_cast<float>(mant) * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    if (e == 31) {
+        return float_of(sign | 0x7f800000u | (mant << 13));
+    }
+    return float_of(sign | ((e - 15 + 127) << 23) | (mant << 13));
+}
+
+uint16_t bfloat16_from(float f) {
+    uint32_t x = bits_of(f);
+    return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+float bfloat16_to(uint16_t b) {
+    return float_of(static_cast<uint32_t>(b) << 16);
+}
+
+template <uint16_t (*From)(float), float (*To)(uint16_t)>
+struct float16_like {
+    uint16_t bits  = 0;
+    float16_like() = default;
+    explicit float16_like(int64_t v) : bits(From(static_cast<float>(v))) {}
+    static float16_like of(float f) {
+        float16_like x;
+        x.bits = From(f);
+        return x;
+    }
+    float16_like operator/(float16_like d) const { return of(To(bits) / To(d.bits)); }
+    bool operator==(const float16_like& o) const { return bits == o.bits; }
+};
+using half_t     = float16_like<half_from, half_to>;
+using bfloat16_t = float16_like<bfloat16_from, bfloat16_to>;
 
 // Blocks of a vector of `total` elements over n ranks, as loom cuts them (loom.h).
 struct block {
@@ -151,6 +226,10 @@ auto by_dtype(loom_dtype_t d, A&&... a) {
             return F<uint64_t>::run(a...);
         case LOOM_FLOAT64:
             return F<double>::run(a...);
+        case LOOM_FLOAT16:
+            return F<half_t>::run(a...);
+        case LOOM_BFLOAT16:
+            return F<bfloat16_t>::run(a...);
         default:
             return F<float>::run(a...);
     }

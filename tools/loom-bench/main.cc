@@ -1,11 +1,12 @@
 // loom-bench: how fast loom's collectives run here, printed as nccl-tests prints it.
 //
 // Each rank is one process under loomrun; the communicator comes from the environment
-// (loom_comm_create(NULL)). The sweep plans every size and the algorithms to run at it
-// (loom_comm_explain), measures each point (measure.cc), and rank 0 prints a row per point,
-// then the summary, the --algo all comparison, the files and the --baseline verdict. Before
-// the table, rank 0 prints this machine's memcpy bandwidth, the ceiling the figures sit
-// under.
+// (loom_comm_create(NULL)). The sweep plans every type, op, root and size and the algorithms
+// to run at each (loom_comm_explain), measures each point out of place and in place
+// (measure.cc), and rank 0 prints a row per point, then the trailer, the --algo all
+// comparison, the files and the --baseline verdict. Outputs and the baseline are checked
+// before anything is measured. Before the table, rank 0 prints this machine's memcpy
+// bandwidth, the ceiling the figures sit under.
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,13 +102,14 @@ struct explained {
     loom_explain_t ex{};
 };
 
-explained explain(const bench_state& s, const shape& sh, const loom_coll_attr_t* attr) {
+explained explain(const bench_state& s, const call_spec& c, const shape& sh,
+                  const loom_coll_attr_t* attr) {
     explained e;
     e.ex.struct_size = sizeof e.ex;
     // sendrecv has no root: explain's root argument is the peer this rank sends to.
-    int root = s.spec.coll == LOOM_SENDRECV ? send_peer(s.spec) : s.spec.root;
-    e.ok     = loom_comm_explain(s.comm, s.spec.coll, sh.count, s.spec.dtype, s.spec.op, root, attr,
-                                 &e.ex, nullptr, 0) == LOOM_SUCCESS;
+    int root = c.coll == LOOM_SENDRECV ? send_peer(c) : c.root;
+    e.ok = loom_comm_explain(s.comm, c.coll, sh.count, c.dtype, c.op, root, attr, &e.ex, nullptr,
+                             0) == LOOM_SUCCESS;
     return e;
 }
 
@@ -120,8 +122,9 @@ int call_failed(loom_status_t st) {
 }
 
 // The algorithms to run at one size, and the tuner's choice ("" when loom cannot say).
-std::vector<candidate> candidates_for(const bench_state& s, const shape& sh, std::string* choice) {
-    explained dflt = explain(s, sh, nullptr);
+std::vector<candidate> candidates_for(const bench_state& s, const call_spec& c, const shape& sh,
+                                      std::string* choice) {
+    explained dflt = explain(s, c, sh, nullptr);
     *choice        = dflt.ok ? dflt.ex.algorithm : "";
     switch (s.o.mode) {
         case algo_mode::automatic:
@@ -141,57 +144,112 @@ std::vector<candidate> candidates_for(const bench_state& s, const shape& sh, std
         }
         return out;
     }
-    for (std::string& name : catalogue_names(s.spec.coll)) {
+    for (std::string& name : catalogue_names(c.coll)) {
         out.push_back(candidate{std::move(name), true, -1});
     }
     return out;
 }
 
-row make_row(const bench_state& s, const shape& sh, const measured& m) {
-    const options& o = s.o;
+row make_row(const bench_state& s, const call_spec& c, const shape& sh, const measured& m) {
     row r;
-    r.collective = collective_name(o.coll);
-    r.nranks     = s.spec.n;
-    r.bytes      = sh.total * s.spec.elem;
+    r.collective = collective_name(c.coll);
+    r.nranks     = c.n;
+    r.bytes      = sh.total * c.elem;
     r.count      = sh.total;
-    r.dtype      = dtype_name(o.dtype);
-    r.op         = reduces(o.coll) ? op_name(o.op) : "none";
-    r.root       = rooted(o.coll) ? o.root : -1;
-    r.inplace    = o.inplace;
+    r.dtype      = dtype_name(c.dtype);
+    r.op         = reduces(c.coll) ? op_name(c.op) : "none";
+    r.root       = rooted(c.coll) ? c.root : -1;
+    r.inplace    = c.inplace;
+    r.time_us    = m.time_s * 1e6;
     r.mean_us    = m.time.mean * 1e6;
-    r.p50_us     = m.time.p50 * 1e6;
-    r.p99_us     = m.time.p99 * 1e6;
-    r.algbw      = m.time.p50 > 0 ? static_cast<double>(r.bytes) / m.time.p50 / 1e9 : 0;
-    r.busbw      = r.algbw * busbw_factor(o.coll, s.spec.n);
-    r.wrong      = o.check ? static_cast<int64_t>(m.wrong) : -1;
+    r.p50_us     = m.time.p50 < 0 ? -1 : m.time.p50 * 1e6;
+    r.p99_us     = m.time.p99 < 0 ? -1 : m.time.p99 * 1e6;
+    r.algbw      = m.time_s > 0 ? static_cast<double>(r.bytes) / m.time_s / 1e9 : 0;
+    r.busbw      = r.algbw * busbw_factor(c.coll, c.n);
+    r.wrong      = s.o.check ? static_cast<int64_t>(m.wrong) : -1;
     r.sent_bytes = m.sent_bytes;
     return r;
 }
 
-// One size of the sweep and what runs at it, planned before anything is timed (explain is
-// local), so that the progress line knows the total.
+// One size of one call (type, op, root) and what runs at it, planned before anything is
+// timed (explain is local), so that the progress line knows the total.
 struct step {
+    call_spec call;
     shape sh;
     std::string choice;  // the tuner's choice; "" when loom cannot say
     std::vector<candidate> algos;
 };
 
+// The sizes of the sweep: multiplied by -f, or grown by -i.
+std::vector<uint64_t> sizes_of(const options& o) {
+    std::vector<uint64_t> sizes;
+    for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes;) {
+        sizes.push_back(bytes);
+        uint64_t room = o.max_bytes - bytes;
+        if (o.factor > 1 ? o.max_bytes / o.factor < bytes : room < o.step_bytes) {
+            break;  // the next size would pass -e (or overflow)
+        }
+        bytes = o.factor > 1 ? bytes * o.factor : bytes + o.step_bytes;
+    }
+    return sizes;
+}
+
+// nccl-tests' order: per type, per op, per root, every size.
 std::vector<step> plan(const bench_state& s) {
     const options& o = s.o;
     std::vector<step> steps;
-    for (uint64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
-        step st;
-        st.sh    = shape_for(s.spec, bytes);
-        st.algos = candidates_for(s, st.sh, &st.choice);
-        steps.push_back(std::move(st));
-        if (o.max_bytes / o.factor < bytes) {
-            break;  // the next size would pass -e (or overflow)
+    for (loom_dtype_t d : o.dtypes) {
+        for (loom_op_t op : o.ops) {
+            for (int root : o.roots) {
+                call_spec c = s.spec;
+                c.dtype     = d;
+                c.op        = op;
+                c.root      = root < 0 ? 0 : root;
+                c.elem      = loom_dtype_size(d);
+                for (uint64_t bytes : sizes_of(o)) {
+                    step st;
+                    st.call  = c;
+                    st.sh    = shape_for(c, bytes);
+                    st.algos = candidates_for(s, c, st.sh, &st.choice);
+                    steps.push_back(std::move(st));
+                }
+            }
         }
     }
     return steps;
 }
 
-// The sweep: every size, every algorithm of that size. Rows go to *rows; returns an exit code.
+// One half of one point: measured, explained, made a row. *skip when the catalogue probe
+// found the algorithm not for this call.
+loom_status_t measure_half(bench_state& s, const step& p, const candidate& k, bool in_place,
+                           row* out, bool* skip) {
+    loom_coll_attr_t attr{};
+    const loom_coll_attr_t* attr_ptr = nullptr;
+    if (!k.name.empty()) {
+        loom_coll_attr_init(&attr);
+        attr.algorithm = k.name.c_str();
+        attr_ptr       = &attr;
+    }
+    call_spec c = p.call;
+    c.inplace   = in_place;
+    measured m;
+    loom_status_t st = measure(s, c, p.sh, attr_ptr, k.probe, &m);
+    *skip = k.probe && (st == LOOM_ERR_NOT_APPLICABLE || st == LOOM_ERR_INVALID_ARGUMENT);
+    if (st != LOOM_SUCCESS) {
+        return st;
+    }
+    *out              = make_row(s, c, p.sh, m);
+    explained e       = explain(s, c, p.sh, attr_ptr);
+    out->algo         = e.ok ? std::string(e.ex.algorithm) : k.name;
+    out->predicted_us = e.ok                 ? e.ex.predicted_s * 1e6
+                        : k.predicted_s >= 0 ? k.predicted_s * 1e6
+                                             : -1;
+    out->tuner_choice = p.choice.empty() ? -1 : out->algo == p.choice ? 1 : 0;
+    return st;
+}
+
+// The sweep: every step, every algorithm of it, both halves. Rows go to *rows; returns an
+// exit code.
 int sweep(bench_state& s, std::vector<row>* rows) {
     const options& o        = s.o;
     std::vector<step> steps = plan(s);
@@ -201,65 +259,56 @@ int sweep(bench_state& s, std::vector<row>* rows) {
     }
     for (const step& p : steps) {
         for (const candidate& k : p.algos) {
-            loom_coll_attr_t attr{};
-            const loom_coll_attr_t* attr_ptr = nullptr;
-            if (!k.name.empty()) {
-                loom_coll_attr_init(&attr);
-                attr.algorithm = k.name.c_str();
-                attr_ptr       = &attr;
+            if (s.progress != nullptr) {
+                show_progress(s.progress, ++done, total, collective_name(o.coll), k.name,
+                              p.sh.total * p.call.elem);
             }
-            if (s.progress) {
-                show_progress(++done, total, collective_name(o.coll), k.name,
-                              p.sh.total * s.spec.elem);
-            }
-            measured m;
-            loom_status_t st = measure(s, p.sh, attr_ptr, k.probe, &m);
-            if (k.probe && (st == LOOM_ERR_NOT_APPLICABLE || st == LOOM_ERR_INVALID_ARGUMENT)) {
-                continue;  // not for this call (the catalogue fallback)
-            }
-            if (st != LOOM_SUCCESS) {
-                if (s.progress) {
-                    clear_progress();
+            row halves[2];
+            bool measured_half[2] = {false, false}, skip = false;
+            for (int h = 0; h < 2 && !skip; ++h) {
+                bool in_place = h == 1;
+                if (!(in_place ? o.in_place : o.out_of_place)) {
+                    continue;
                 }
-                return call_failed(st);
+                loom_status_t st = measure_half(s, p, k, in_place, &halves[h], &skip);
+                if (skip) {
+                    break;  // not for this call (the catalogue fallback)
+                }
+                if (st != LOOM_SUCCESS) {
+                    if (s.progress != nullptr) {
+                        clear_progress(s.progress);
+                    }
+                    return call_failed(st);
+                }
+                measured_half[h] = true;
             }
-            row r          = make_row(s, p.sh, m);
-            explained e    = explain(s, p.sh, attr_ptr);
-            r.algo         = e.ok ? std::string(e.ex.algorithm) : k.name;
-            r.predicted_us = e.ok                 ? e.ex.predicted_s * 1e6
-                             : k.predicted_s >= 0 ? k.predicted_s * 1e6
-                                                  : -1;
-            r.tuner_choice = p.choice.empty() ? -1 : r.algo == p.choice ? 1 : 0;
+            if (skip) {
+                continue;
+            }
             if (s.spec.rank == 0) {
-                if (s.progress) {
-                    clear_progress();
+                if (s.progress != nullptr) {
+                    clear_progress(s.progress);
                 }
-                print_row(r);
+                print_row(measured_half[0] ? &halves[0] : nullptr,
+                          measured_half[1] ? &halves[1] : nullptr);
             }
-            rows->push_back(std::move(r));
+            for (int h = 0; h < 2; ++h) {
+                if (measured_half[h]) {
+                    rows->push_back(std::move(halves[h]));
+                }
+            }
         }
     }
-    if (s.progress) {
-        clear_progress();
+    if (s.progress != nullptr) {
+        clear_progress(s.progress);
     }
     return exit_ok;
 }
 
-// Rank 0's epilogue: the summary, the comparison, the files. Returns an exit code.
+// Rank 0's epilogue: the trailer, the comparison, the files. Returns an exit code.
 int report(const bench_state& s, const std::vector<row>& rows) {
-    const options& o     = s.o;
-    uint64_t total_wrong = 0;
-    double busbw_sum     = 0;
-    for (const row& r : rows) {
-        total_wrong += r.wrong > 0 ? static_cast<uint64_t>(r.wrong) : 0;
-        busbw_sum += r.busbw;
-    }
-    std::printf("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(total_wrong),
-                !o.check           ? "(not checked)"
-                : total_wrong == 0 ? "OK"
-                                   : "FAILED");
-    std::printf("# Avg bus bandwidth    : %.3f GB/s\n",
-                rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
+    const options& o = s.o;
+    print_trailer(o, rows);
     if (o.mode == algo_mode::all) {
         print_comparison(rows);
     }
@@ -279,7 +328,7 @@ int report(const bench_state& s, const std::vector<row>& rows) {
     }
     if (!o.plot_path.empty()) {
         std::string warning;
-        wrote(write_plot(o.plot_path, rows, &warning));
+        wrote(write_plot(o.plot_path, o, s.spec.n, rows, &warning));
         if (!warning.empty()) {
             std::fprintf(stderr, "loom-bench: warning: %s\n", warning.c_str());
         }
@@ -287,46 +336,94 @@ int report(const bench_state& s, const std::vector<row>& rows) {
     return code;
 }
 
-int run(const options& o) {
+// Every rank's "Pid P on HOST", gathered for rank 0's device lines (nccl-tests' "Using
+// devices"); empty when the gather fails (the header then has none).
+std::vector<std::string> gather_devices(const bench_state& s) {
+    constexpr size_t width = 96;
+    std::string mine(width, '\0');
+    char host[64] = {};
+    gethostname(host, sizeof host - 1);
+    std::snprintf(mine.data(), width, "Pid %6d on %10s", static_cast<int>(getpid()), host);
+    std::vector<char> all(width * static_cast<size_t>(s.spec.n));
+    std::memcpy(all.data() + width * static_cast<size_t>(s.spec.rank), mine.data(), width);
+    char* block = all.data() + width * static_cast<size_t>(s.spec.rank);
+    if (loom_allgather(s.comm, block, all.data(), all.size(), LOOM_UINT8, nullptr, nullptr) !=
+        LOOM_SUCCESS) {
+        return {};
+    }
+    std::vector<std::string> out;
+    for (int r = 0; r < s.spec.n; ++r) {
+        out.emplace_back(all.data() + width * static_cast<size_t>(r));
+    }
+    return out;
+}
+
+// What is wrong with this run now that N is known ("" when nothing): a root past N, a
+// sendrecv of one rank, an output file that cannot be written, a baseline of another
+// experiment. Rank 0 decides (the outputs are its); every rank learns the verdict.
+std::string refusal(const bench_state& s, const baseline* base) {
+    const options& o   = s.o;
+    const call_spec& c = s.spec;
+    std::string bad;
+    for (int root : o.roots) {
+        if (rooted(o.coll) && root >= c.n && bad.empty()) {
+            bad = "-r " + std::to_string(root) + ": the root must be in 0.." +
+                  std::to_string(c.n - 1);
+        }
+    }
+    if (bad.empty() && o.coll == LOOM_SENDRECV && c.n < 2) {
+        bad = "sendrecv needs at least 2 ranks (a rank does not send to itself)";
+    }
+    if (bad.empty() && c.rank == 0) {
+        bad = check_output_paths(o);
+    }
+    if (bad.empty() && base != nullptr) {
+        bad = baseline_mismatch(*base, describe_experiment(o, c.n), o);
+    }
+    int verdict = bad.empty() ? 0 : 1, any = 0;
+    if (loom_allreduce(s.comm, &verdict, &any, 1, LOOM_INT32, LOOM_MAX, nullptr, nullptr) !=
+        LOOM_SUCCESS) {
+        return bad.empty() ? std::string("cannot agree on the run: ") + loom_last_error_message()
+                           : bad;
+    }
+    return any != 0 && bad.empty() ? "refused by rank 0" : bad;
+}
+
+int run(options o) {
     // A bad baseline file is a bad argument: found before any rank starts measuring.
-    std::vector<baseline_point> baseline;
+    baseline base;
     if (!o.baseline_path.empty()) {
-        if (std::string error = load_baseline(o.baseline_path, &baseline); !error.empty()) {
+        if (std::string error = load_baseline(o.baseline_path, &base); !error.empty()) {
             std::fprintf(stderr, "loom-bench: %s\n", error.c_str());
             return exit_bad_args;
         }
     }
     double memcpy = likely_rank0() ? memcpy_gbps() : 0;
     bench_state s;
-    s.o = o;
     if (loom_status_t st = loom_comm_create(nullptr, &s.comm); st != LOOM_SUCCESS) {
         std::fprintf(stderr, "loom-bench: loom_comm_create: %s\n", loom_last_error_message());
         return st == LOOM_ERR_INVALID_ARGUMENT ? exit_bad_args : exit_failed;
     }
     call_spec& c = s.spec;
     c.coll       = o.coll;
-    c.dtype      = o.dtype;
-    c.op         = o.op;
-    c.root       = o.root;
-    c.inplace    = o.inplace;
     c.rank       = loom_comm_rank(s.comm);
     c.n          = loom_comm_size(s.comm);
-    c.elem       = loom_dtype_size(o.dtype);
-    std::string bad;
-    if (rooted(o.coll) && o.root >= c.n) {
-        bad =
-            "-r " + std::to_string(o.root) + ": the root must be in 0.." + std::to_string(c.n - 1);
-    } else if (o.coll == LOOM_SENDRECV && c.n < 2) {
-        bad = "sendrecv needs at least 2 ranks (a rank does not send to itself)";
+    if (o.all_roots) {
+        o.roots.clear();
+        for (int r = 0; r < c.n; ++r) {
+            o.roots.push_back(r);
+        }
     }
-    if (!bad.empty()) {
+    s.o = o;
+    if (std::string bad = refusal(s, o.baseline_path.empty() ? nullptr : &base); !bad.empty()) {
         if (c.rank == 0) {
             std::fprintf(stderr, "loom-bench: %s\n", bad.c_str());
         }
+        loom_barrier(s.comm, nullptr, nullptr);  // rank 0's line first: loomrun ends the job
         loom_comm_destroy(s.comm);
         return exit_bad_args;
     }
-    s.bufs.bytes = static_cast<size_t>(o.max_bytes / c.elem * c.elem);
+    s.bufs.bytes = static_cast<size_t>(o.max_bytes / 8 * 8 + 8);
     s.send       = allocate(s.bufs.bytes);
     s.recv       = allocate(s.bufs.bytes);
     s.bufs.send  = s.send.get();
@@ -334,7 +431,7 @@ int run(const options& o) {
     s.enter.resize(static_cast<size_t>(o.iters));
     s.leave.resize(static_cast<size_t>(o.iters));
     s.times.reserve(static_cast<size_t>(o.iters));
-    s.progress = c.rank == 0 && !o.quiet && isatty(STDERR_FILENO) == 1;
+    s.progress = c.rank == 0 ? progress_stream(o.progress) : nullptr;
     if (!s.send || !s.recv) {
         std::fprintf(stderr, "loom-bench: rank %d: cannot allocate 2 x %zu bytes\n", c.rank,
                      s.bufs.bytes);
@@ -342,8 +439,9 @@ int run(const options& o) {
         loom_comm_destroy(s.comm);
         return exit_failed;
     }
+    std::vector<std::string> devices = gather_devices(s);
     if (c.rank == 0) {
-        print_header({&o, c.n, memcpy});
+        print_header({&o, c.n, memcpy, devices});
     }
 
     // Settle before the first size: right after start-up the kernel often has the ranks
@@ -360,6 +458,9 @@ int run(const options& o) {
     }
     std::vector<row> rows;
     int code = sweep(s, &rows);
+    if (s.progress != nullptr && s.progress != stderr) {
+        std::fclose(s.progress);
+    }
     if (code != exit_ok) {
         loom_comm_abort(s.comm, "loom-bench: a call failed");
         loom_comm_destroy(s.comm);
@@ -376,7 +477,7 @@ int run(const options& o) {
     // Every rank holds the same rows (the times are allreduced), so every rank reaches the
     // same verdict; rank 0 prints it.
     if (code == exit_ok && !o.baseline_path.empty()) {
-        code = compare_baseline(baseline, rows, o.tolerance_pct, c.rank == 0);
+        code = compare_baseline(base, rows, o.tolerance_pct, c.rank == 0);
     }
     // The other ranks wait for rank 0's report: loomrun ends the job at the first non-zero
     // exit, which would otherwise cut rank 0 short before it has printed why.
@@ -394,7 +495,10 @@ int main(int argc, char** argv) {
     std::string error;
     switch (parse_options(argc, argv, &o, &error)) {
         case parse_outcome::help:
-            std::fputs(usage_text(), stdout);
+            std::fputs(error.c_str(), stdout);
+            return exit_ok;
+        case parse_outcome::version:
+            std::printf("loom-bench %s\nfeatures: %s\n", loom_version(), loom_build_features());
             return exit_ok;
         case parse_outcome::fail:
             std::fprintf(stderr, "loom-bench: %s\n", error.c_str());

@@ -1,94 +1,54 @@
-// loom-bench's command line, nccl-tests style: `loom-bench COLLECTIVE [flags]`. Hand-rolled
-// (a dozen flags) so that every kind of bad input gets one line saying what is allowed.
+// loom-bench's command line, nccl-tests' flags: `loom-bench COLLECTIVE [flags]`. CLI11
+// splits it (as in loom-sim, loomrun and loom-switch); every value is kept as text and
+// checked here, so each kind of bad input gets one line saying what is allowed.
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <string_view>
 
 #include "bench.hh"
+#include "tools/common/size_grammar.hh"
 
 namespace loom::bench {
 namespace {
 
-template <class T>
-struct named {
-    const char* name;
-    T value;
-};
-
-// The name of `value` in `table`, "?" when it has none.
-template <class T, size_t N>
-const char* name_in(const named<T> (&table)[N], T value) {
-    for (const auto& n : table) {
-        if (n.value == value) {
-            return n.name;
-        }
-    }
-    return "?";
-}
-
-// The value `text` names in `table`; false when it names none.
-template <class T, size_t N>
-bool find_in(const named<T> (&table)[N], std::string_view text, T* out) {
-    for (const auto& n : table) {
-        if (text == n.name) {
-            *out = n.value;
-            return true;
-        }
-    }
-    return false;
-}
-
-constexpr named<loom_collective_t> collectives[] = {
-    {"allreduce", LOOM_ALLREDUCE}, {"broadcast", LOOM_BROADCAST},
-    {"reduce", LOOM_REDUCE},       {"reduce_scatter", LOOM_REDUCE_SCATTER},
-    {"allgather", LOOM_ALLGATHER}, {"alltoall", LOOM_ALLTOALL},
-    {"sendrecv", LOOM_SENDRECV},
-};
-constexpr const char* collective_list =
-    "allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall, sendrecv; or calibrate";
-
-// The types whose inputs -c can fill with small integers and check exactly.
-constexpr named<loom_dtype_t> dtypes[] = {
-    {"float32", LOOM_FLOAT32}, {"float64", LOOM_FLOAT64}, {"int8", LOOM_INT8},
-    {"uint8", LOOM_UINT8},     {"int32", LOOM_INT32},     {"uint32", LOOM_UINT32},
-    {"int64", LOOM_INT64},     {"uint64", LOOM_UINT64},
-};
-constexpr const char* dtype_list = "float32, float64, int8, uint8, int32, uint32, int64, uint64";
-
-constexpr named<loom_op_t> ops[] = {
-    {"sum", LOOM_SUM}, {"prod", LOOM_PROD}, {"min", LOOM_MIN}, {"max", LOOM_MAX}, {"avg", LOOM_AVG},
-};
-constexpr const char* op_list = "sum, prod, min, max, avg";
-
 constexpr uint64_t max_size = 1ull << 40;  // 1 TiB: far beyond memory, short of overflow
 
-// "8", "64K", "64M", "1G" (binary multiples, as nccl-tests). No sign, no fraction.
-bool parse_size(std::string_view text, uint64_t* out) {
-    size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
-        ++digits;
-    }
-    if (digits == 0 || digits > 15) {
-        return false;
-    }
-    uint64_t value        = std::strtoull(std::string(text.substr(0, digits)).c_str(), nullptr, 10);
-    std::string_view unit = text.substr(digits);
-    int shift             = 0;
-    if (!unit.empty()) {
-        constexpr std::string_view units = "KMGkmg";  // 2^10, 2^20, 2^30 in either case
-        size_t k = unit.size() == 1 ? units.find(unit[0]) : std::string_view::npos;
-        if (k == std::string_view::npos) {
-            return false;
-        }
-        shift = 10 * static_cast<int>(k % 3 + 1);
-    }
-    if (value > (max_size >> shift)) {
-        return false;
-    }
-    *out = value << shift;
-    return true;
+std::string footer_text() {
+    return std::string(
+               "Usage: loomrun -n N [--transport shm|tcp] -- loom-bench COLLECTIVE [flags]\n"
+               "       loomrun -n N -- loom-bench calibrate [--thorough] [--json FILE]\n"
+               "Collectives: allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall,\n"
+               "sendrecv (rank r sends to r+1 and receives from r-1, modulo N).\n"
+               "Output: nccl-tests' header and 13 columns (size count type redop root, then time "
+               "algbw\n"
+               "busbw #wrong out of place and in place), then loom's: algo, pred (loom's "
+               "predicted\n"
+               "time), p99 (--timing barrier) and sent (bytes a rank handed its transport per "
+               "call, the\n"
+               "maximum over ranks); '-' or N/A where there is none. The trailer: out-of-bounds "
+               "values\n"
+               "and the bus bandwidth averaged over every row and both halves, as nccl-tests.\n"
+               "Sizes are bytes of the per-rank buffer (SIZE: ") +
+           tools::size_grammar_help +
+           "); reduce_scatter, allgather and alltoall round the element count down to a multiple\n"
+           "of N. busbw = algbw x 2(N-1)/N (allreduce), (N-1)/N (reduce_scatter, allgather,\n"
+           "alltoall), 1 (broadcast, reduce, sendrecv). GB/s is 10^9 bytes per second.\n"
+           "nccl-tests flags that do not apply: -t (threads: one rank per process here), -g "
+           "(GPUs:\n"
+           "loom runs on CPUs; -g 1 is accepted), -G (CUDA graphs; -G 0 accepted), -m above 1 "
+           "(loom\n"
+           "has no grouped calls), -p (parallel init), -C (report cputime: the time is wall "
+           "time).\n"
+           "Exit status: 0 ok; 1 a call failed or -c found wrong elements; 2 bad arguments (or a\n"
+           "--baseline of another experiment); 3 --baseline found a slower point.";
 }
+
+// Every flag's text as typed; checked after CLI11 has split the line.
+struct flag_text {
+    std::string collective, b = "8", e = "64M", f, i, n, w, c, d = "float", o = "sum", r, m, a, z,
+                            t, g, graph, algo, timing, tolerance;
+    bool inplace = false, outofplace = false, progress = false, no_progress = false;
+};
 
 bool parse_int(std::string_view text, long lo, long hi, long* out) {
     if (text.empty() || text.size() > 18) {
@@ -105,96 +65,278 @@ bool parse_int(std::string_view text, long lo, long hi, long* out) {
     return true;
 }
 
-}  // namespace
-
-const char* usage_text() {
-    return "Usage: loomrun -n N [--transport shm|tcp] -- loom-bench COLLECTIVE [flags]\n"
-           "       loomrun -n N -- loom-bench calibrate [--thorough] [--json FILE]\n"
-           "Measures a loom collective as nccl-tests does. For each size: warm-up calls, then\n"
-           "ITERS times a barrier and one timed call; an iteration lasts from the last rank\n"
-           "entering the call to the last rank leaving it (CLOCK_MONOTONIC, shared by the\n"
-           "ranks of one host); time = the median (p50) over iterations.\n"
-           "Collectives: allreduce, broadcast, reduce, reduce_scatter, allgather, alltoall,\n"
-           "sendrecv (rank r sends to r+1 and receives from r-1, modulo N)\n"
-           "  -b, --minbytes SIZE      smallest size (default 8); K, M, G = 2^10, 2^20, 2^30\n"
-           "  -e, --maxbytes SIZE      largest size (default 64M)\n"
-           "  -f, --stepfactor F       multiply the size by F (integer >= 2, default 2)\n"
-           "  -n, --iters N            timed calls per size (default 20)\n"
-           "  -w, --warmup_iters N     untimed calls per size first (default 5)\n"
-           "  -c, --check [0|1]        check every result exactly; #wrong counts bad elements\n"
-           "  -d, --dtype TYPE         float32 (default), float64, int8, uint8, int32, uint32,\n"
-           "                           int64, uint64\n"
-           "  -o, --op OP              sum (default), prod, min, max, avg\n"
-           "  -r, --root R             root of broadcast and reduce (default 0)\n"
-           "      --algo auto|NAME|all auto (default): LOOM_ALGO, else the tuner; NAME: that\n"
-           "                           algorithm; all: every applicable one, then a table\n"
-           "      --inplace            run in place (loom.h: sendbuf == recvbuf; allgather:\n"
-           "                           sendbuf = recvbuf + this rank's block); not sendrecv\n"
-           "      --csv FILE           one row per measured point (rank 0 writes)\n"
-           "      --json FILE          the run and its rows as JSON (also a --baseline file)\n"
-           "      --plot FILE.png      time against size, log-log, through gnuplot\n"
-           "      --baseline FILE      compare p50 with an earlier --json; exit 3 when a point\n"
-           "                           is slower by more than the tolerance\n"
-           "      --tolerance PCT      for --baseline (default 10)\n"
-           "      --quiet              no progress line on a terminal's stderr\n"
-           "  -h, --help               this text\n"
-           "calibrate: measures alpha, BW and the reduction throughput (loom_comm_calibrate),\n"
-           "  --thorough for the full pass; rank 0 prints them, --json FILE also writes them.\n"
-           "Sizes are bytes of the per-rank buffer, as nccl-tests: reduce_scatter, allgather\n"
-           "and alltoall round the element count down to a multiple of N. busbw = algbw x\n"
-           "2(N-1)/N (allreduce), (N-1)/N (reduce_scatter, allgather, alltoall), 1 (broadcast,\n"
-           "reduce, sendrecv). GB/s is 10^9 bytes per second.\n"
-           "Exit status: 0 ok; 1 a call failed or -c found wrong elements; 2 bad arguments;\n"
-           "3 --baseline found a slower point.\n";
+// "a,b" or "all" through `named` (dtype_named, op_named) into *out.
+template <class T>
+bool parse_list(const std::string& text, bool (*named)(std::string_view, T*),
+                std::vector<T> (*every)(), std::vector<T>* out) {
+    if (text == "all") {
+        *out = every();
+        return true;
+    }
+    out->clear();
+    size_t at = 0;
+    while (at <= text.size()) {
+        size_t comma          = text.find(',', at);
+        std::string_view item = std::string_view(text).substr(
+            at, comma == std::string::npos ? std::string::npos : comma - at);
+        T value{};
+        if (!named(item, &value)) {
+            return false;
+        }
+        out->push_back(value);
+        if (comma == std::string::npos) {
+            break;
+        }
+        at = comma + 1;
+    }
+    return !out->empty();
 }
 
-const char* collective_name(loom_collective_t c) {
-    return name_in(collectives, c);
+std::string joined(int argc, char** argv) {
+    std::string line;
+    for (int i = 0; i < argc; ++i) {
+        line += (i ? " " : "") + std::string(argv[i]);
+    }
+    return line;
 }
 
-const char* dtype_name(loom_dtype_t d) {
-    return name_in(dtypes, d);
+void add_flags(CLI::App& app, flag_text& t, options& o) {
+    std::string size_help = std::string("SIZE: ") + tools::size_grammar_help;
+    app.add_option("collective", t.collective, std::string("what to measure: ") + collective_list);
+    app.add_option("-b,--minbytes", t.b, "smallest size (default 8; " + size_help + ")");
+    app.add_option("-e,--maxbytes", t.e, "largest size (default 64M)");
+    app.add_option("-f,--stepfactor", t.f, "multiply the size by F (integer >= 2, default 2)");
+    app.add_option("-i,--stepbytes", t.i, "add SIZE to the size instead (linear steps)");
+    app.add_option("-n,--iters", t.n, "timed calls per size (default 20)");
+    app.add_option("-w,--warmup_iters", t.w, "untimed calls per size first (default 5)");
+    app.add_option("-m,--agg_iters", t.m, "calls aggregated per timed step: 1 only (see below)");
+    app.add_option("-c,--check", t.c, "0|1: check every result exactly (default 1); -c alone is 1")
+        ->expected(0, 1);
+    app.add_option("-d,--datatype,--dtype", t.d, std::string("TYPE[,TYPE…]: ") + dtype_list);
+    app.add_option("-o,--op", t.o, std::string("OP[,OP…] of the reductions: ") + op_list);
+    app.add_option("-r,--root", t.r, "root of broadcast and reduce (default 0), or all");
+    app.add_option("-a,--average", t.a,
+                   "0|1|2|3: the time of rank 0, the mean, min or max over ranks (default 1)");
+    app.add_option("-z,--blocking", t.z, "0|1: loom's calls return complete either way");
+    app.add_option("-t,--nthreads", t.t, "threads per process: 1 only");
+    app.add_option("-g,--ngpus", t.g, "GPUs per thread: 1 only (loom runs on CPUs)");
+    app.add_option("-G,--cudagraph", t.graph, "CUDA graph launches: 0 only (no CUDA in loom)");
+    app.add_option("--algo", t.algo,
+                   "auto (default): LOOM_ALGO, else the tuner; NAME: that algorithm; all: every "
+                   "applicable one, then a table");
+    app.add_option("--timing", t.timing,
+                   "loop (default): ITERS calls back to back, the mean per call, as nccl-tests; "
+                   "barrier: a barrier and one call per iteration, time = p50, p99 beside it");
+    app.add_flag("--inplace", t.inplace, "measure only the in-place half");
+    app.add_flag("--outofplace", t.outofplace, "measure only the out-of-place half");
+    app.add_option("--csv", o.csv_path, "FILE: one row per measured point and half (rank 0)");
+    app.add_option("--json", o.json_path,
+                   "FILE: the experiment and its rows as JSON (also a --baseline file)");
+    app.add_option("--plot", o.plot_path, "FILE.png: time against size, log-log, via gnuplot");
+    app.add_option("--baseline", o.baseline_path,
+                   "FILE: compare with an earlier --json of the same experiment; exit 3 when a "
+                   "point is slower by more than the tolerance, 2 when the experiment differs");
+    app.add_option("--tolerance", t.tolerance, "PCT for --baseline (default 10)");
+    app.add_flag("--progress", t.progress,
+                 "always show the progress line (rank 0; on the terminal when it can be opened)");
+    app.add_flag("--no-progress,--quiet", t.no_progress, "never show the progress line");
 }
 
-const char* op_name(loom_op_t op) {
-    return name_in(ops, op);
+// The checks CLI11 does not make. "" when the flags hold, else the reason.
+std::string check(flag_text& t, const CLI::App& app, options& o) {
+    auto bad = [](const char* flag, const std::string& value, const std::string& expected) {
+        return std::string(flag) + " '" + value + "': expected " + expected;
+    };
+    if (t.collective.empty()) {
+        return std::string("a collective is required (") + collective_list + ")";
+    }
+    if (!collective_named(t.collective, &o.coll)) {
+        return "unknown collective '" + t.collective + "' (allowed: " + collective_list + ")";
+    }
+    for (auto [flag, text, value] :
+         {std::tuple{"-b", &t.b, &o.min_bytes}, std::tuple{"-e", &t.e, &o.max_bytes}}) {
+        auto size = tools::parse_size(flag, *text);
+        if (!size) {
+            return size.error().message();
+        }
+        if (static_cast<uint64_t>(*size) > max_size) {
+            return std::string(flag) + " '" + *text + "': at most 1T";
+        }
+        *value = static_cast<uint64_t>(*size);
+    }
+    long number = 0;
+    if (!t.i.empty()) {
+        auto step = tools::parse_size("-i", t.i);
+        if (!step) {
+            return step.error().message();
+        }
+        if (*step <= 0 || static_cast<uint64_t>(*step) > max_size) {
+            return bad("-i", t.i, "a step of 1 byte to 1T");
+        }
+        if (!t.f.empty()) {
+            return "-i (linear steps) and -f (a factor) exclude each other";
+        }
+        o.step_bytes = static_cast<uint64_t>(*step);
+        o.factor     = 1;
+    } else if (!t.f.empty()) {
+        if (!parse_int(t.f, 2, 1 << 20, &number)) {
+            return bad("-f", t.f, "an integer factor >= 2 (or -i SIZE for linear steps)");
+        }
+        o.factor = static_cast<uint64_t>(number);
+    }
+    if (!t.n.empty()) {
+        if (!parse_int(t.n, 1, 1 << 24, &number)) {
+            return bad("-n", t.n, "a number of iterations from 1 to 16777216");
+        }
+        o.iters = static_cast<int>(number);
+    }
+    if (!t.w.empty()) {
+        if (!parse_int(t.w, 0, 1 << 30, &number)) {
+            return bad("-w", t.w, "a number of iterations >= 0");
+        }
+        o.warmup = static_cast<int>(number);
+    }
+    if (!t.m.empty() && t.m != "1") {
+        return bad("-m", t.m,
+                   "1 (loom has no grouped calls to aggregate: each call completes before the "
+                   "next starts)");
+    }
+    if (app.count("-c") > 0) {
+        if (t.c.empty()) {
+            t.c = "1";
+        }
+        if (t.c != "0" && t.c != "1") {
+            return bad("-c", t.c, "0 or 1");
+        }
+        o.check = t.c == "1";
+    }
+    if (!parse_list(t.d, dtype_named, all_dtypes, &o.dtypes)) {
+        return bad("-d", t.d, std::string("one of ") + dtype_list);
+    }
+    if (!parse_list(t.o, op_named, all_ops, &o.ops)) {
+        return bad("-o", t.o, std::string("one of ") + op_list);
+    }
+    if (!reduces(o.coll)) {
+        o.ops = {LOOM_SUM};  // not printed: the column says none, as nccl-tests
+    }
+    if (!t.r.empty()) {
+        if (!rooted(o.coll)) {
+            return std::string("-r applies to broadcast and reduce, not ") +
+                   collective_name(o.coll);
+        }
+        if (t.r == "all") {
+            o.all_roots = true;
+        } else if (!parse_int(t.r, 0, 1 << 30, &number)) {
+            return bad("-r", t.r, "a rank >= 0, or all");
+        } else {
+            o.roots = {static_cast<int>(number)};
+        }
+    }
+    if (!rooted(o.coll)) {
+        o.roots = {-1};
+    }
+    if (!t.a.empty()) {
+        if (!parse_int(t.a, 0, 3, &number)) {
+            return bad("-a", t.a, "0 (rank 0), 1 (mean), 2 (min) or 3 (max)");
+        }
+        o.average = static_cast<averaging>(number);
+    }
+    if (!t.z.empty() && t.z != "0" && t.z != "1") {
+        return bad("-z", t.z, "0 or 1");
+    }
+    if (!t.t.empty() && t.t != "1") {
+        return bad("-t", t.t, "1 (one rank per process: start more ranks with loomrun -n)");
+    }
+    if (!t.g.empty() && t.g != "1") {
+        return bad("-g", t.g, "1 (loom runs on CPUs: one rank per process)");
+    }
+    if (!t.graph.empty() && t.graph != "0") {
+        return bad("-G", t.graph, "0 (CUDA graphs do not apply: loom has no CUDA code)");
+    }
+    if (!t.algo.empty()) {
+        if (t.algo.find_first_of(" \t;=") != std::string::npos) {
+            return bad("--algo", t.algo,
+                       "auto, all or an algorithm name (loom-sim algorithms lists them)");
+        }
+        o.mode = t.algo == "auto"  ? algo_mode::automatic
+                 : t.algo == "all" ? algo_mode::all
+                                   : algo_mode::named;
+        o.algo = o.mode == algo_mode::named ? t.algo : std::string();
+    }
+    if (!t.timing.empty()) {
+        if (t.timing != "loop" && t.timing != "barrier") {
+            return bad("--timing", t.timing, "loop or barrier");
+        }
+        o.timing = t.timing == "loop" ? timing_mode::loop : timing_mode::barrier;
+    }
+    if (t.inplace && t.outofplace) {
+        return "--inplace and --outofplace exclude each other (neither: both halves)";
+    }
+    if (t.inplace && !has_in_place(o.coll)) {
+        return "--inplace: loom has no in-place send/recv (the send would race the receive)";
+    }
+    o.in_place     = !t.outofplace && has_in_place(o.coll);
+    o.out_of_place = !t.inplace;
+    if (t.progress && t.no_progress) {
+        return "--progress and --no-progress exclude each other";
+    }
+    o.progress = t.progress      ? progress_mode::on
+                 : t.no_progress ? progress_mode::off
+                                 : progress_mode::automatic;
+    for (auto [flag, path] :
+         {std::pair{"--csv", &o.csv_path}, std::pair{"--json", &o.json_path},
+          std::pair{"--plot", &o.plot_path}, std::pair{"--baseline", &o.baseline_path}}) {
+        if (app.count(flag) > 0 && path->empty()) {
+            return std::string(flag) + " '': expected a file name";
+        }
+    }
+    if (!o.plot_path.empty() &&
+        (o.plot_path.size() < 5 || o.plot_path.substr(o.plot_path.size() - 4) != ".png")) {
+        return bad("--plot", o.plot_path, "a file name ending in .png");
+    }
+    if (!t.tolerance.empty()) {
+        char* end  = nullptr;
+        double pct = std::strtod(t.tolerance.c_str(), &end);
+        if (*end != '\0' || !(pct >= 0 && pct <= 1e6)) {
+            return bad("--tolerance", t.tolerance, "a percentage >= 0 (e.g. 10)");
+        }
+        if (o.baseline_path.empty()) {
+            return "--tolerance applies to --baseline FILE";
+        }
+        o.tolerance_pct = pct;
+    }
+    if (o.min_bytes == 0) {
+        return "-b must be at least 1 byte";
+    }
+    if (o.min_bytes > o.max_bytes) {
+        return "-b " + std::to_string(o.min_bytes) + " is larger than -e " +
+               std::to_string(o.max_bytes);
+    }
+    return "";
 }
-
-bool reduces(loom_collective_t c) {
-    return c == LOOM_ALLREDUCE || c == LOOM_REDUCE || c == LOOM_REDUCE_SCATTER;
-}
-
-bool rooted(loom_collective_t c) {
-    return c == LOOM_BROADCAST || c == LOOM_REDUCE;
-}
-
-namespace {
 
 // `loom-bench calibrate [--thorough] [--json FILE]`: argv[1] is "calibrate".
 parse_outcome parse_calibrate(int argc, char** argv, options* out, std::string* error) {
     options o;
     o.calibrate = true;
-    for (int i = 2; i < argc; ++i) {
-        std::string_view arg = argv[i];
-        if (arg == "-h" || arg == "--help") {
-            return parse_outcome::help;
-        }
-        if (arg == "--thorough") {
-            o.thorough = true;
-        } else if (arg == "--json" || arg.substr(0, 7) == "--json=") {
-            std::string_view value = arg.size() > 6 ? arg.substr(7)
-                                     : i + 1 < argc ? std::string_view(argv[++i])
-                                                    : std::string_view();
-            if (value.empty()) {
-                *error = "calibrate: --json needs a file name";
-                return parse_outcome::fail;
-            }
-            o.json_path = std::string(value);
-        } else {
-            *error = "calibrate: unexpected argument '" + std::string(arg) +
-                     "' (allowed: --thorough, --json FILE)";
-            return parse_outcome::fail;
-        }
+    CLI::App app{
+        "loom-bench calibrate: measures alpha, BW and the reduction throughput "
+        "(loom_comm_calibrate); rank 0 prints them.",
+        "loom-bench calibrate"};
+    app.add_flag("--thorough", o.thorough, "the full pass");
+    app.add_option("--json", o.json_path, "FILE: also write the figures as JSON");
+    try {
+        app.parse(argc - 1, argv + 1);
+    } catch (const CLI::CallForHelp&) {
+        *error = app.help();
+        return parse_outcome::help;
+    } catch (const CLI::ParseError& e) {
+        *error = std::string("calibrate: ") + e.what() + " (allowed: --thorough, --json FILE)";
+        return parse_outcome::fail;
+    }
+    if (app.count("--json") > 0 && o.json_path.empty()) {
+        *error = "calibrate: --json needs a file name";
+        return parse_outcome::fail;
     }
     *out = o;
     return parse_outcome::run;
@@ -203,173 +345,37 @@ parse_outcome parse_calibrate(int argc, char** argv, options* out, std::string* 
 }  // namespace
 
 parse_outcome parse_options(int argc, char** argv, options* out, std::string* error) {
-    options o;
-    auto fail = [&](std::string reason) {
-        *error = std::move(reason);
-        return parse_outcome::fail;
-    };
-    if (argc < 2) {
-        return fail(std::string("a collective is required (") + collective_list + ")");
-    }
-    std::string_view first = argv[1];
-    if (first == "-h" || first == "--help") {
-        return parse_outcome::help;
-    }
-    if (first == "calibrate") {
+    if (argc >= 2 && std::string_view(argv[1]) == "calibrate") {
         return parse_calibrate(argc, argv, out, error);
     }
-    if (!find_in(collectives, first, &o.coll)) {
-        if (!first.empty() && first[0] == '-') {
-            return fail(std::string("a collective must come first (") + collective_list + ")");
-        }
-        return fail("unknown collective '" + std::string(first) + "' (allowed: " + collective_list +
-                    ")");
+    options o;
+    flag_text t;
+    CLI::App app{
+        "loom-bench: bandwidth and latency of loom's collectives, as nccl-tests "
+        "measures and prints them.",
+        "loom-bench"};
+    bool version = false;
+    app.add_flag("--version", version, "print the version and build features");
+    add_flags(app, t, o);
+    app.footer(footer_text());
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        *error = app.help();
+        return parse_outcome::help;
+    } catch (const CLI::ParseError& e) {
+        *error = e.what();
+        return parse_outcome::fail;
     }
-    bool root_given = false, tolerance_given = false;
-    for (int i = 2; i < argc; ++i) {
-        std::string_view arg  = argv[i];
-        std::string_view flag = arg, inline_value;
-        bool has_inline       = false;
-        if (arg.substr(0, 2) == "--") {
-            size_t eq = arg.find('=');
-            if (eq != std::string_view::npos) {
-                flag         = arg.substr(0, eq);
-                inline_value = arg.substr(eq + 1);
-                has_inline   = true;
-            }
-        }
-        if (flag == "-h" || flag == "--help") {
-            return parse_outcome::help;
-        }
-        if (flag == "-c" || flag == "--check") {
-            // nccl-tests spells it "-c 1"; a bare -c means the same.
-            std::string_view v = has_inline ? inline_value
-                                 : (i + 1 < argc && (std::strcmp(argv[i + 1], "0") == 0 ||
-                                                     std::strcmp(argv[i + 1], "1") == 0))
-                                     ? std::string_view(argv[++i])
-                                     : std::string_view("1");
-            if (v != "0" && v != "1") {
-                return fail(std::string(flag) + " '" + std::string(v) + "': expected 0 or 1");
-            }
-            o.check = v == "1";
-            continue;
-        }
-        if (flag == "--inplace" || flag == "--quiet") {
-            if (has_inline) {
-                return fail(std::string(flag) + " takes no value");
-            }
-            (flag == "--inplace" ? o.inplace : o.quiet) = true;
-            continue;
-        }
-        static constexpr const char* valued[] = {
-            "-b",    "--minbytes", "-e",         "--maxbytes",     "-f",     "--stepfactor",
-            "-n",    "--iters",    "-w",         "--warmup_iters", "-d",     "--dtype",
-            "-o",    "--op",       "-r",         "--root",         "--algo", "--json",
-            "--csv", "--plot",     "--baseline", "--tolerance"};
-        bool known = false;
-        for (const char* v : valued) {
-            known = known || flag == v;
-        }
-        if (!known) {
-            if (!flag.empty() && flag[0] == '-') {
-                return fail("unknown flag '" + std::string(flag) + "' (see --help)");
-            }
-            return fail("unexpected argument '" + std::string(arg) + "' (see --help)");
-        }
-        if (!has_inline && i + 1 >= argc) {
-            return fail(std::string(flag) + " needs a value");
-        }
-        std::string_view value = has_inline ? inline_value : std::string_view(argv[++i]);
-        auto bad               = [&](const std::string& expected) {
-            return fail(std::string(flag) + " '" + std::string(value) + "': expected " + expected);
-        };
-        long number = 0;
-        if (flag == "-b" || flag == "--minbytes" || flag == "-e" || flag == "--maxbytes") {
-            uint64_t size = 0;
-            if (!parse_size(value, &size)) {
-                return bad("a size in bytes up to 1T, optionally with K, M or G (e.g. 64M)");
-            }
-            (flag == "-b" || flag == "--minbytes" ? o.min_bytes : o.max_bytes) = size;
-        } else if (flag == "-f" || flag == "--stepfactor") {
-            if (!parse_int(value, 2, 1 << 20, &number)) {
-                return bad("an integer factor >= 2");
-            }
-            o.factor = static_cast<uint64_t>(number);
-        } else if (flag == "-n" || flag == "--iters") {
-            if (!parse_int(value, 1, 1 << 24, &number)) {
-                return bad("a number of iterations from 1 to 16777216");
-            }
-            o.iters = static_cast<int>(number);
-        } else if (flag == "-w" || flag == "--warmup_iters") {
-            if (!parse_int(value, 0, 1 << 30, &number)) {
-                return bad("a number of iterations >= 0");
-            }
-            o.warmup = static_cast<int>(number);
-        } else if (flag == "-r" || flag == "--root") {
-            if (!parse_int(value, 0, 1 << 30, &number)) {
-                return bad("a rank >= 0");
-            }
-            o.root     = static_cast<int>(number);
-            root_given = true;
-        } else if (flag == "-d" || flag == "--dtype") {
-            if (!find_in(dtypes, value, &o.dtype)) {
-                return bad(std::string("one of ") + dtype_list);
-            }
-        } else if (flag == "-o" || flag == "--op") {
-            if (!find_in(ops, value, &o.op)) {
-                return bad(std::string("one of ") + op_list);
-            }
-        } else if (flag == "--algo") {
-            if (value.empty() || value.find_first_of(" \t;=") != std::string_view::npos) {
-                return bad("auto, all or an algorithm name (loom-sim algorithms lists them)");
-            }
-            o.mode = value == "auto"  ? algo_mode::automatic
-                     : value == "all" ? algo_mode::all
-                                      : algo_mode::named;
-            o.algo = o.mode == algo_mode::named ? std::string(value) : std::string();
-        } else if (flag == "--tolerance") {
-            char* end = nullptr;
-            std::string text(value);
-            double pct = std::strtod(text.c_str(), &end);
-            if (text.empty() || *end != '\0' || !(pct >= 0 && pct <= 1e6)) {
-                return bad("a percentage >= 0 (e.g. 10)");
-            }
-            o.tolerance_pct = pct;
-            tolerance_given = true;
-        } else {  // --json, --csv, --plot, --baseline: a file name
-            if (value.empty()) {
-                return bad("a file name");
-            }
-            std::string path(value);
-            if (flag == "--plot" && (path.size() < 5 || path.substr(path.size() - 4) != ".png")) {
-                return bad("a file name ending in .png");
-            }
-            (flag == "--json"   ? o.json_path
-             : flag == "--csv"  ? o.csv_path
-             : flag == "--plot" ? o.plot_path
-                                : o.baseline_path) = path;
-        }
+    if (version) {
+        return parse_outcome::version;
     }
-    if (o.min_bytes == 0) {
-        return fail("-b must be at least 1 byte");
+    if (std::string reason = check(t, app, o); !reason.empty()) {
+        *error = reason;
+        return parse_outcome::fail;
     }
-    if (o.min_bytes > o.max_bytes) {
-        return fail("-b " + std::to_string(o.min_bytes) + " is larger than -e " +
-                    std::to_string(o.max_bytes));
-    }
-    if (root_given && !rooted(o.coll)) {
-        return fail(std::string("-r applies to broadcast and reduce, not ") +
-                    collective_name(o.coll));
-    }
-    if (o.inplace && o.coll == LOOM_SENDRECV) {
-        // loom.h's in-place convention is per call; a send and a receive on one buffer
-        // race (the send may read what the receive already wrote), so there is none.
-        return fail("--inplace: loom has no in-place send/recv (the send would race the receive)");
-    }
-    if (tolerance_given && o.baseline_path.empty()) {
-        return fail("--tolerance applies to --baseline FILE");
-    }
-    *out = o;
+    o.command_line = joined(argc, argv);
+    *out           = o;
     return parse_outcome::run;
 }
 

@@ -1,16 +1,17 @@
 // loom-sim options: flag text → library values, one clear message per kind of bad input.
 //
-// Units follow DESIGN.md "Conventions": sizes in bytes, times in seconds, rates in bytes per
-// second. Size suffixes K/M/G/T are binary (1024-based) because nccl-tests reads them so and
-// users paste its size lists; KB/MB/GB/TB are decimal. Rates are the other way round by
-// habit of the field (a "25 GB/s" link is 25e9 bytes/s), so a rate must spell its unit out
-// (GB/s, GiB/s, Gbit/s) rather than use a bare letter whose base would be a guess.
+// Units: sizes in bytes, times in seconds, rates in bytes per second. Sizes follow the tools'
+// one grammar (tools/common/size_grammar.hh: K/M/G/T binary, KB/MB/GB/TB decimal). Rates are
+// the other way round by habit of the field (a "25 GB/s" link is 25e9 bytes/s), so a rate
+// must spell its unit out (GB/s, GiB/s, Gbit/s) rather than use a bare letter whose base
+// would be a guess.
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
 #include "base/check.hh"
 #include "loom_sim.hh"
+#include "tools/common/size_grammar.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -20,11 +21,6 @@ struct unit {
     double factor;
 };
 
-constexpr unit size_units[] = {
-    {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
-    {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
-    {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
-};
 constexpr unit time_units[] = {
     {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"ns", 1e-9},
 };
@@ -138,17 +134,7 @@ result<int64_t> parse_integer(std::string_view flag, std::string_view text, int6
 }
 
 result<int64_t> parse_size(std::string_view flag, std::string_view text) {
-    LOOM_ASSIGN(double v, parse_with_unit(flag, text, size_units, false, false,
-                                          "bytes, or K/M/G/T (1024-based), KB/MB/GB/TB "
-                                          "(1000-based)"));
-    constexpr double max_size = 0x1p62;  // far beyond any buffer, still exact in int64
-    if (v > max_size) {
-        return invalid_argument(std::string(flag) + ": " + quoted(text) + " is too large");
-    }
-    if (std::floor(v) != v) {
-        return invalid_argument(std::string(flag) + ": " + quoted(text) + " is not a whole number");
-    }
-    return static_cast<int64_t>(v);
+    return tools::parse_size(flag, text);
 }
 
 result<std::vector<int64_t>> parse_size_list(std::string_view flag, std::string_view text) {

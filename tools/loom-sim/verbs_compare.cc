@@ -13,7 +13,6 @@
 // up to a few hundred. --json prints one object. --plot writes a PNG of simulated time
 // against size (log-log, a line per algorithm) through gnuplot, which must be on PATH
 // (Debian: gnuplot-nox); without it the table is still printed and the verb fails after.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +27,7 @@
 #include "base/check.hh"
 #include "loom_sim.hh"
 #include "loom_sim_params.hh"
+#include "tools/common/gnuplot.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -317,81 +317,25 @@ std::string find_gnuplot() {
     return "";
 }
 
-// A gnuplot single-quoted string ('' stands for one quote).
-std::string gp_quote(const std::string& s) {
-    std::string out = "'";
-    for (char ch : s) {
-        out += ch == '\'' ? std::string("''") : std::string(1, ch);
-    }
-    return out + "'";
-}
-
-std::string plot_script(const comparison& c, const std::string& png) {
-    std::ostringstream gp;
-    gp.precision(17);
-    gp << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-       << "  set terminal pngcairo size 960,640 noenhanced\n"
-       << "} else {\n"
-       << "  set terminal png size 960,640 noenhanced\n"
-       << "}\n"
-       << "set output " << gp_quote(png) << '\n'
-       << "set title " << gp_quote("simulated " + grid_title(c.base, c.model)) << '\n'
-       << "set logscale xy\nset xlabel 'size (bytes)'\nset ylabel 'simulated time (us)'\n"
-       << "set key outside right top\nset grid\n";
-    std::vector<std::string> series;
+// Simulated time against size, a line per algorithm (tools/common/gnuplot.hh's style).
+tools::plot_spec plot_of(const comparison& c) {
+    tools::plot_spec plot;
+    plot.title          = "loom-sim compare: simulated " + grid_title(c.base, c.model);
+    plot.xlabel         = "size (bytes)";
+    plot.ylabel         = "simulated time (us)";
     const size_t nsizes = c.sizes.size();
     for (size_t i = 0; i < c.entries.size(); i += nsizes) {
-        std::string block = "$d" + std::to_string(series.size());
-        std::ostringstream data;
-        data.precision(17);
-        int points = 0;
+        tools::plot_series line;
+        line.title = c.entries[i].pred.algo->name;
         for (size_t s = 0; s < nsizes; ++s) {
             const entry& e = c.entries[i + s];
             if (e.pred.applicable && e.pred.bytes > 0 && e.sim.time_s > 0) {
-                data << e.pred.bytes << ' ' << e.sim.time_s * 1e6 << '\n';
-                ++points;
+                line.points.emplace_back(static_cast<double>(e.pred.bytes), e.sim.time_s * 1e6);
             }
         }
-        if (points == 0) {
-            continue;
-        }
-        gp << block << " << EOD\n" << data.str() << "EOD\n";
-        series.push_back(block + " using 1:2 with linespoints title " +
-                         gp_quote(std::string(c.entries[i].pred.algo->name)));
+        plot.series.push_back(std::move(line));
     }
-    if (series.empty()) {
-        return "";
-    }
-    gp << "plot ";
-    for (size_t k = 0; k < series.size(); ++k) {
-        gp << (k ? ", \\\n     " : "") << series[k];
-    }
-    gp << '\n';
-    return gp.str();
-}
-
-// Runs `gnuplot SCRIPT` with its output in LOG; the exit status, or -1 if it could not run.
-int run_gnuplot(const std::string& gnuplot, const std::string& script, const std::string& log) {
-    pid_t pid = ::fork();
-    if (pid < 0) {
-        return -1;
-    }
-    if (pid == 0) {
-        FILE* out = std::freopen(log.c_str(), "w", stdout);
-        if (out == nullptr || ::dup2(::fileno(stdout), 2) < 0) {
-            ::_exit(126);
-        }
-        const char* argv[] = {gnuplot.c_str(), script.c_str(), nullptr};
-        ::execv(gnuplot.c_str(), const_cast<char* const*>(argv));
-        ::_exit(127);
-    }
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR) {
-            return -1;
-        }
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return plot;
 }
 
 status write_plot(const comparison& c, const std::string& png) {
@@ -401,7 +345,7 @@ status write_plot(const comparison& c, const std::string& png) {
             "--plot: gnuplot not found on PATH; install it (Debian/Ubuntu: "
             "sudo apt-get install gnuplot-nox) or leave out --plot");
     }
-    std::string script = plot_script(c, png);
+    std::string script = tools::gnuplot_script(plot_of(c), png);
     if (script.empty()) {
         return invalid_argument("--plot: nothing to plot (no algorithm applies at a size > 0)");
     }
@@ -411,8 +355,7 @@ status write_plot(const comparison& c, const std::string& png) {
     if (ec) {
         dir = ".";
     }
-    std::string stem = (dir / ("loom-sim-plot-" + std::to_string(::getpid()))).string();
-    std::string gp = stem + ".gp", log = stem + ".log";
+    std::string gp = (dir / ("loom-sim-plot-" + std::to_string(::getpid()) + ".gp")).string();
     {
         std::ofstream out(gp, std::ios::binary);
         out << script;
@@ -422,25 +365,10 @@ status write_plot(const comparison& c, const std::string& png) {
     }
     std::error_code ignore;
     fs::remove(png, ignore);
-    int rc = run_gnuplot(gnuplot, gp, log);
-    std::string first;
-    {
-        std::ifstream in(log);
-        std::string line;
-        while (std::getline(in, line)) {
-            if (!line.empty() && line.find_first_not_of(" \t^") != std::string::npos) {
-                first = line;  // keep the last non-blank line: gnuplot's error message
-            }
-        }
-    }
+    tools::gnuplot_outcome drawn = tools::run_gnuplot(gp, png);
     fs::remove(gp, ignore);
-    fs::remove(log, ignore);
-    if (rc != 0) {
-        return system_error("--plot: gnuplot failed (exit " + std::to_string(rc) + ")" +
-                            (first.empty() ? "" : ": " + first));
-    }
-    if (auto size = fs::file_size(png, ec); ec || size == 0) {
-        return system_error("--plot: gnuplot wrote no image to '" + png + "'");
+    if (drawn.result != tools::gnuplot_outcome::kind::drawn) {
+        return system_error("--plot: " + drawn.message);
     }
     return status::ok();
 }
