@@ -175,6 +175,7 @@ struct settings {
     topology::shape topo           = topology::shape::star(1);
     routing::tie_rule ties         = routing::tie_rule::toward_plus;  // LOOM_ROUTE_TIES
     double timeout_s               = 60;
+    double join_timeout_s          = 30;  // LOOM_BOOTSTRAP_TIMEOUT: connecting waits for peers
     engine::progress_mode progress = engine::progress_mode::caller;
     int max_inflight               = 16;
     int plan_cache                 = 64;

@@ -181,10 +181,11 @@ status resolve_settings(const loom_config_t* c, settings* s, std::string* addres
     }
     bootstrap::identity id;
     LOOM_CHECK(resolve_identity(c, &id, address));
-    s->rank = id.rank;
-    s->size = id.size;
-    s->job  = id.job;
-    *who    = id;
+    s->rank           = id.rank;
+    s->size           = id.size;
+    s->job            = id.job;
+    s->join_timeout_s = id.timeout_s;
+    *who              = id;
     LOOM_CHECK(resolve_numbers(c, s));
     return resolve_shapes(c, s);
 }

@@ -28,6 +28,7 @@
 #include "base/clock.hh"
 #include "base/log.hh"
 #include "base/secret.hh"
+#include "bootstrap/bootstrap.hh"
 #include "loomrun.hh"
 #include "switches.hh"
 #include "topology/fabric.hh"
@@ -540,6 +541,8 @@ int run_job(const options& given) {
         }
         bootstrap = "127.0.0.1:" + std::to_string(*port);
     }
+    // What killed jobs left (a killed loomrun cannot tidy up): reclaimed by the next start.
+    bootstrap::remove_stale_rendezvous();
     LOOM_LOG_INFO(log::subsystem::init, "loomrun: %d %s, transport %s (%s), bootstrap %s (%s)",
                   opts.ranks, opts.ranks == 1 ? "rank" : "ranks", chosen->transport.c_str(),
                   chosen->transport_from.c_str(), bootstrap.c_str(),
@@ -564,6 +567,9 @@ int run_job(const options& given) {
         code = j.wait_all();
         if (!j.id().empty()) {  // every rank is reaped: nothing of the job can use them now
             remove_job_segments(j.id());
+            if (bootstrap.starts_with("file:")) {  // the user's file rendezvous
+                bootstrap::remove_job_rendezvous(bootstrap.substr(5), j.id());
+            }
         }
     }
     if (switches) {
