@@ -300,6 +300,10 @@ class communicator {
     /// with other figures.
     status adopt_machine_params(const std::string& line, const std::string& path);
     status measure(bool thorough, tuner::machine_params* p);
+    std::string read_machine_params(const std::string& path);
+    result<std::string> measure_plausibly(const std::string& path, bool thorough,
+                                          const char* method);
+    void save_calibration(const std::string& path, const tuner::machine_params& p);
     tuner::in_network_state in_network_for(const algorithms::call& c, loom_dtype_t dtype,
                                            loom_op_t op) const;
     const algorithms::algorithm* tuned_choice(const algorithms::call& c, loom_dtype_t dtype,
