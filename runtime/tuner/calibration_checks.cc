@@ -79,7 +79,9 @@ std::string stale(const machine_params& p, std::time_t now, const plausibility_l
         return "it is dated " + p.date + ", in the future";
     }
     if (age_days > limits.max_age_days) {
-        return "it was measured " + p.date + ", " + number(age_days, "days") + " ago (at most " +
+        char days[32];
+        std::snprintf(days, sizeof days, "%.0f days", age_days);
+        return "it was measured " + p.date + ", " + days + " ago (at most " +
                number(limits.max_age_days, "days") + ")";
     }
     return "";

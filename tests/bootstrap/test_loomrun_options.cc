@@ -221,7 +221,7 @@ static void user_settings_win_or_are_refused(void**) {
                       "), bootstrap '" + got->bootstrap + "'");
         }
     }
-    // The user's job id and, with the user's rendezvous, the user's secret.
+    // The user's job id and secret.
     parsed p = parse({"-n", "2", "--", "./app"});
     auto got = resolve_rank_settings(p.opts, {{"LOOM_JOB", "exp.sweep"},
                                               {"LOOM_JOB_SECRET", std::string(64, 'a')},
@@ -230,8 +230,10 @@ static void user_settings_win_or_are_refused(void**) {
     assert_string_equal(got->job.c_str(), "exp.sweep");
     assert_string_equal(got->job_from.c_str(), "LOOM_JOB");
     assert_string_equal(got->secret.c_str(), std::string(64, 'a').c_str());
-    got = resolve_rank_settings(p.opts, {{"LOOM_JOB_SECRET", std::string(64, 'a')}});
-    assert_true(got.is_ok() && got->secret.empty());  // loomrun's rendezvous: a fresh secret
+    got = resolve_rank_settings(p.opts, {{"LOOM_JOB_SECRET", std::string(64, 'b')}});
+    assert_true(got.is_ok() && got->secret == std::string(64, 'b') && got->bootstrap.empty());
+    got = resolve_rank_settings(p.opts, {});
+    assert_true(got.is_ok() && got->secret.empty());  // none given: a fresh one per launch
 }
 
 static void help_version_and_config_need_no_program(void**) {

@@ -51,10 +51,11 @@ constexpr int netns_bootstrap_port = 29500;
 constexpr const char* rank_vars[] = {"LOOM_RANK",      "LOOM_SIZE",      "LOOM_JOB",
                                      "LOOM_BOOTSTRAP", "LOOM_TRANSPORT", "LOOM_JOB_SECRET"};
 // The variables of loomrun's environment the user may set in place of loomrun's defaults.
-constexpr const char* user_vars[] = {"LOOM_TRANSPORT",     "LOOM_BOOTSTRAP",      "LOOM_JOB",
-                                     "LOOM_JOB_SECRET",    "LOOM_TCP_ADDR",       "LOOM_FABRIC",
-                                     "LOOM_PROGRESS",      "LOOM_LINK_STATS_DIR", "LOOM_SWITCH",
-                                     "LOOM_SWITCH_FABRIC", "LOOM_INC_TICKET"};
+constexpr const char* user_vars[] = {"LOOM_RANK",           "LOOM_SIZE",   "LOOM_TRANSPORT",
+                                     "LOOM_BOOTSTRAP",      "LOOM_JOB",    "LOOM_JOB_SECRET",
+                                     "LOOM_TCP_ADDR",       "LOOM_FABRIC", "LOOM_PROGRESS",
+                                     "LOOM_LINK_STATS_DIR", "LOOM_SWITCH", "LOOM_SWITCH_FABRIC",
+                                     "LOOM_INC_TICKET"};
 // A lattice fabric is forwarded hop by hop (fwd:<transport>); a star or a fabric file
 // given with --switch only places the aggregation nodes.
 bool forwarded(const std::string& fabric) {
@@ -485,13 +486,20 @@ user_settings read_user_settings() {
 }  // namespace
 
 int run_job(const options& given) {
-    options opts = given;
-    auto chosen  = resolve_rank_settings(opts, read_user_settings());
+    options opts       = given;
+    user_settings user = read_user_settings();
+    auto chosen        = resolve_rank_settings(opts, user);
     if (!chosen) {
         std::fprintf(stderr, "loomrun: %s\n", chosen.error().message().c_str());
         return exit_bad_args;
     }
     opts.transport = chosen->transport;
+    if (user.count("LOOM_RANK") || user.count("LOOM_SIZE")) {
+        LOOM_LOG_INFO(log::subsystem::init,
+                      "loomrun: LOOM_RANK and LOOM_SIZE of its environment are replaced: loomrun "
+                      "numbers the %d ranks it starts",
+                      opts.ranks);
+    }
     std::unique_ptr<link_stats_dir> stats;  // --link-stats: printed and removed at exit
     if (opts.link_stats) {
         auto dir = link_stats_dir::create();

@@ -66,7 +66,7 @@ struct rank_settings {
     std::string transport, transport_from;  // as given: --fabric wraps it in fwd:
     std::string bootstrap, bootstrap_from;  // bootstrap empty: loomrun makes the rendezvous
     std::string job, job_from;              // job empty: loomrun makes a fresh id
-    std::string secret;  // the user's LOOM_JOB_SECRET, with their rendezvous; empty: a fresh one
+    std::string secret;  // the user's LOOM_JOB_SECRET; empty: a fresh one per launch
 };
 
 /// The user's settings win over loomrun's defaults; one that cannot work with these options

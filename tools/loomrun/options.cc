@@ -102,7 +102,7 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
         "Usage: loomrun -n N [flags] -- PROGRAM ARGS\n"
         "Each rank gets LOOM_RANK, LOOM_SIZE, LOOM_JOB, LOOM_BOOTSTRAP and LOOM_TRANSPORT (and\n"
         "LOOM_TCP_ADDR under --hosts netns); its output lines are prefixed with \"[rank] \".\n"
-        "LOOM_TRANSPORT, LOOM_BOOTSTRAP (with LOOM_JOB_SECRET), LOOM_TCP_ADDR and LOOM_JOB set\n"
+        "LOOM_TRANSPORT, LOOM_BOOTSTRAP, LOOM_JOB_SECRET, LOOM_TCP_ADDR and LOOM_JOB set\n"
         "in loomrun's environment win over its defaults; a setting that cannot work with the\n"
         "flags given is refused (LOOM_LOG_LEVEL=info shows what the job uses and why).\n"
         "Exit status: 0 all ranks succeeded; else the first failing rank's status (128+signal\n"

@@ -92,12 +92,11 @@ result<rank_settings> resolve_rank_settings(const options& o, const user_setting
         }
         s.bootstrap      = *env_bootstrap;
         s.bootstrap_from = "LOOM_BOOTSTRAP";
-        // The secret belongs to the rendezvous: the user's, when the rendezvous is theirs.
-        if (const std::string* secret = find(user, "LOOM_JOB_SECRET"); secret != nullptr) {
-            s.secret = *secret;
-        }
     } else {
         s.bootstrap_from = default_source;
+    }
+    if (const std::string* secret = find(user, "LOOM_JOB_SECRET"); secret != nullptr) {
+        s.secret = *secret;  // authenticates loomrun's rendezvous as well as a fresh one
     }
     if (const std::string* tcp_addr = find(user, "LOOM_TCP_ADDR");
         tcp_addr != nullptr && o.hosts == "netns") {
