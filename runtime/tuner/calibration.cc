@@ -271,7 +271,8 @@ status save(const std::string& path, const machine_params& p) {
         }
         out << "# loom calibration: one line per host, transport and rank count (loom-bench "
                "calibrate).\n"
-               "# Delete this file to measure again; edit a line to tell the tuner otherwise.\n";
+               "# Delete it to measure again. A line written by hand (no source= field) is never "
+               "measured again.\n";
         for (const std::string& line : keep) {
             out << line << '\n';
         }
