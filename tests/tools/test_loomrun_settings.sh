@@ -69,9 +69,11 @@ mkdir -m 0700 "$tmp/rdv"
 runs "the user's LOOM_BOOTSTRAP and LOOM_JOB are the ones the ranks use" \
     "job mine.1, rendezvous 'file:$tmp/rdv'" \
     LOOM_BOOTSTRAP="file:$tmp/rdv" LOOM_JOB=mine.1 LOOM_LOG_LEVEL=info -- -n 2 -- "${small[@]}"
-grep -qF "bootstrap file:$tmp/rdv (LOOM_BOOTSTRAP)" "$tmp/err" &&
-    pass "the start line names the user's rendezvous" ||
+if grep -qF "bootstrap file:$tmp/rdv (LOOM_BOOTSTRAP)" "$tmp/err"; then
+    pass "the start line names the user's rendezvous"
+else
     fail "the start line names the user's rendezvous" "$(head -3 "$tmp/err")"
+fi
 
 refused "self with several ranks is refused" "LOOM_TRANSPORT=self connects a rank only to itself" \
     LOOM_TRANSPORT=self -- -n 2 -- "${small[@]}"
