@@ -13,6 +13,7 @@
 
 #include "base/check.hh"
 #include "base/log.hh"
+#include "base/net.hh"
 #include "drivers/registry_internal.hh"
 #include "drivers/shm/shm.hh"
 
@@ -87,15 +88,22 @@ status shm_endpoint::connect() {
                       reinterpret_cast<uintptr_t>(own_.header()));
         LOOM_CHECK(config_.store->set(address_key(config_.job, config_.rank), value));
     }
-    for (int p : peers) {
+    for (size_t i = 0; i < peers.size(); ++i) {
+        int p          = peers[i];
         auto published = config_.store->get(address_key(config_.job, p), until.remaining_s());
         if (!published) {
-            std::string peer = std::to_string(p);
+            // Every peer still missing, not only the first: a look without waiting.
+            std::string missing;
+            for (size_t j = i; j < peers.size(); ++j) {
+                if (!config_.store->get(address_key(config_.job, peers[j]), 0)) {
+                    missing += (missing.empty() ? "" : ",") + std::to_string(peers[j]);
+                }
+            }
+            std::string who = missing.find(',') == std::string::npos ? "rank " : "ranks ";
             return status(published.error().code(),
                           "shm connect: rank " + std::to_string(config_.rank) +
-                              " got no address from rank " + peer + " within " +
-                              std::to_string(config_.timeout_s) + " s (rank " + peer +
-                              " missing): " + published.error().message());
+                              " got no address within " + net::seconds_text(config_.timeout_s) +
+                              " (" + who + missing + " missing): " + published.error().message());
         }
         LOOM_CHECK(attach_peer(peers_[p], *published));
         single_copy_ = single_copy_ && peers_[p].cma;

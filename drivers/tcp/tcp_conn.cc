@@ -117,9 +117,17 @@ status handshaker::resolve(kv_store& store, const deadline& dl, double timeout_s
         auto value      = store.get(key, std::max(0.0, dl.remaining_s()));
         if (!value) {
             if (value.error().code() == LOOM_ERR_TIMEOUT) {
-                return {LOOM_ERR_TIMEOUT, who_ + "rank " + std::to_string(d.rank) +
-                                              " did not publish its tcp address (key " + key +
-                                              ") within " + net::seconds_text(timeout_s)};
+                // Every peer still missing, not only the first: a look without waiting.
+                std::string missing;
+                for (const auto& later : dials_) {
+                    if (&later >= &d && !store.get("tcp/" + std::to_string(later.rank), 0)) {
+                        missing += (missing.empty() ? "" : ",") + std::to_string(later.rank);
+                    }
+                }
+                return {LOOM_ERR_TIMEOUT,
+                        who_ + (missing.find(',') == std::string::npos ? "rank " : "ranks ") +
+                            missing + " did not publish a tcp address (key " + key + "…) within " +
+                            net::seconds_text(timeout_s) + ": " + value.error().message()};
             }
             status st = value.error();
             return st.prefix(who_ + "reading the address of rank " + std::to_string(d.rank) + ": ");

@@ -78,4 +78,15 @@ result<std::unique_ptr<kv_store>> connect_store(const std::string& address, cons
 /// connect_store(me.bootstrap, me, me.timeout_s).
 result<std::unique_ptr<kv_store>> connect_store(const identity& me);
 
+/// What killed launches left of the default file rendezvous: removes this user's directories
+/// $TMPDIR/loom-bootstrap-<uid>-* whose every file was written by a process that is gone (or
+/// that stayed empty for a minute); returns how many. Rank 0 of a default rendezvous and
+/// loomrun call it when they start.
+int remove_stale_rendezvous();
+
+/// Removes job `job`'s files from the file rendezvous `dir` (once none of its ranks runs: a
+/// killed rank 0 never tidied up), and `dir` itself when nothing else is left in it; returns
+/// how many files it removed.
+int remove_job_rendezvous(const std::string& dir, const std::string& job);
+
 }  // namespace loom::bootstrap

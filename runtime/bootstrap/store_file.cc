@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <sstream>
 
@@ -32,6 +33,7 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
+#include "bootstrap/bootstrap_params.hh"
 #include "bootstrap/store_internal.hh"
 
 namespace loom::bootstrap::detail {
@@ -109,6 +111,9 @@ class file_store final : public kv_store {
 
     status attach();  // checks the directory and sizes, and registers this rank
     status check_directory() const;
+    // A launch killed before its rank 0 tidied up leaves its default directory behind, under
+    // a job id no later launch will use again: rank 0 of a default directory removes those
+    // of its siblings that are stale (remove_stale_rendezvous).
     void sweep_stale_siblings() const;
 
     status set(std::string_view key, std::string_view value) override {
@@ -290,43 +295,11 @@ status file_store::check_directory() const {
     return status::ok();
 }
 
-// A launch killed before its rank 0 tidied up leaves its default directory behind, under a
-// job id no later launch will use again. Rank 0 of a default directory removes the sibling
-// directories of this user whose every file was written by processes that are gone.
 void file_store::sweep_stale_siblings() const {
     fs::path self   = fs::path(dir_);
     std::string own = "loom-bootstrap-" + std::to_string(geteuid()) + "-";
-    if (me_.rank != 0 || !self.filename().string().starts_with(own)) {
-        return;
-    }
-    std::error_code ec;
-    for (const auto& sibling : fs::directory_iterator(self.parent_path(), ec)) {
-        std::string name = sibling.path().filename().string();
-        struct stat st;
-        if (!name.starts_with(own) || sibling.path() == self ||
-            lstat(sibling.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
-            st.st_uid != geteuid()) {
-            continue;
-        }
-        bool stale = false, live = false;
-        std::error_code inner;
-        for (const auto& entry : fs::directory_iterator(sibling.path(), inner)) {
-            std::string file, value;
-            stamp writer;
-            if (read_file(entry.path().string(), &file) != 0 || !unstamp(file, &writer, &value)) {
-                live = true;  // not a store's file, or being written: leave the directory be
-                break;
-            }
-            bool gone = process_start_time(writer.pid) != writer.started;
-            stale     = stale || gone;
-            live      = live || !gone;
-        }
-        if (stale && !live && !inner) {
-            fs::remove_all(sibling.path(), inner);
-            LOOM_LOG_INFO(log::subsystem::init,
-                          "bootstrap: removed %s (its job's processes are gone)",
-                          sibling.path().c_str());
-        }
+    if (me_.rank == 0 && self.filename().string().starts_with(own)) {
+        remove_stale_rendezvous(self.parent_path().string(), dir_);
     }
 }
 
@@ -412,6 +385,92 @@ std::string process_start_time(pid_t pid) {
     return field;
 }
 
+namespace {
+
+// A temporary file's writer is in its name: .<job>.tmp.<rank>.<pid>.<serial>; true when that
+// process is gone (a writer killed mid-write leaves a file without a whole stamp).
+bool temporary_of_dead_writer(const std::string& name) {
+    size_t at = name.find(".tmp.");
+    if (!name.starts_with(".") || at == std::string::npos) {
+        return false;
+    }
+    std::istringstream fields(name.substr(at + 5));
+    std::string rank, pid;
+    if (!std::getline(fields, rank, '.') || !std::getline(fields, pid, '.') || pid.empty() ||
+        pid.find_first_not_of("0123456789") != std::string::npos) {
+        return false;
+    }
+    return process_start_time(static_cast<pid_t>(std::stol(pid))).empty();
+}
+
+// stale: every file was written by a process that is gone, or the directory has been empty
+// for longer than any launch takes between creating it and registering its first rank.
+bool stale_rendezvous(const fs::path& dir, const struct stat& st) {
+    constexpr double empty_grace_s = 60;
+    bool stale = false, any = false;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        any              = true;
+        std::string name = entry.path().filename().string();
+        std::string file, value;
+        stamp writer;
+        if (temporary_of_dead_writer(name)) {
+            stale = true;
+            continue;
+        }
+        if (read_file(entry.path().string(), &file) != 0 || !unstamp(file, &writer, &value)) {
+            return false;  // not a store's file, or being written: leave the directory be
+        }
+        if (process_start_time(writer.pid) == writer.started) {
+            return false;  // a live process's file
+        }
+        stale = true;
+    }
+    if (ec) {
+        return false;
+    }
+    return any ? stale : difftime(time(nullptr), st.st_mtime) > empty_grace_s;
+}
+
+}  // namespace
+
+int remove_stale_rendezvous(const std::string& parent, const std::string& keep) {
+    std::string own = "loom-bootstrap-" + std::to_string(geteuid()) + "-";
+    int removed     = 0;
+    std::error_code ec;
+    for (const auto& sibling : fs::directory_iterator(parent, ec)) {
+        std::string name = sibling.path().filename().string();
+        struct stat st;
+        if (!name.starts_with(own) || sibling.path() == fs::path(keep) ||
+            lstat(sibling.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+            st.st_uid != geteuid() || !stale_rendezvous(sibling.path(), st)) {
+            continue;
+        }
+        std::error_code inner;
+        if (fs::remove_all(sibling.path(), inner) > 0 && !inner) {
+            ++removed;
+            LOOM_LOG_INFO(log::subsystem::init,
+                          "bootstrap: removed %s (its job's processes are gone)",
+                          sibling.path().c_str());
+        }
+    }
+    return removed;
+}
+
+int remove_job_rendezvous(const std::string& dir, const std::string& job) {  // bootstrap.hh
+    std::string escaped = escape_key(job);
+    int removed         = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        std::string name = entry.path().filename().string();
+        if (name.starts_with(escaped + ".") || name.starts_with("." + escaped + ".tmp.")) {
+            removed += fs::remove(entry.path(), ec) ? 1 : 0;
+        }
+    }
+    rmdir(dir.c_str());  // fails, as it should, while other jobs' files are there
+    return removed;
+}
+
 result<std::unique_ptr<kv_store>> open_file_store(const std::string& dir, const identity& me,
                                                   double timeout_s) {
     auto store = std::make_unique<file_store>(dir, me, timeout_s);
@@ -420,3 +479,15 @@ result<std::unique_ptr<kv_store>> open_file_store(const std::string& dir, const 
 }
 
 }  // namespace loom::bootstrap::detail
+
+namespace loom::bootstrap {
+
+int remove_stale_rendezvous() {
+    return detail::remove_stale_rendezvous(params::tmpdir.get(), "");
+}
+
+int remove_job_rendezvous(const std::string& dir, const std::string& job) {
+    return detail::remove_job_rendezvous(dir, job);
+}
+
+}  // namespace loom::bootstrap

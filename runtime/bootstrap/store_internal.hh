@@ -35,6 +35,12 @@ result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const i
 /// A directory of files, one per key, published by an exclusive atomic rename.
 result<std::unique_ptr<kv_store>> open_file_store(const std::string& dir, const identity& me,
                                                   double timeout_s);
+/// Removes `parent`'s rendezvous directories of this user ("loom-bootstrap-<uid>-*", other than
+/// `keep`) that a killed launch left: every file's writer is gone, or empty for a minute.
+/// Returns how many it removed.
+int remove_stale_rendezvous(const std::string& parent, const std::string& keep);
+/// bootstrap::remove_job_rendezvous.
+int remove_job_rendezvous(const std::string& dir, const std::string& job);
 /// An in-process map, for a job of one rank.
 std::unique_ptr<kv_store> open_memory_store();
 

@@ -9,6 +9,7 @@
 #include "base/check.hh"
 #include "base/hash.hh"
 #include "base/log.hh"
+#include "base/net.hh"
 #include "comm/comm_params.hh"
 #include "comm/request_registry.hh"
 #include "kernels/reduce.hh"
@@ -108,18 +109,26 @@ result<std::unique_ptr<communicator>> communicator::create(settings s,
 
 status communicator::connect() {
     drivers::endpoint_config ec;
-    ec.rank      = settings_.rank;
-    ec.size      = settings_.size;
-    ec.job       = settings_.job;
-    ec.store     = store_.get();
-    ec.timeout_s = settings_.timeout_s;
+    ec.rank  = settings_.rank;
+    ec.size  = settings_.size;
+    ec.job   = settings_.job;
+    ec.store = store_.get();
+    // Connecting waits for the other ranks to join, as bootstrap does: its deadline is
+    // LOOM_BOOTSTRAP_TIMEOUT, not the per-call LOOM_TIMEOUT.
+    ec.timeout_s = settings_.join_timeout_s;
     auto ep      = drivers::open(settings_.transport, ec);
     if (!ep) {
         return status(ep.error())
             .prefix("rank " + std::to_string(rank()) + ": transport " + settings_.transport + ": ");
     }
     endpoint_ = std::move(ep).value();
-    LOOM_CHECK(endpoint_->connect());
+    if (status st = endpoint_->connect(); !st) {
+        if (st.code() != LOOM_ERR_TIMEOUT) {
+            return st;
+        }
+        return status(st.code(), st.message() + " (ranks have LOOM_BOOTSTRAP_TIMEOUT, " +
+                                     net::seconds_text(settings_.join_timeout_s) + ", to join)");
+    }
     open_in_network();
     engine::engine_config cfg{.rank         = settings_.rank,
                               .size         = settings_.size,

@@ -178,6 +178,7 @@ struct settings {
     topology::shape topo           = topology::shape::star(1);
     routing::tie_rule ties         = routing::tie_rule::toward_plus;  // LOOM_ROUTE_TIES
     double timeout_s               = 60;
+    double join_timeout_s          = 30;  // LOOM_BOOTSTRAP_TIMEOUT: connecting waits for peers
     engine::progress_mode progress = engine::progress_mode::caller;
     int max_inflight               = 16;
     int plan_cache                 = 64;
@@ -302,6 +303,10 @@ class communicator {
     /// with other figures.
     status adopt_machine_params(const std::string& line, const std::string& path);
     status measure(bool thorough, tuner::machine_params* p);
+    std::string read_machine_params(const std::string& path);
+    result<std::string> measure_plausibly(const std::string& path, bool thorough,
+                                          const char* method);
+    void save_calibration(const std::string& path, const tuner::machine_params& p);
     tuner::in_network_state in_network_for(const algorithms::call& c, loom_dtype_t dtype,
                                            loom_op_t op) const;
     const algorithms::algorithm* tuned_choice(const algorithms::call& c, loom_dtype_t dtype,

@@ -183,11 +183,12 @@ status resolve_settings(const loom_config_t* c, settings* s, std::string* addres
     bootstrap::identity id;
     LOOM_CHECK(resolve_identity(c, &id, address));
     log::set_rank(id.rank);  // a world communicator's rank names this process's log lines
-    s->rank      = id.rank;
-    s->size      = id.size;
-    s->job       = id.job;
-    s->world_job = id.job;
-    *who         = id;
+    s->rank           = id.rank;
+    s->size           = id.size;
+    s->job            = id.job;
+    s->world_job      = id.job;
+    s->join_timeout_s = id.timeout_s;
+    *who              = id;
     LOOM_CHECK(resolve_numbers(c, s));
     return resolve_shapes(c, s);
 }

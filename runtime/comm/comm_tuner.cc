@@ -5,9 +5,13 @@
 // line; every rank, rank 0 included, parses that same line, so all predict with identical
 // numbers and choose identically. The broadcasts made here name their algorithm (binomial),
 // because the tuner cannot choose before its parameters are agreed.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "base/check.hh"
@@ -15,6 +19,7 @@
 #include "base/log.hh"
 #include "comm/comm.hh"
 #include "kernels/reduce.hh"
+#include "tuner/calibration_checks.hh"
 #include "tuner/tuner_params.hh"
 
 namespace loom::comm {
@@ -54,6 +59,42 @@ std::string calibration_file(const std::string& configured) {
                                    tuner::params::home.get());
 }
 
+// The judge's limits: fixed, as the bounds are (calibration_checks.hh).
+const tuner::plausibility_limits limits{};
+
+// This host's tcp α for the same rank count, from the file (< 0 when there is none): a
+// shared-memory α above it was measured under load.
+double file_tcp_alpha(const std::string& path, const std::string& host, int ranks) {
+    auto tcp = tuner::load(path, host, "tcp", ranks);
+    return tcp && *tcp ? (*tcp)->alpha_s : -1;
+}
+
+// α estimated over `repeats` successive groups of the samples: the median of each group,
+// divided by the rounds; the spread is (largest − smallest) / median of the estimates.
+double alpha_spread(const std::vector<double>& samples, int repeats, double rounds) {
+    std::vector<double> estimates;
+    size_t per = samples.size() / static_cast<size_t>(repeats);
+    for (int k = 0; k < repeats && per > 0; ++k) {
+        auto from = samples.begin() + static_cast<long>(per * static_cast<size_t>(k));
+        estimates.push_back(median(std::vector<double>(from, from + static_cast<long>(per))) /
+                            rounds);
+    }
+    if (estimates.size() < 2) {
+        return -1;
+    }
+    auto [lo, hi] = std::minmax_element(estimates.begin(), estimates.end());
+    double mid    = median(estimates);
+    return mid > 0 ? (*hi - *lo) / mid : -1;
+}
+
+// What rank 0 logs instead of storing: why, and what the communicator uses instead.
+void warn_not_stored(const std::string& path, const std::string& why) {
+    LOOM_LOG_WARN(log::subsystem::init,
+                  "rank 0: calibration measured twice and not stored in %s: %s; the tuner uses "
+                  "its defaults (measure again on a quiet machine: loom-bench calibrate)",
+                  path.c_str(), why.c_str());
+}
+
 }  // namespace
 
 status communicator::share_machine_params(std::string* line) {
@@ -85,10 +126,15 @@ status communicator::share_machine_params(std::string* line) {
 }
 
 status communicator::measure(bool thorough, tuner::machine_params* p) {
-    *p        = tuner::defaults_for(cost_class(*endpoint_));
-    p->source = "measured";
-    p->ranks  = size();
+    *p         = tuner::defaults_for(cost_class(*endpoint_));
+    p->source  = "measured";
+    p->ranks   = size();
+    p->version = loom_version();
     if (rank() == 0) {
+        // The load before this measurement adds its own: what else the host was running.
+        double load[1];
+        p->load1 = getloadavg(load, 1) == 1 ? load[0] : -1;
+        p->cpus  = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
         // The reduction kernel the engine runs, on buffers out of cache for the full pass.
         const size_t count = (thorough ? size_t{8} << 20 : size_t{256} << 10) / sizeof(float);
         std::vector<float> x(count, 1.0f), y(count, 2.0f), z(count);
@@ -166,11 +212,101 @@ status communicator::measure(bool thorough, tuner::machine_params* p) {
     algorithms::cost small_cost   = model(small).first;
     auto [large_cost, large_work] = model(large);
     p->alpha_s                    = median(small_t) / std::max(1.0, small_cost.n_alpha);
-    double t                      = *std::min_element(large_t.begin(), large_t.end());
-    double moving                 = t - large_cost.n_alpha * p->alpha_s -
+    p->repeats                    = 3;
+    p->spread     = alpha_spread(small_t, p->repeats, std::max(1.0, small_cost.n_alpha));
+    double t      = *std::min_element(large_t.begin(), large_t.end());
+    double moving = t - large_cost.n_alpha * p->alpha_s -
                     (large_work.reduced + large_work.copied) / p->reduce_bytes_per_s;
     p->bw_bytes_per_s = large_cost.n_beta * double(large.bytes) / std::max(moving, 0.1 * t);
     return status::ok();
+}
+
+// Rank 0's reading of the file: the line to agree on, or measure_token. A measured line that
+// is implausible, stale or was taken under load does not steer the tuner for ever: it is
+// measured again (LOOM_CALIBRATE=auto) or, where it cannot be, the defaults replace an
+// implausible or stale one; a busy one serves until the host is quieter. The log says which.
+std::string communicator::read_machine_params(const std::string& path) {
+    bool can_measure = settings_.calibrate_auto && size() >= 2;
+    auto loaded      = tuner::load(path, machine_.host, machine_.transport, size());
+    if (!loaded) {
+        LOOM_LOG_WARN(log::subsystem::init, "rank 0: %s; the tuner uses its defaults",
+                      loaded.error().message().c_str());
+        return tuner::to_line(machine_);
+    }
+    if (!*loaded) {
+        return can_measure ? measure_token : tuner::to_line(machine_);
+    }
+    const tuner::machine_params& p = **loaded;
+    if (!p.measured) {  // written by hand: the user's word
+        return tuner::to_line(p);
+    }
+    std::string why = tuner::implausible(p, file_tcp_alpha(path, p.host, size()), limits);
+    if (why.empty()) {
+        why = tuner::stale(p, std::time(nullptr), limits);
+    }
+    if (!why.empty()) {
+        LOOM_LOG_WARN(log::subsystem::init,
+                      "rank 0: the calibration line for %s %s in %s is ignored: %s; %s",
+                      p.host.c_str(), p.transport.c_str(), path.c_str(), why.c_str(),
+                      can_measure ? "measuring again" : "the tuner uses its defaults");
+        return can_measure ? measure_token : tuner::to_line(machine_);
+    }
+    if (std::string load = tuner::busy(p); !load.empty()) {
+        // Measured again once the host is quieter; until then, the busy figures serve.
+        double now[1];
+        bool quieter = getloadavg(now, 1) == 1 && now[0] <= p.cpus;
+        LOOM_LOG_INFO(log::subsystem::init, "rank 0: the calibration line for %s %s in %s: %s; %s",
+                      p.host.c_str(), p.transport.c_str(), path.c_str(), load.c_str(),
+                      quieter && can_measure ? "the host is quieter now: measuring again"
+                                             : "used until it can be measured on a quieter host");
+        if (quieter && can_measure) {
+            return measure_token;
+        }
+    }
+    return tuner::to_line(p);
+}
+
+// Measures (every rank) until rank 0 finds the figures plausible, twice at most; rank 0
+// stores them, or says why not and agrees on the defaults. Returns the agreed line.
+result<std::string> communicator::measure_plausibly(const std::string& path, bool thorough,
+                                                    const char* method) {
+    std::string line;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        tuner::machine_params measured;
+        LOOM_CHECK(measure(thorough, &measured));
+        measured.method = method;
+        if (rank() == 0) {
+            std::string why =
+                size() < 2 ? std::string()
+                           : tuner::implausible(
+                                 measured, file_tcp_alpha(path, measured.host, size()), limits);
+            if (why.empty()) {
+                line = tuner::to_line(measured);
+                save_calibration(path, measured);
+            } else if (attempt == 0) {
+                LOOM_LOG_INFO(log::subsystem::init, "rank 0: calibration: %s; measuring again",
+                              why.c_str());
+                line = measure_token;
+            } else {
+                warn_not_stored(path, why);
+                line = tuner::to_line(machine_);
+            }
+        }
+        LOOM_CHECK(share_machine_params(&line));
+        if (line != measure_token) {
+            break;
+        }
+    }
+    return line;
+}
+
+// An unwritable file costs only the saving: the figures still serve this communicator.
+void communicator::save_calibration(const std::string& path, const tuner::machine_params& p) {
+    if (status st = tuner::save(path, p); !st) {
+        LOOM_LOG_WARN(log::subsystem::init,
+                      "rank 0: %s; the measured figures serve this communicator only",
+                      st.message().c_str());
+    }
 }
 
 status communicator::agree_machine_params() {
@@ -178,30 +314,11 @@ status communicator::agree_machine_params() {
     const std::string path = calibration_file(settings_.calibration_file);
     std::string line;
     if (rank() == 0) {
-        auto loaded = tuner::load(path, machine_.host, machine_.transport, size());
-        if (!loaded) {
-            LOOM_LOG_WARN(log::subsystem::init, "rank 0: %s; the tuner uses its defaults",
-                          loaded.error().message().c_str());
-            line = tuner::to_line(machine_);
-        } else if (*loaded) {
-            line = tuner::to_line(**loaded);
-        } else if (settings_.calibrate_auto && size() >= 2) {
-            line = measure_token;
-        } else {
-            line = tuner::to_line(machine_);
-        }
+        line = read_machine_params(path);
     }
     LOOM_CHECK(share_machine_params(&line));
     if (line == measure_token) {
-        tuner::machine_params measured;
-        LOOM_CHECK(measure(false, &measured));
-        if (rank() == 0) {
-            line = tuner::to_line(measured);
-            if (status st = tuner::save(path, measured); !st) {
-                LOOM_LOG_WARN(log::subsystem::init, "rank 0: %s", st.message().c_str());
-            }
-        }
-        LOOM_CHECK(share_machine_params(&line));
+        LOOM_ASSIGN(line, measure_plausibly(path, false, "auto"));
     }
     return adopt_machine_params(size() == 1 ? tuner::to_line(machine_) : line, path);
 }
@@ -220,20 +337,19 @@ status communicator::adopt_machine_params(const std::string& line, const std::st
 }
 
 status communicator::calibrate(bool thorough) {
-    tuner::machine_params measured;
-    LOOM_CHECK(measure(thorough, &measured));
     const std::string path = calibration_file(settings_.calibration_file);
-    std::string line;
-    if (rank() == 0) {
-        if (size() == 1) {  // no collective to time: keep α and BW, take the reduction figure
-            measured.alpha_s        = machine_.alpha_s;
-            measured.bw_bytes_per_s = machine_.bw_bytes_per_s;
-        }
-        line = tuner::to_line(measured);
-        LOOM_CHECK(tuner::save(path, measured));
+    if (size() == 1) {  // no collective to time: keep α and BW, take the reduction figure
+        tuner::machine_params measured;
+        LOOM_CHECK(measure(thorough, &measured));
+        measured.alpha_s        = machine_.alpha_s;
+        measured.bw_bytes_per_s = machine_.bw_bytes_per_s;
+        measured.method         = thorough ? "thorough" : "calibrate";
+        save_calibration(path, measured);
+        return adopt_machine_params(tuner::to_line(measured), path);
     }
-    LOOM_CHECK(share_machine_params(&line));
-    return adopt_machine_params(size() == 1 ? tuner::to_line(measured) : line, path);
+    LOOM_ASSIGN(std::string line,
+                measure_plausibly(path, thorough, thorough ? "thorough" : "calibrate"));
+    return adopt_machine_params(line, path);
 }
 
 const algorithms::algorithm* communicator::tuned_choice(const algorithms::call& c,

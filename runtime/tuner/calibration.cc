@@ -126,8 +126,24 @@ std::string to_line(const machine_params& p) {
                   p.host.c_str(), p.transport.c_str(),
                   p.ranks > 0 ? (" ranks=" + std::to_string(p.ranks)).c_str() : "", p.alpha_s * 1e6,
                   p.bw_bytes_per_s / 1e9, p.reduce_bytes_per_s / 1e9, p.switch_alpha() * 1e6,
-                  p.source.c_str(), today().c_str());
-    return buf;
+                  p.source.c_str(), p.date.empty() ? today().c_str() : p.date.c_str());
+    std::string line = buf;
+    // How it was measured, when known (older lines and hand-written ones lack it).
+    if (p.load1 >= 0) {
+        std::snprintf(buf, sizeof buf, " load1=%.2f cpus=%d", p.load1, p.cpus);
+        line += buf;
+    }
+    if (p.repeats > 0) {
+        std::snprintf(buf, sizeof buf, " repeats=%d spread=%.3g", p.repeats, p.spread);
+        line += buf;
+    }
+    if (!p.version.empty()) {
+        line += " version=" + p.version;
+    }
+    if (!p.method.empty()) {
+        line += " method=" + p.method;
+    }
+    return line;
 }
 
 result<machine_params> from_line(std::string_view line) {
@@ -176,8 +192,24 @@ result<machine_params> from_line(std::string_view line) {
             }
             p.ranks = static_cast<int>(r);
         } else if (key == "source") {
-            p.source = value;
-        }  // date and keys of later versions: ignored
+            p.source   = value;
+            p.measured = value == "measured";
+        } else if (key == "date") {
+            p.date = value;
+        } else if (key == "version") {
+            p.version = value;
+        } else if (key == "method") {
+            p.method = value;
+        } else if (key == "load1" || key == "spread") {
+            // The record of a measurement: kept when readable, never a reason to refuse.
+            if (parse_double(value, &v) && v >= 0) {
+                (key == "load1" ? p.load1 : p.spread) = v;
+            }
+        } else if (key == "cpus" || key == "repeats") {
+            if (parse_double(value, &v) && v >= 0 && v <= 1e6 && v == std::floor(v)) {
+                (key == "cpus" ? p.cpus : p.repeats) = static_cast<int>(v);
+            }
+        }  // keys of later versions: ignored
     }
     if (p.host.empty() || p.transport.empty() || !have_alpha || !have_bw) {
         return parse_error("a line needs host=, transport=, alpha_us= and bw_GBps=");
@@ -234,18 +266,23 @@ status save(const std::string& path, const machine_params& p) {
     {
         std::ofstream out(aside, std::ios::trunc);
         if (!out) {
-            return status(LOOM_ERR_SYSTEM, "cannot write the calibration file " + aside + ": " +
-                                               std::strerror(errno));
+            return status(LOOM_ERR_SYSTEM, "cannot write the calibration file " + path + ": " +
+                                               std::strerror(errno) + " (writing " + aside + ")");
         }
         out << "# loom calibration: one line per host, transport and rank count (loom-bench "
                "calibrate).\n"
-               "# Delete this file to measure again; edit a line to tell the tuner otherwise.\n";
+               "# Delete it to measure again. A line written by hand (no source= field) is never "
+               "measured again.\n";
         for (const std::string& line : keep) {
             out << line << '\n';
         }
         out << to_line(p) << '\n';
         if (!out.flush()) {
-            return status(LOOM_ERR_SYSTEM, "cannot write the calibration file " + aside);
+            int e = errno;
+            out.close();
+            ::unlink(aside.c_str());
+            return status(LOOM_ERR_SYSTEM, "cannot write the calibration file " + path + ": " +
+                                               std::strerror(e) + " (writing " + aside + ")");
         }
     }
     if (::rename(aside.c_str(), path.c_str()) != 0) {

@@ -9,7 +9,9 @@
 //   host=node7 transport=shm ranks=4 alpha_us=2.1 bw_GBps=5.3 reduce_GBps=9.8 …
 // A line without ranks= (written by hand) serves any rank count.
 // A missing file or line means "not calibrated": the communicator measures (LOOM_CALIBRATE=
-// auto) or uses the built-in defaults of the transport below.
+// auto) or uses the built-in defaults of the transport below. A measured line also records
+// when and how it was measured (date, load1, cpus, repeats, spread, version, method), so
+// calibration_checks.hh can tell figures that are stale or were measured under load.
 #pragma once
 
 #include <optional>
@@ -34,6 +36,15 @@ struct machine_params {
     double alpha_switch_s     = -1;          // < 0: alpha_s
     std::string source        = "defaults";  // "defaults", "file", "measured"
     std::string file;                        // where they came from or went to
+    // How a measurement went (calibration_checks.hh judges it; the file records it):
+    bool measured = false;  // the file's line says source=measured (load() reports "file")
+    std::string date;       // when, UTC "YYYY-MM-DDTHH:MM:SSZ"; empty: a line written by hand
+    std::string method;     // "auto" (at creation), "calibrate", "thorough"
+    std::string version;    // the loom that measured
+    double load1  = -1;     // the host's 1-minute load average just before; < 0: unknown
+    int cpus      = 0;      // the CPUs online then
+    int repeats   = 0;      // α was estimated this many times over successive samples
+    double spread = -1;     // (largest − smallest) / median of those estimates; < 0: unknown
 
     double switch_alpha() const { return alpha_switch_s < 0 ? alpha_s : alpha_switch_s; }
 };

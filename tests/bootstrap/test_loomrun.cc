@@ -77,7 +77,8 @@ void expect_ranks_gone(const loom::test::outcome& o, int expected) {
 }  // namespace
 
 // Two jobs started at once from one shell, both over shm and tcp rendezvous: each meets only
-// its own ranks (its own job id and secret), even with LOOM_JOB_SECRET in the shell.
+// its own ranks (its own job id and rendezvous), even with one LOOM_JOB_SECRET in the shell
+// (which both use).
 static void two_jobs_from_one_shell_are_kept_apart(void**) {
     std::vector<loom::test::program> jobs(2);
     for (auto& p : jobs) {

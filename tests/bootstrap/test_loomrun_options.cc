@@ -1,7 +1,9 @@
 // loomrun's command line (options.cc) and its "[rank] " line prefixing (output.cc), without
 // starting any rank.
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -98,6 +100,142 @@ static void bad_command_lines_say_what_is_allowed(void**) {
     expect_fail({"-n", "2", "--bogus", "--", "prog"}, "--bogus");
 }
 
+// --fabric FILE: a file that cannot be read or parsed is named with the reason, never taken
+// for a malformed shape; a good file without --switch says what it needs.
+static void fabric_files_are_opened_and_named(void**) {
+    expect_fail({"-n", "4", "--switch", "--fabric", "/nonexistent.json", "--", "./app"},
+                "cannot open fabric file '/nonexistent.json': No such file or directory");
+    expect_fail({"-n", "4", "--fabric", "/nonexistent.json", "--", "./app"},
+                "cannot open fabric file '/nonexistent.json': No such file or directory");
+    char bad[] = "/tmp/loomrun-fabric-XXXXXX.json";
+    int fd     = mkstemps(bad, 5);
+    assert_true(fd >= 0);
+    assert_true(write(fd, "{\"nodes\": [", 11) == 11);
+    close(fd);
+    parsed p = parse({"-n", "4", "--switch", "--fabric", bad, "--", "./app"});
+    assert_int_equal(static_cast<int>(p.what), static_cast<int>(parsed::action::fail));
+    assert_non_null(std::strstr(p.text.c_str(), bad));
+    assert_null(std::strstr(p.text.c_str(), "KIND:SIZE"));
+    if (geteuid() != 0) {  // root reads any file
+        chmod(bad, 0);
+        expect_fail({"-n", "4", "--switch", "--fabric", bad, "--", "./app"}, "Permission denied");
+    }
+    unlink(bad);
+}
+
+// The transport flag takes what the drivers take under loomrun; the rest is refused.
+static void transport_flag_takes_fault_and_self(void**) {
+    assert_string_equal(
+        parse({"-n", "2", "--transport", "fault:tcp", "--", "a"}).opts.transport.c_str(),
+        "fault:tcp");
+    assert_string_equal(parse({"-n", "1", "--transport", "self", "--", "a"}).opts.transport.c_str(),
+                        "self");
+    expect_fail({"-n", "2", "--transport", "fault:udp", "--", "prog"}, "fault:udp not in");
+    assert_true(parse({"-n", "2", "--", "a"}).opts.transport.empty());  // chosen at launch
+}
+
+// The user's settings against loomrun's flags: kept, defaulted, or refused with the reason.
+static void user_settings_win_or_are_refused(void**) {
+    struct row {
+        std::vector<const char*> args;
+        user_settings user;
+        const char* transport;       // expected, or nullptr when refused
+        const char* transport_from;  // or, when refused, a part of the reason
+        const char* bootstrap;
+    };
+    const std::vector<row> rows = {
+        {{"-n", "2"}, {}, "shm", "loomrun default", ""},
+        {{"-n", "2", "--hosts", "netns"}, {}, "tcp", "loomrun default", ""},
+        {{"-n", "2"}, {{"LOOM_TRANSPORT", "tcp"}}, "tcp", "LOOM_TRANSPORT", ""},
+        {{"-n", "2"}, {{"LOOM_TRANSPORT", "fault:tcp"}}, "fault:tcp", "LOOM_TRANSPORT", ""},
+        {{"-n", "1"}, {{"LOOM_TRANSPORT", "self"}}, "self", "LOOM_TRANSPORT", ""},
+        {{"-n", "2", "--transport", "tcp"}, {{"LOOM_TRANSPORT", "tcp"}}, "tcp", "--transport", ""},
+        {{"-n", "2"},
+         {{"LOOM_TRANSPORT", "fwd:tcp"}, {"LOOM_FABRIC", "ring:2"}},
+         "fwd:tcp",
+         "LOOM_TRANSPORT",
+         ""},
+        {{"-n", "2"}, {{"LOOM_BOOTSTRAP", "file:/tmp/x"}}, "shm", "loomrun default", "file:/tmp/x"},
+        {{"-n", "2"}, {{"LOOM_TRANSPORT", "self"}}, nullptr, "-n is 2", ""},
+        {{"-n", "2"}, {{"LOOM_TRANSPORT", "udp"}}, nullptr, "unknown transport", ""},
+        {{"-n", "2"}, {{"LOOM_TRANSPORT", "fault:verbs"}}, nullptr, "unknown transport", ""},
+        {{"-n", "2", "--transport", "shm"},
+         {{"LOOM_TRANSPORT", "tcp"}},
+         nullptr,
+         "give the transport once",
+         ""},
+        {{"-n", "4", "--fabric", "ring:4"},
+         {{"LOOM_TRANSPORT", "fwd:tcp"}},
+         nullptr,
+         "wraps the transport in fwd:",
+         ""},
+        {{"-n", "4", "--fabric", "ring:4"},
+         {{"LOOM_FABRIC", "mesh:2x2"}},
+         nullptr,
+         "LOOM_FABRIC=mesh:2x2 conflicts with --fabric ring:4",
+         ""},
+        {{"-n", "4", "--fabric", "ring:4"},
+         {{"LOOM_FABRIC", "ring:4"}},
+         "shm",
+         "loomrun default",
+         ""},
+        {{"-n", "4", "--fabric", "ring:4"},
+         {{"LOOM_PROGRESS", "caller"}},
+         nullptr,
+         "LOOM_PROGRESS=caller",
+         ""},
+        {{"-n", "2", "--hosts", "netns"},
+         {{"LOOM_BOOTSTRAP", "127.0.0.1:5000"}},
+         nullptr,
+         "unset LOOM_BOOTSTRAP",
+         ""},
+        {{"-n", "2", "--hosts", "netns"},
+         {{"LOOM_TCP_ADDR", "10.0.0.1"}},
+         nullptr,
+         "unset LOOM_TCP_ADDR",
+         ""},
+        {{"-n", "2", "--switch"}, {{"LOOM_SWITCH", "tcp:127.0.0.1:9"}}, nullptr, "--switch", ""},
+    };
+    for (const auto& r : rows) {
+        std::vector<const char*> args = r.args;
+        args.insert(args.end(), {"--", "./app"});
+        parsed p = parse(args);
+        assert_int_equal(static_cast<int>(p.what), static_cast<int>(parsed::action::run));
+        auto got = resolve_rank_settings(p.opts, r.user);
+        std::string what =
+            std::string(r.args[1]) +
+            (r.user.empty() ? "" : " " + r.user.begin()->first + "=" + r.user.begin()->second);
+        if (r.transport == nullptr) {
+            if (got || got.error().message().find(r.transport_from) == std::string::npos) {
+                LOOM_FAIL(what + ": expected a refusal naming '" + r.transport_from + "', got " +
+                          (got ? "a transport" : got.error().message()));
+            }
+            continue;
+        }
+        if (!got) {
+            LOOM_FAIL(what + ": refused: " + got.error().message());
+        }
+        if (got->transport != r.transport || got->transport_from != r.transport_from ||
+            got->bootstrap != r.bootstrap) {
+            LOOM_FAIL(what + ": got transport " + got->transport + " (" + got->transport_from +
+                      "), bootstrap '" + got->bootstrap + "'");
+        }
+    }
+    // The user's job id and secret.
+    parsed p = parse({"-n", "2", "--", "./app"});
+    auto got = resolve_rank_settings(p.opts, {{"LOOM_JOB", "exp.sweep"},
+                                              {"LOOM_JOB_SECRET", std::string(64, 'a')},
+                                              {"LOOM_BOOTSTRAP", "127.0.0.1:5000"}});
+    assert_true(got.is_ok());
+    assert_string_equal(got->job.c_str(), "exp.sweep");
+    assert_string_equal(got->job_from.c_str(), "LOOM_JOB");
+    assert_string_equal(got->secret.c_str(), std::string(64, 'a').c_str());
+    got = resolve_rank_settings(p.opts, {{"LOOM_JOB_SECRET", std::string(64, 'b')}});
+    assert_true(got.is_ok() && got->secret == std::string(64, 'b') && got->bootstrap.empty());
+    got = resolve_rank_settings(p.opts, {});
+    assert_true(got.is_ok() && got->secret.empty());  // none given: a fresh one per launch
+}
+
 static void help_version_and_config_need_no_program(void**) {
     parsed help = parse({"--help"});
     assert_int_equal(static_cast<int>(help.what), static_cast<int>(parsed::action::print));
@@ -134,6 +272,9 @@ static void every_line_gets_its_rank_prefix(void**) {
 
 LOOM_TEST_MAIN("loomrun_options", cmocka_unit_test(program_after_double_dash_keeps_its_own_flags),
                cmocka_unit_test(fabric_must_be_a_lattice_of_n_ranks),
+               cmocka_unit_test(fabric_files_are_opened_and_named),
+               cmocka_unit_test(transport_flag_takes_fault_and_self),
+               cmocka_unit_test(user_settings_win_or_are_refused),
                cmocka_unit_test(program_without_double_dash_starts_at_first_word),
                cmocka_unit_test(bad_command_lines_say_what_is_allowed),
                cmocka_unit_test(help_version_and_config_need_no_program),

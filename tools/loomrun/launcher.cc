@@ -26,7 +26,9 @@
 
 #include "base/check.hh"
 #include "base/clock.hh"
+#include "base/log.hh"
 #include "base/secret.hh"
+#include "bootstrap/bootstrap.hh"
 #include "loomrun.hh"
 #include "switches.hh"
 #include "topology/fabric.hh"
@@ -43,10 +45,17 @@ constexpr double drain_s = 1.0;
 // Rank 0 listens here inside its namespace (--hosts netns): a fresh namespace has every port.
 constexpr int netns_bootstrap_port = 29500;
 
-// The variables loomrun sets for every rank (any inherited value is replaced).
-constexpr const char* rank_vars[] = {"LOOM_RANK",           "LOOM_SIZE",      "LOOM_JOB",
-                                     "LOOM_BOOTSTRAP",      "LOOM_TRANSPORT", "LOOM_TCP_ADDR",
-                                     "LOOM_LINK_STATS_DIR", "LOOM_JOB_SECRET"};
+// The variables loomrun always sets for every rank (an inherited value is replaced: they
+// number the ranks and name loomrun's rendezvous). The user's LOOM_TRANSPORT, LOOM_JOB,
+// LOOM_BOOTSTRAP and LOOM_TCP_ADDR are kept or refused (rank_settings.cc), never replaced.
+constexpr const char* rank_vars[] = {"LOOM_RANK",      "LOOM_SIZE",      "LOOM_JOB",
+                                     "LOOM_BOOTSTRAP", "LOOM_TRANSPORT", "LOOM_JOB_SECRET"};
+// The variables of loomrun's environment the user may set in place of loomrun's defaults.
+constexpr const char* user_vars[] = {"LOOM_RANK",           "LOOM_SIZE",   "LOOM_TRANSPORT",
+                                     "LOOM_BOOTSTRAP",      "LOOM_JOB",    "LOOM_JOB_SECRET",
+                                     "LOOM_TCP_ADDR",       "LOOM_FABRIC", "LOOM_PROGRESS",
+                                     "LOOM_LINK_STATS_DIR", "LOOM_SWITCH", "LOOM_SWITCH_FABRIC",
+                                     "LOOM_INC_TICKET"};
 // A lattice fabric is forwarded hop by hop (fwd:<transport>); a star or a fabric file
 // given with --switch only places the aggregation nodes.
 bool forwarded(const std::string& fabric) {
@@ -57,9 +66,9 @@ bool forwarded(const std::string& fabric) {
     return shape && shape->is_lattice();
 }
 
-// Replaced too, but only under --fabric.
+// Set by loomrun only under --fabric (rank_settings.cc refuses a user value unlike its own).
 constexpr const char* fabric_vars[] = {"LOOM_FABRIC", "LOOM_PROGRESS"};
-// And these under --switch.
+// Under --switch.
 constexpr const char* switch_vars[] = {"LOOM_SWITCH", "LOOM_SWITCH_FABRIC", "LOOM_INC_TICKET"};
 
 bool sets(std::string_view entry, const char* v) {
@@ -106,8 +115,10 @@ struct rank_proc {
 
 class job {
   public:
-    job(const options& o, netns_hosts* net, int signal_fd, const sigset_t& old_mask)
+    job(const options& o, const rank_settings& chosen, netns_hosts* net, int signal_fd,
+        const sigset_t& old_mask)
         : o_(o),
+          chosen_(chosen),
           net_(net),
           sfd_(signal_fd),
           old_mask_(old_mask),
@@ -135,6 +146,7 @@ class job {
     void signal_running(int sig) const;
 
     const options& o_;
+    const rank_settings& chosen_;
     netns_hosts* net_;
     int sfd_;
     sigset_t old_mask_;
@@ -173,6 +185,8 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
         for (const char* v : switch_vars) {
             ours = ours || (o_.with_switch && sets(entry, v));
         }
+        ours = ours || (o_.link_stats && sets(entry, "LOOM_LINK_STATS_DIR")) ||
+               (net_ != nullptr && sets(entry, "LOOM_TCP_ADDR"));
         if (!ours) {
             env.emplace_back(entry);
         }
@@ -183,9 +197,9 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     env.push_back("LOOM_BOOTSTRAP=" + bootstrap);
     env.push_back("LOOM_JOB_SECRET=" + secret_);
     if (o_.fabric.empty() || !forwarded(o_.fabric)) {
-        env.push_back("LOOM_TRANSPORT=" + o_.transport);
+        env.push_back("LOOM_TRANSPORT=" + chosen_.transport);
     } else {
-        env.push_back("LOOM_TRANSPORT=fwd:" + o_.transport);
+        env.push_back("LOOM_TRANSPORT=fwd:" + chosen_.transport);
         env.push_back("LOOM_FABRIC=" + o_.fabric);
         env.push_back("LOOM_PROGRESS=thread");
     }
@@ -239,9 +253,15 @@ void job::exec_rank(int rank, int out_fd, int err_fd, std::vector<std::string> e
 }
 
 status job::start(const std::string& bootstrap) {
-    job_id_ = "lr" + std::to_string(getpid()) + "-" +
-              std::to_string(static_cast<unsigned long>(std::time(nullptr)) % 1000000);
-    LOOM_ASSIGN(secret_, random_secret_hex());
+    job_id_ = !chosen_.job.empty()
+                  ? chosen_.job
+                  : "lr" + std::to_string(getpid()) + "-" +
+                        std::to_string(static_cast<unsigned long>(std::time(nullptr)) % 1000000);
+    if (!chosen_.secret.empty()) {
+        secret_ = chosen_.secret;
+    } else {
+        LOOM_ASSIGN(secret_, random_secret_hex());
+    }
     for (int k = 0; k < o_.ranks; ++k) {
         rank_proc& r = ranks_[static_cast<size_t>(k)];
         int out[2], err[2];
@@ -449,10 +469,37 @@ int job::wait_all() {
     return exit_code_;
 }
 
+// The user's LOOM_* settings that loomrun would otherwise choose (rank_settings.cc).
+user_settings read_user_settings() {
+    user_settings user;
+    for (char** e = environ; *e != nullptr; ++e) {
+        std::string_view entry(*e);
+        for (const char* v : user_vars) {
+            if (sets(entry, v)) {
+                user[v] = std::string(entry.substr(strlen(v) + 1));
+            }
+        }
+    }
+    return user;
+}
+
 }  // namespace
 
 int run_job(const options& given) {
-    options opts = given;
+    options opts       = given;
+    user_settings user = read_user_settings();
+    auto chosen        = resolve_rank_settings(opts, user);
+    if (!chosen) {
+        std::fprintf(stderr, "loomrun: %s\n", chosen.error().message().c_str());
+        return exit_bad_args;
+    }
+    opts.transport = chosen->transport;
+    if (user.count("LOOM_RANK") || user.count("LOOM_SIZE")) {
+        LOOM_LOG_INFO(log::subsystem::init,
+                      "loomrun: LOOM_RANK and LOOM_SIZE of its environment are replaced: loomrun "
+                      "numbers the %d ranks it starts",
+                      opts.ranks);
+    }
     std::unique_ptr<link_stats_dir> stats;  // --link-stats: printed and removed at exit
     if (opts.link_stats) {
         auto dir = link_stats_dir::create();
@@ -493,6 +540,8 @@ int run_job(const options& given) {
         }
         net       = std::move(*hosts);
         bootstrap = net->address(0) + ":" + std::to_string(netns_bootstrap_port);
+    } else if (!chosen->bootstrap.empty()) {
+        bootstrap = chosen->bootstrap;
     } else {
         auto port = free_loopback_port();
         if (!port) {
@@ -500,9 +549,17 @@ int run_job(const options& given) {
         }
         bootstrap = "127.0.0.1:" + std::to_string(*port);
     }
+    // What killed jobs left (a killed loomrun cannot tidy up): reclaimed by the next start.
+    bootstrap::remove_stale_rendezvous();
+    LOOM_LOG_INFO(log::subsystem::init, "loomrun: %d %s, transport %s (%s), bootstrap %s (%s)",
+                  opts.ranks, opts.ranks == 1 ? "rank" : "ranks", chosen->transport.c_str(),
+                  chosen->transport_from.c_str(), bootstrap.c_str(),
+                  chosen->bootstrap_from.c_str());
     std::unique_ptr<switch_set> switches;  // --switch: up before the ranks, down after
     if (opts.with_switch) {
-        auto set = switch_set::start(opts.fabric, opts.transport, "lr" + std::to_string(getpid()));
+        // The switches' links: shared memory when the ranks use it, else tcp.
+        std::string links = chosen->transport.ends_with("shm") ? "shm" : "tcp";
+        auto set          = switch_set::start(opts.fabric, links, "lr" + std::to_string(getpid()));
         if (!set) {
             return fail(set.error(), exit_failed);
         }
@@ -511,13 +568,16 @@ int run_job(const options& given) {
     }
     int code;
     {
-        job j(opts, net.get(), sfd, old_mask);
+        job j(opts, *chosen, net.get(), sfd, old_mask);
         if (status st = j.start(bootstrap); !st) {
             j.abandon("loomrun: " + st.message());
         }
         code = j.wait_all();
         if (!j.id().empty()) {  // every rank is reaped: nothing of the job can use them now
             remove_job_segments(j.id());
+            if (bootstrap.starts_with("file:")) {  // the user's file rendezvous
+                bootstrap::remove_job_rendezvous(bootstrap.substr(5), j.id());
+            }
         }
     }
     if (switches) {

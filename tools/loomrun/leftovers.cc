@@ -3,7 +3,9 @@
 // timeout) can leave segments; they are named after the job ("loom-<job>-<rank>.<pid>", and
 // "loom-<job>.s<n>c<c>-..." for split communicators), and once every rank is reaped loomrun
 // removes them. What a SIGKILLed loomrun leaves (its ranks die with it: PR_SET_PDEATHSIG) is
-// removed by the next job's shm driver, which unlinks segments whose owner is dead.
+// removed by the next job's shm driver, which unlinks segments whose owner is dead. The same
+// holds for bootstrap directories (runtime/bootstrap: remove_job_rendezvous after the job,
+// remove_stale_rendezvous when loomrun starts).
 #include <dirent.h>
 #include <sys/mman.h>
 

@@ -1,6 +1,7 @@
 // loomrun: what the launcher's files share (STYLE.md §5: "thin mains: main.cc + options.cc").
 //
 //   options.cc   the command line → options (CLI11); unit-tested on its own
+//   rank_settings.cc  the user's LOOM_* settings against loomrun's defaults and flags
 //   launcher.cc  fork/exec of N ranks with their LOOM_* environment, the event loop that
 //                prefixes output, reaps ranks, enforces the timeout and ends the job
 //   output.cc    "[rank] " line prefixing of the ranks' pipes
@@ -17,6 +18,7 @@
 #include <sys/types.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,11 +33,11 @@ constexpr int exit_bad_args = 2;    // bad command line
 constexpr int exit_timeout  = 124;  // as timeout(1)
 
 struct options {
-    int ranks             = 0;
-    std::string transport = "shm";        // LOOM_TRANSPORT of every rank
-    double timeout_s      = 0;            // 0: no timeout
-    std::string hosts     = "local";      // local | netns
-    double grace_s        = 2.0;          // SIGTERM → SIGKILL when ending ranks
+    int ranks = 0;
+    std::string transport;                // --transport; empty: LOOM_TRANSPORT, else shm
+    double timeout_s  = 0;                // 0: no timeout
+    std::string hosts = "local";          // local | netns
+    double grace_s    = 2.0;              // SIGTERM → SIGKILL when ending ranks
     std::string fabric;                   // --fabric: LOOM_FABRIC, over fwd:<transport>
     bool link_stats = false;              // --link-stats: print the link counters at exit
     std::string link_stats_dir;           // set by run_job under --link-stats
@@ -53,6 +55,24 @@ struct parsed {
     options opts;
     std::string text;  // --help text (print) or the one-line reason (fail)
 };
+
+/// The LOOM_* variables of loomrun's environment that it would otherwise choose for the
+/// ranks (name → value, only those the user set).
+using user_settings = std::map<std::string, std::string>;
+
+/// What every rank gets that the user may choose, and who chose it ("--transport",
+/// "LOOM_TRANSPORT", "loomrun default", …).
+struct rank_settings {
+    std::string transport, transport_from;  // as given: --fabric wraps it in fwd:
+    std::string bootstrap, bootstrap_from;  // bootstrap empty: loomrun makes the rendezvous
+    std::string job, job_from;              // job empty: loomrun makes a fresh id
+    std::string secret;  // the user's LOOM_JOB_SECRET; empty: a fresh one per launch
+};
+
+/// The user's settings win over loomrun's defaults; one that cannot work with these options
+/// (self with several ranks, a rendezvous under --hosts netns, LOOM_FABRIC unlike --fabric,
+/// an unknown transport) is an invalid-argument error that says why.
+result<rank_settings> resolve_rank_settings(const options& o, const user_settings& user);
 
 /// Parses `loomrun [flags] -- PROGRAM ARGS` (the "--" may be left out when PROGRAM does not
 /// start with '-'). --version and --config parse as flags and are acted on by main.

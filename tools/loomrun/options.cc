@@ -58,8 +58,20 @@ struct flag_text {
 void add_flags(CLI::App& app, options& o, flag_text& text) {
     app.add_option("-n,--ranks", text.ranks,
                    "number of ranks to start (1.." + std::to_string(max_ranks) + ")");
-    app.add_option("--transport", o.transport, "LOOM_TRANSPORT of every rank")
-        ->check(CLI::IsMember({"shm", "tcp"}));
+    app.add_option("--transport", o.transport,
+                   "LOOM_TRANSPORT of every rank: shm, tcp, self (-n 1) or fault:<transport>; "
+                   "default: LOOM_TRANSPORT of loomrun's environment, else shm (tcp under "
+                   "--hosts netns)")
+        ->check(CLI::Validator(
+            [](const std::string& t) {
+                std::string_view inner = t;
+                while (inner.starts_with("fault:")) {
+                    inner.remove_prefix(6);
+                }
+                bool ok = inner == "shm" || inner == "tcp" || inner == "self";
+                return ok ? std::string() : t + " not in {shm, tcp, self, fault:<transport>}";
+            },
+            "TRANSPORT"));
     app.add_option("--fabric", o.fabric,
                    "SHAPE (torus:2x2x2, mesh:3x3, ring:8; its size must equal -n): every rank "
                    "gets LOOM_FABRIC=SHAPE, LOOM_TRANSPORT=fwd:<--transport> and "
@@ -90,6 +102,9 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
         "Usage: loomrun -n N [flags] -- PROGRAM ARGS\n"
         "Each rank gets LOOM_RANK, LOOM_SIZE, LOOM_JOB, LOOM_BOOTSTRAP and LOOM_TRANSPORT (and\n"
         "LOOM_TCP_ADDR under --hosts netns); its output lines are prefixed with \"[rank] \".\n"
+        "LOOM_TRANSPORT, LOOM_BOOTSTRAP, LOOM_JOB_SECRET, LOOM_TCP_ADDR and LOOM_JOB set\n"
+        "in loomrun's environment win over its defaults; a setting that cannot work with the\n"
+        "flags given is refused (LOOM_LOG_LEVEL=info shows what the job uses and why).\n"
         "Exit status: 0 all ranks succeeded; else the first failing rank's status (128+signal\n"
         "when killed); 124 timeout; 2 bad command line; 1 loomrun could not start the job.");
 }
@@ -123,10 +138,15 @@ parsed check(parsed out, const flag_text& text) {
         }
     }
     int fabric_ranks = o.ranks;
-    if (!o.fabric.empty() && o.with_switch && topology::names_fabric_file(o.fabric)) {
+    if (!o.fabric.empty() && topology::names_fabric_file(o.fabric)) {
         auto f = topology::load_fabric_file(o.fabric);
         if (!f) {
             return fail("--fabric: " + f.error().message());
+        }
+        if (!o.with_switch) {
+            return fail("--fabric " + o.fabric +
+                        ": a fabric file places aggregation switches and goes with --switch "
+                        "(without it, --fabric takes a lattice: torus:AxB…, mesh:AxB…, ring:N)");
         }
         fabric_ranks = f->nranks();
     } else if (!o.fabric.empty()) {

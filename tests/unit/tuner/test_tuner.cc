@@ -1,16 +1,20 @@
 // The tuner's pure parts: the calibration file (round trip, look-up, atomic replace keeping
-// other lines, malformed lines named), the ranking (sorted by predicted time, equal to the
-// closed forms, exclusions with their reasons, in-network availability), the size buckets
-// and the decision cache, and the explanation text.
+// other lines, malformed lines named, the record of a measurement, an unwritable file), the
+// judge of figures (bounds, spread, shm against tcp, staleness, load), the ranking (sorted by
+// predicted time, equal to the closed forms, exclusions with their reasons, in-network
+// availability), the size buckets and the decision cache, and the explanation text.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "sweep.hh"
 #include "test_main.hh"
+#include "tuner/calibration_checks.hh"
 #include "tuner/tuner.hh"
 
 using namespace loom;
@@ -97,6 +101,109 @@ static void calibration_save_keeps_other_lines(void**) {
     assert_int_equal(std::ranges::count(read_all(path), '\n'),
                      2 + 3);  // two comment lines, three parameter lines
     std::remove(path.c_str());
+}
+
+// A measured line records when and how it was measured, and reads back the same.
+static void calibration_records_how_it_measured(void**) {
+    tuner::machine_params p = params(2.5, 7.25);
+    p.source                = "measured";
+    p.date                  = "2026-01-02T03:04:05Z";
+    p.load1                 = 0.75;
+    p.cpus                  = 8;
+    p.repeats               = 3;
+    p.spread                = 0.125;
+    p.version               = "0.1.0";
+    p.method                = "calibrate";
+    std::string line        = tuner::to_line(p);
+    auto back               = tuner::from_line(line);
+    assert_true(back.is_ok());
+    assert_string_equal(back->date.c_str(), "2026-01-02T03:04:05Z");
+    assert_true(std::fabs(back->load1 - 0.75) < 1e-9 && back->cpus == 8);
+    assert_true(back->repeats == 3 && std::fabs(back->spread - 0.125) < 1e-9);
+    assert_string_equal(back->version.c_str(), "0.1.0");
+    assert_string_equal(back->method.c_str(), "calibrate");
+    // An unreadable record is no reason to refuse the figures.
+    auto odd = tuner::from_line("host=a transport=shm alpha_us=1 bw_GBps=2 load1=x cpus=-1");
+    assert_true(odd.is_ok() && odd->load1 < 0 && odd->cpus == 0);
+    // A line without a date (by hand) gets today's when written.
+    p.date = "";
+    assert_non_null(std::strstr(tuner::to_line(p).c_str(), " date=20"));
+}
+
+// The judge of figures, case by case: bounds, spread, shared memory against the network.
+static void calibration_plausibility_table(void**) {
+    struct row {
+        double alpha_us, bw_gbps, reduce_gbps, spread, tcp_alpha_us;
+        const char* transport;
+        const char* why;  // "" when plausible, else a part of the reason
+    };
+    const row rows[] = {
+        {2, 4, 8, 0.3, -1, "shm", ""},
+        {2, 4, 0, 0.3, -1, "shm", ""},  // reductions not counted
+        {15, 2, 8, -1, -1, "tcp", ""},
+        {0.001, 4, 8, 0.3, -1, "shm", "alpha 0.001 us is outside"},
+        {80000, 4, 8, 0.3, -1, "shm", "alpha 8e+04 us is outside"},
+        {2, 0.0001, 8, 0.3, -1, "shm", "bandwidth 0.0001 GB/s is outside"},
+        {2, 50000, 8, 0.3, -1, "shm", "bandwidth 5e+04 GB/s is outside"},
+        {2, 4, 0.0001, 0.3, -1, "shm", "reduction throughput"},
+        {2, 4, 8, 2.5, -1, "shm", "differ by 250 % of their median"},
+        {18, 4, 8, 0.3, 5.4, "shm",
+         "shared-memory alpha 18 us exceeds this host's tcp alpha 5.4 us"},
+        {5, 4, 8, 0.3, 5.4, "shm", ""},
+        {18, 4, 8, 0.3, 5.4, "tcp", ""},  // the rule compares shared memory with the network
+    };
+    for (const row& r : rows) {
+        tuner::machine_params p = params(r.alpha_us, r.bw_gbps);
+        p.transport             = r.transport;
+        p.reduce_bytes_per_s    = r.reduce_gbps * 1e9;
+        p.repeats               = r.spread < 0 ? 0 : 3;
+        p.spread                = r.spread;
+        std::string why         = tuner::implausible(p, r.tcp_alpha_us * 1e-6, {});
+        bool ok = *r.why == '\0' ? why.empty() : why.find(r.why) != std::string::npos;
+        if (!ok) {
+            LOOM_FAIL("alpha " + std::to_string(r.alpha_us) + " us, bw " +
+                      std::to_string(r.bw_gbps) + ": expected '" + r.why + "', got '" + why + "'");
+        }
+    }
+}
+
+// Stale: a measured line older than the limit, dated in the future or unreadably; lines by
+// hand never are. Busy: the load average before measuring exceeded the CPUs.
+static void calibration_staleness_and_load(void**) {
+    tuner::machine_params p = params(2, 4);
+    p.source                = "measured";
+    p.date                  = "2026-01-01T00:00:00Z";
+    std::time_t jan_10      = 1767225600 + 9 * 86400;  // 2026-01-10T00:00:00Z
+    assert_string_equal(tuner::stale(p, jan_10, {}).c_str(), "");
+    assert_non_null(std::strstr(tuner::stale(p, jan_10 + 40 * 86400, {}).c_str(),
+                                "measured 2026-01-01T00:00:00Z, 49 days ago (at most 30 days)"));
+    assert_non_null(std::strstr(tuner::stale(p, jan_10 - 20 * 86400, {}).c_str(), "future"));
+    p.date = "yesterday";
+    assert_non_null(std::strstr(tuner::stale(p, jan_10, {}).c_str(), "'yesterday'"));
+    p.source = "file-by-hand";
+    assert_string_equal(tuner::stale(p, jan_10 + 400 * 86400, {}).c_str(), "");
+
+    p.source = "measured";
+    p.load1  = 11.5;
+    p.cpus   = 2;
+    assert_non_null(std::strstr(tuner::busy(p).c_str(), "load average 11.5 on 2 CPUs"));
+    p.load1 = 1.5;
+    assert_string_equal(tuner::busy(p).c_str(), "");
+    p.load1 = -1;  // not recorded
+    assert_string_equal(tuner::busy(p).c_str(), "");
+}
+
+// A file that cannot be written is an error naming it and the system's reason.
+static void calibration_unwritable_file_is_named(void**) {
+    std::string blocker = test::temp_path("tuner", "not-a-directory");
+    { std::ofstream(blocker) << "a file where a directory should be\n"; }
+    std::string path = blocker + "/calibration.txt";
+    status st        = tuner::save(path, params(1, 1));
+    assert_false(st.is_ok());
+    assert_non_null(
+        std::strstr(st.message().c_str(),
+                    ("cannot write the calibration file " + path + ": Not a directory").c_str()));
+    std::remove(blocker.c_str());
 }
 
 // α and BW depend on how many ranks share the machine: a line per rank count, and a line
@@ -328,6 +435,10 @@ LOOM_TEST_MAIN("tuner", cmocka_unit_test(calibration_line_round_trips),
                cmocka_unit_test(calibration_save_keeps_other_lines),
                cmocka_unit_test(calibration_lines_per_rank_count),
                cmocka_unit_test(calibration_malformed_line_is_named),
+               cmocka_unit_test(calibration_records_how_it_measured),
+               cmocka_unit_test(calibration_plausibility_table),
+               cmocka_unit_test(calibration_staleness_and_load),
+               cmocka_unit_test(calibration_unwritable_file_is_named),
                cmocka_unit_test(ranking_sorts_and_excludes_with_reasons),
                cmocka_unit_test(admits_states_the_in_network_constraint),
                cmocka_unit_test(ranking_equals_closed_forms), cmocka_unit_test(ranking_crossovers),
