@@ -29,11 +29,12 @@ void expect_fail(std::vector<const char*> args, const char* needle) {
 
 // Feeds `chunks` to a prefixer writing into a memory file and returns what came out (a
 // file, not a pipe: a pipe would fill up and block the writer of the long-line case).
-std::string prefixed(int rank, const std::vector<std::string>& chunks, bool finish) {
+std::string prefixed(int rank, const std::vector<std::string>& chunks, bool finish,
+                     bool tag = true) {
     int fd = memfd_create("prefixed", MFD_CLOEXEC);
     assert_true(fd >= 0);
     {
-        line_prefixer out(rank, fd);
+        line_prefixer out(rank, fd, tag);
         for (const auto& c : chunks) {
             out.feed(c.data(), c.size());
         }
@@ -270,6 +271,16 @@ static void every_line_gets_its_rank_prefix(void**) {
     assert_true(long_out.size() == big.size() + 5);
 }
 
+static void no_tag_output_passes_whole_lines_bare(void**) {
+    std::string out = prefixed(3, {"hel", "lo\nwor", "ld\npart"}, true, false);
+    assert_string_equal(out.c_str(), "hello\nworld\npart\n");
+    assert_string_equal(prefixed(1, {"a\nb"}, false, false).c_str(), "a\n");
+    parsed p = parse({"-n", "2", "--no-tag-output", "--", "./app"});
+    assert_int_equal(static_cast<int>(p.what), static_cast<int>(parsed::action::run));
+    assert_false(p.opts.tag_output);
+    assert_true(parse({"-n", "2", "--", "./app"}).opts.tag_output);
+}
+
 LOOM_TEST_MAIN("loomrun_options", cmocka_unit_test(program_after_double_dash_keeps_its_own_flags),
                cmocka_unit_test(fabric_must_be_a_lattice_of_n_ranks),
                cmocka_unit_test(fabric_files_are_opened_and_named),
@@ -279,4 +290,5 @@ LOOM_TEST_MAIN("loomrun_options", cmocka_unit_test(program_after_double_dash_kee
                cmocka_unit_test(bad_command_lines_say_what_is_allowed),
                cmocka_unit_test(help_version_and_config_need_no_program),
                cmocka_unit_test(durations_take_s_m_h),
-               cmocka_unit_test(every_line_gets_its_rank_prefix))
+               cmocka_unit_test(every_line_gets_its_rank_prefix),
+               cmocka_unit_test(no_tag_output_passes_whole_lines_bare))

@@ -75,6 +75,20 @@ else
     fail "the start line names the user's rendezvous" "$(head -3 "$tmp/err")"
 fi
 
+# --no-tag-output: rank 0's rows reach stdout bare, so an nccl-tests parser reads them as it
+# reads them under mpirun (first field the size, at least the 13 standard columns); the
+# default tags every line "[rank] ".
+runs "--no-tag-output runs" "Avg bus bandwidth" -- -n 2 --no-tag-output -- \
+    "$BENCH" allreduce -b 8 -e 64 -n 2 -w 1
+if awk '!/^#/ && NF { if ($1 !~ /^[0-9]+$/ || NF < 13) bad = 1; rows++ }
+        END { exit !(rows == 4 && !bad) }' "$tmp/out" && ! grep -q '^\[' "$tmp/out"; then
+    pass "--no-tag-output: bare nccl-tests rows"
+else
+    fail "--no-tag-output: bare nccl-tests rows" "$(head -20 "$tmp/out")"
+fi
+runs "the default tags lines with the rank" "[0] # Avg bus bandwidth" -- -n 2 -- \
+    "$BENCH" allreduce -b 8 -e 8 -n 1 -w 0
+
 refused "self with several ranks is refused" "LOOM_TRANSPORT=self connects a rank only to itself" \
     LOOM_TRANSPORT=self -- -n 2 -- "${small[@]}"
 refused "an unknown transport is refused" "unknown transport" LOOM_TRANSPORT=udp -- \

@@ -289,8 +289,8 @@ status job::start(const std::string& bootstrap) {
         setpgid(pid, pid);  // also here: a kill right after fork must reach the group
         r.pid      = pid;
         r.running  = true;
-        r.sinks[0] = std::make_unique<line_prefixer>(k, STDOUT_FILENO);
-        r.sinks[1] = std::make_unique<line_prefixer>(k, STDERR_FILENO);
+        r.sinks[0] = std::make_unique<line_prefixer>(k, STDOUT_FILENO, o_.tag_output);
+        r.sinks[1] = std::make_unique<line_prefixer>(k, STDERR_FILENO, o_.tag_output);
         for (int fd : r.fds) {
             fcntl(fd, F_SETFL, O_NONBLOCK);
         }

@@ -46,6 +46,7 @@ struct options {
     bool show_config   = false;
     bool show_markdown = false;  // with show_config: the README's environment table
     bool show_version  = false;
+    bool tag_output    = true;         // "[rank] " before each line of a rank's output
     std::vector<std::string> command;  // PROGRAM ARGS
 };
 
@@ -81,10 +82,12 @@ parsed parse_options(int argc, const char* const* argv);
 /// Seconds: plain, or with an s/m/h suffix (as timeout(1)). Positive and finite.
 result<double> parse_duration(const std::string& flag, const std::string& text);
 
-/// Writes a rank's output to `fd` a line at a time, each line prefixed with "[rank] ".
+/// Writes a rank's output to `fd` a line at a time, each line prefixed with "[rank] " when
+/// `tag` (--tag-output, the default) and bare otherwise (as mpirun writes it, so parsers of
+/// a program's own output, nccl-tests' among them, read it unchanged).
 class line_prefixer {
   public:
-    line_prefixer(int rank, int fd);
+    line_prefixer(int rank, int fd, bool tag);
     /// Appends bytes; writes every complete line (and a very long partial one).
     void feed(const char* data, size_t len);
     /// Writes what is left as a last line (a program's final line may lack its newline).

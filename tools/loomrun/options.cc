@@ -98,10 +98,15 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
     app.add_flag("--markdown", o.show_markdown,
                  "with --config: print the parameters as the README's environment table");
     app.add_flag("--version", o.show_version, "print the version and build features");
+    app.add_flag("--tag-output,!--no-tag-output", o.tag_output,
+                 "prefix each line a rank writes with \"[rank] \" (the default); "
+                 "--no-tag-output passes lines on bare, as mpirun does, for parsers of the "
+                 "program's own output (nccl-tests' for loom-bench)");
     app.footer(
         "Usage: loomrun -n N [flags] -- PROGRAM ARGS\n"
         "Each rank gets LOOM_RANK, LOOM_SIZE, LOOM_JOB, LOOM_BOOTSTRAP and LOOM_TRANSPORT (and\n"
-        "LOOM_TCP_ADDR under --hosts netns); its output lines are prefixed with \"[rank] \".\n"
+        "LOOM_TCP_ADDR under --hosts netns); its output lines are prefixed with \"[rank] \"\n"
+        "(--no-tag-output: bare lines, whole lines never interleaved).\n"
         "LOOM_TRANSPORT, LOOM_BOOTSTRAP, LOOM_JOB_SECRET, LOOM_TCP_ADDR and LOOM_JOB set\n"
         "in loomrun's environment win over its defaults; a setting that cannot work with the\n"
         "flags given is refused (LOOM_LOG_LEVEL=info shows what the job uses and why).\n"

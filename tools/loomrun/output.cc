@@ -28,8 +28,8 @@ void write_all(int fd, const std::string& text) {
 
 }  // namespace
 
-line_prefixer::line_prefixer(int rank, int fd)
-    : prefix_("[" + std::to_string(rank) + "] "), fd_(fd) {}
+line_prefixer::line_prefixer(int rank, int fd, bool tag)
+    : prefix_(tag ? "[" + std::to_string(rank) + "] " : ""), fd_(fd) {}
 
 void line_prefixer::feed(const char* data, size_t len) {
     partial_.append(data, len);
