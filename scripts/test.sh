@@ -10,7 +10,7 @@ status=0
 scripts/setup.sh build || exit 1
 echo "== clang-format check"
 git ls-files '*.cc' '*.hh' '*.h' '*.c' | xargs clang-format --dry-run -Werror || status=1
-echo "== include-direction check (DESIGN.md Layout)"
+echo "== include-direction check (docs/architecture.md#layout)"
 python3 scripts/check_includes.py || status=1
 
 echo "== tests (debugoptimized build)"

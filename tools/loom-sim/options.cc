@@ -1,7 +1,7 @@
 // loom-sim options: flag text → library values, one clear message per kind of bad input.
 //
-// Units follow DESIGN.md "Conventions": sizes in bytes, times in seconds, rates in bytes per
-// second. Size suffixes K/M/G/T are binary (1024-based) because nccl-tests reads them so and
+// Units follow docs/architecture.md#conventions: sizes in bytes, times in seconds, rates in bytes
+// per second. Size suffixes K/M/G/T are binary (1024-based) because nccl-tests reads them so and
 // users paste its size lists; KB/MB/GB/TB are decimal. Rates are the other way round by
 // habit of the field (a "25 GB/s" link is 25e9 bytes/s), so a rate must spell its unit out
 // (GB/s, GiB/s, Gbit/s) rather than use a bare letter whose base would be a guess.
