@@ -1,5 +1,5 @@
-// The driver interface (STYLE.md G4): a control part that may block and allocate (open,
-// connect, close) and a fast path that never does (post_send, post_recv, poll).
+// The driver interface (docs/architecture.md#rule-driver-interface): a control part that may block
+// and allocate (open, connect, close) and a fast path that never does (post_send, post_recv, poll).
 //
 // Semantics every driver provides:
 //  - reliable, exactly-once delivery between connected ranks; a message is identified by
@@ -106,7 +106,7 @@ struct fast_path {
     /// path: it may scan the pending operations and allocate a copy of unsent bytes.
     bool (*cancel)(void* ctx, uint64_t cookie);
 };
-static_assert(sizeof(fast_path) <= 128, "the fast path fits two cache lines (G4)");
+static_assert(sizeof(fast_path) <= 128, "the fast path fits two cache lines");
 
 /// The fast path of an endpoint class E whose public members post_send, post_recv, poll,
 /// pending and cancel have the table's shapes (without ctx): one generated trampoline per

@@ -1,4 +1,5 @@
-// Driver names -> factories: the only place that knows which drivers exist (STYLE.md G5).
+// Driver names -> factories: the only place that knows which drivers exist
+// (docs/architecture.md#rule-capabilities).
 #include "drivers/forward/forward.hh"
 #include "drivers/registry_internal.hh"
 

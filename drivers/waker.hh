@@ -1,7 +1,7 @@
-// How an idle caller sleeps until a peer may have given it work (DESIGN.md "Poll mode, done
-// right"): an optional part of the driver interface. A driver that offers it lets a rank
-// with nothing to do leave the run queue instead of napping, and a peer's send wakes it
-// within microseconds; a driver that does not leaves every entry null and callers nap.
+// How an idle caller sleeps until a peer may have given it work (docs/architecture.md#poll-mode):
+// an optional part of the driver interface. A driver that offers it lets a rank with nothing to do
+// leave the run queue instead of napping, and a peer's send wakes it within microseconds; a driver
+// that does not leaves every entry null and callers nap.
 //
 // The protocol has no lost wake-up as long as the caller keeps this order:
 //   1. token = arm(ctx)              announce "about to sleep": from here on, a peer that

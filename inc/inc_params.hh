@@ -30,7 +30,8 @@ inline const loom::params::int_param slots{component, "LOOM_INC_SLOTS", "16", "s
 inline const loom::params::real_param drop{
     component, "LOOM_INC_DROP", "0", "probability",
     "chance that a packet this rank sends to its aggregation node is dropped (the fault wrapper of "
-    "the inc link, G14; the node's own loss is loom-switch --drop)"};
+    "the inc link; the node's own loss is loom-switch "
+    "--drop)"};
 inline const loom::params::real_param dup{
     component, "LOOM_INC_DUP", "0", "probability",
     "chance that a packet this rank sends to its aggregation node is sent twice"};

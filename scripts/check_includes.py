@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The include-direction check (DESIGN.md "Layout"): dependencies point one way.
+"""The include-direction check (docs/architecture.md#layout): dependencies point one way.
 
     tools -> runtime/comm, tuner, engine / fabric / inc -> drivers -> runtime/kernels, base
 

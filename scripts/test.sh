@@ -10,8 +10,10 @@ status=0
 scripts/setup.sh build || exit 1
 echo "== clang-format check"
 git ls-files '*.cc' '*.hh' '*.h' '*.c' | xargs clang-format --dry-run -Werror || status=1
-echo "== include-direction check (DESIGN.md Layout)"
+echo "== include-direction check (docs/architecture.md#layout)"
 python3 scripts/check_includes.py || status=1
+echo "== documentation check (links, anchors, citations: scripts/check_docs.py)"
+python3 scripts/check_docs.py || status=1
 
 echo "== tests (debugoptimized build)"
 meson test -C build --print-errorlogs --num-processes 2 || status=1

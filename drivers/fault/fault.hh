@@ -1,5 +1,6 @@
-// The fault driver (STYLE.md G14): wraps any endpoint and, on SENDS, drops, duplicates,
-// reorders or delays messages by parameters, so loss and reordering code runs in every build.
+// The fault driver (docs/architecture.md#rule-fault-injection): wraps any endpoint and, on SENDS,
+// drops, duplicates, reorders or delays messages by parameters, so loss and reordering code runs in
+// every build.
 //
 //  - drop (LOOM_FAULT_DROP, a probability): the send completes with LOOM_SUCCESS but is never
 //    posted to the inner driver;

@@ -1,4 +1,5 @@
-// The shm driver: ranks on one host talk through shared memory (DESIGN.md "How data moves").
+// The shm driver: ranks on one host talk through shared memory
+// (docs/architecture.md#how-data-moves).
 //
 // Segments. Each rank creates its own segment, /dev/shm/loom-<job>-<rank>, holding what
 // other ranks write *to it*: one inbound SPSC ring per sender (shm_ring.hh), an array of

@@ -1,5 +1,5 @@
-// shm fast path, progress side: the poll loop (STYLE.md G9), draining inbound rings,
-// flushing queued sends, liveness of peers, and handing out completions.
+// shm fast path, progress side: the poll loop (docs/architecture.md#rule-poll-loops), draining
+// inbound rings, flushing queued sends, liveness of peers, and handing out completions.
 #include <poll.h>
 #include <signal.h>
 

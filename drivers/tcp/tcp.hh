@@ -1,11 +1,11 @@
 // The tcp driver: one non-blocking TCP connection per peer pair, many messages in flight on
 // each, large messages streamed from and into the user's buffers.
 //
-// Files (STYLE.md G6): tcp_device.cc (settings, bind address, listen socket, socket options
-// and per-peer rings), tcp_conn.cc (address publish, connect/accept handshake naming ranks),
-// tcp_progress.cc (the non-blocking send and receive state machines), tcp_slot_pool.cc (the
-// pool of early-arrival buffers; receives and early arrivals meet in drivers/common/matcher.hh),
-// tcp_endpoint.cc (open, the fast-path entry points, failure, close).
+// Files (docs/architecture.md#rule-file-names): tcp_device.cc (settings, bind address, listen
+// socket, socket options and per-peer rings), tcp_conn.cc (address publish, connect/accept
+// handshake naming ranks), tcp_progress.cc (the non-blocking send and receive state machines),
+// tcp_slot_pool.cc (the pool of early-arrival buffers; receives and early arrivals meet in
+// drivers/common/matcher.hh), tcp_endpoint.cc (open, the fast-path entry points, failure, close).
 //
 // Connections. Rank i connects to every peer j > i; j accepts. The listen address is the
 // one LOOM_TCP_ADDR names, else the IPv4 address of LOOM_TCP_IFACE, else the host's first

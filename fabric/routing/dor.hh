@@ -7,10 +7,10 @@
 // straight line). On star and full mesh every pair is one hop apart: the route is direct.
 //
 // Ties. On an even-sized wrapping dimension the antipode (distance n/2) is equally far
-// both ways. ERRATA A10: which way it goes changes the link load:
-//   toward_plus    always + (f000 §7.1's "ties broken rightward");
+// both ways. docs/references.md#dor-ties: which way it goes changes the link load:
+//   toward_plus    always + (Lu-CA §7.1's "ties broken rightward");
 //   source_parity  + if the source coordinate on that axis is even, − if odd (the rule
-//                  that reproduces f001 §3.6's 4×4 count of 8 chunks on every link).
+//                  that reproduces Lu-TM §3.6's 4×4 count of 8 chunks on every link).
 // The source coordinate on axis i is still the chunk's coordinate when it starts moving
 // along axis i (axes before it do not change it), and once a chunk is one step into an arc
 // the rest of the arc is strictly shorter than n/2. So the route is memoryless: next_hop()
@@ -18,8 +18,8 @@
 // lead to the same neighbour over the same link.
 //
 // Routes are shortest paths: their length is topology::shape::hops().
-// Depends on fabric/topology only (DESIGN.md "Layout"). Virtual channels (dateline.hh), the
-// deadlock check (channel_graph.hh) and per-router tables (route_table.hh) build on it.
+// Depends on fabric/topology only (docs/architecture.md#layout). Virtual channels (dateline.hh),
+// the deadlock check (channel_graph.hh) and per-router tables (route_table.hh) build on it.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@
 
 namespace loom::routing {
 
-/// Antipodal tie rule on an even wrapping dimension (ERRATA A10).
+/// Antipodal tie rule on an even wrapping dimension (docs/references.md#dor-ties).
 enum class tie_rule { toward_plus, source_parity };
 std::string_view tie_rule_name(tie_rule t);  // "toward-plus", "source-parity"
 /// The rule named by tie_rule_name(); false for any other text.

@@ -15,7 +15,8 @@ inline const loom::params::string_param fabric{
     "overrides; set by loomrun --fabric"};
 inline const loom::params::choice_param route_ties{
     component, "LOOM_ROUTE_TIES", "toward-plus", "toward-plus|source-parity",
-    "which way fwd:<driver> takes an antipodal tie on an even wrapping dimension (ERRATA A10); "
+    "which way fwd:<driver> takes an antipodal tie on an even wrapping dimension "
+    "(docs/references.md#dor-ties); "
     "the forwarder and the dor-relay algorithm both follow it"};
 
 }  // namespace loom::routing::params

@@ -100,7 +100,7 @@ void link_table::path(int src, int dst, std::vector<hop>& out) {
             return;
         }
         case mode::single_port:
-            // One α per star hop (ERRATA A31): charged on the way in.
+            // One α per star hop (docs/references.md#star-hop-alpha): charged on the way in.
             out.push_back({static_cast<uint32_t>(2 * src), 1});
             out.push_back({static_cast<uint32_t>(2 * dst + 1), 0});
             return;

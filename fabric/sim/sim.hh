@@ -1,5 +1,5 @@
-// The discrete-event simulator (DESIGN.md, executor 3): how long a schedule takes on a
-// modeled fabric. The umbrella header of fabric/sim (STYLE.md G12).
+// The discrete-event simulator (docs/architecture.md#executors, executor 3): how long a schedule
+// takes on a modeled fabric. The umbrella header of fabric/sim (docs/architecture.md#rule-headers).
 //
 // The model
 //   Links are full duplex: each direction is its own FIFO server of bandwidth
@@ -14,10 +14,11 @@
 //   later whose head gets to a free link first uses it, as a real link would; hops are
 //   events, served when the head gets there (a one-hop path needs no extra event).
 //   Paths:
-//     star/fullmesh, per-edge     one link per ordered pair of ranks, α (f000's model)
+//     star/fullmesh, per-edge     one link per ordered pair of ranks, α (Lu-CA's model)
 //     star/fullmesh, single-port  rank → switch (α) then switch → rank (no second α:
-//                                 a star hop is one α, ERRATA A31); a rank's sends share
-//                                 its up-link, its receives its down-link (ERRATA A02)
+//                                 a star hop is one α, docs/references.md#star-hop-alpha); a rank's
+//                                 sends share its up-link, its receives its down-link
+//                                 (docs/references.md#port-model)
 //     ring, torus, mesh           the physical neighbour links of the dimension-ordered
 //                                 route (fabric/routing, the fabric's tie rule), α each;
 //                                 the port model does not matter (algorithm.hh)
@@ -93,7 +94,7 @@ struct link_costs {
     }
 };
 
-/// The modeled fabric. Units per DESIGN.md "Conventions".
+/// The modeled fabric. Units per docs/architecture.md#conventions.
 struct fabric {
     topology::shape topo         = topology::shape::star(1);
     algorithms::port_model ports = algorithms::port_model::per_edge;

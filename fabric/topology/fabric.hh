@@ -1,7 +1,7 @@
 // A fabric: the nodes (endpoints, switches, DPUs) and the links between them, each link with
 // its own class, α and BW. Where topology.hh says what shape the ranks form, a fabric says
 // what is wired to what and how fast, which is what the simulator and the tuner's per-class
-// calibration need (DESIGN.md "simulator", "How data moves" step 2).
+// calibration need (docs/architecture.md#executors, docs/architecture.md#how-data-moves step 2).
 //
 // Two ways to get one:
 //   fabric_from_shape(shape, params)  every lattice/star/full-mesh link, one uniform class;
@@ -16,8 +16,8 @@
 //    "nodes": [{"id": "h0", "kind": "endpoint", "rank": 0, "coords": [0, 0]},
 //              {"id": "sw0", "kind": "switch", "in_network": true, "parent": "sw1"}, …],
 //    "links": [{"a": "h0", "b": "sw0", "class": "nvl", "alpha": 1e-6, "bw": 25e9}, …]}
-// alpha in seconds, bw in bytes/s (ERRATA A25: decimal units). A link's alpha/bw may be left
-// out when its class gives them. Endpoints carry a rank, switches never, DPUs may (a DPU
+// alpha in seconds, bw in bytes/s (docs/references.md#units: decimal units). A link's alpha/bw may
+// be left out when its class gives them. Endpoints carry a rank, switches never, DPUs may (a DPU
 // that is a torus router for its rank); the ranks are 0..R-1, each exactly once. Only
 // switches and DPUs have in_network (can aggregate, inc/) and a parent (aggregation trees).
 // With a shape, R is its size and given coordinates must be the rank's row-major ones.

@@ -1,6 +1,6 @@
 // Per-dimension lines of a shape: the ranks that share every coordinate but one. On a
 // torus they are the rings a dimension-decomposed algorithm runs on, on a mesh the open
-// lines (f001 §3.4, §4.2); a star or full mesh has one line of all ranks.
+// lines (Lu-TM §3.4, §4.2); a star or full mesh has one line of all ranks.
 #pragma once
 
 #include <vector>
@@ -24,7 +24,7 @@ std::vector<int> dim_line(const shape& s, int rank, int dim);
 std::vector<std::vector<int>> dim_lines(const shape& s, int dim);
 
 /// True when the lines along `dim` close into rings: a wrapping shape with d_dim >= 3 (on
-/// d = 2 the "ring" is one link, ERRATA A11).
+/// d = 2 the "ring" is one link, docs/references.md#a2a-bound-range).
 bool dim_closes(const shape& s, int dim);
 
 }  // namespace loom::topology

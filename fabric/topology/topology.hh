@@ -4,7 +4,7 @@
 // row-major order: the LAST dimension varies fastest, rank = ((c_0 * d_1) + c_1) * d_2 + c_2.
 // A ring:N is a one-dimensional torus. A star:N (one switch) and a fullmesh:N (a direct link
 // between every pair) have one "dimension" of size N and every pair one hop apart.
-// Depends on nothing but runtime/base (DESIGN.md "Layout").
+// Depends on nothing but runtime/base (docs/architecture.md#layout).
 #pragma once
 
 #include <cstdint>

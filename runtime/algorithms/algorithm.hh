@@ -1,5 +1,6 @@
 // The algorithm interface: a pure generator of schedules plus its closed-form α-β cost and
-// its constraints (DESIGN.md "The one idea"; STYLE.md G2, G3).
+// its constraints (docs/architecture.md#executors; docs/architecture.md#rule-step-vocabulary,
+// docs/architecture.md#rule-algorithm-files).
 //
 // An algorithm never sends a byte and never sees a driver or the engine: it emits steps for
 // one rank at a time (so a 4096-rank schedule need never be materialised at once) and states
@@ -23,16 +24,16 @@ namespace loom::algorithms {
 
 using schedule::collective;
 
-/// How links are shared (ERRATA A02). per_edge: every communicating pair has its own
-/// full-duplex link (the reference texts). single_port: each rank has one full-duplex port
-/// into a non-blocking switch, so concurrent sends (or receives) of a rank share it. On a
-/// torus or mesh the links are the physical ones either way.
+/// How links are shared (docs/references.md#port-model). per_edge: every communicating pair has its
+/// own full-duplex link (the reference texts). single_port: each rank has one full-duplex port into
+/// a non-blocking switch, so concurrent sends (or receives) of a rank share it. On a torus or mesh
+/// the links are the physical ones either way.
 enum class port_model { per_edge, single_port };
 std::string_view port_model_name(port_model p);
 bool parse_port_model(std::string_view s, port_model* out);
 
-/// Antipodal tie rule for shortest-arc routing on an even ring (ERRATA A10); defined with
-/// the routes it decides, in fabric/routing.
+/// Antipodal tie rule for shortest-arc routing on an even ring (docs/references.md#dor-ties);
+/// defined with the routes it decides, in fabric/routing.
 using tie_rule = routing::tie_rule;
 
 /// One collective call as a generator sees it.

@@ -1,4 +1,4 @@
-// Pairwise direct-send all-to-all (f000 §7.2; NCCL's staggered P2P schedule).
+// Pairwise direct-send all-to-all (Lu-CA §7.2; NCCL's staggered P2P schedule).
 //
 // How it works
 //   Rank r holds N blocks of `count` elements in its input, block j destined for rank j
@@ -12,7 +12,7 @@
 // Nomenclature: a "block" is the `count` elements for one destination (M/N bytes).
 //
 // Cost (M = the whole send buffer, N·count·dtype bytes; schedule::payload_bytes)
-//   per-edge      (N-1)α + (N-1)/N · M/BW      f000 §7.2, exact (N = 4: 3α + 3/4·M/BW)
+//   per-edge      (N-1)α + (N-1)/N · M/BW      Lu-CA §7.2, exact (N = 4: 3α + 3/4·M/BW)
 //   single-port   the same: each step a rank sends one block and receives one, so its one
 //                 full-duplex port carries M/N each way per step.
 //   The local copy of the own block is not a transfer and costs nothing here.
@@ -47,7 +47,7 @@ status build_pairwise(const call& c, int rank, schedule::builder& b) {
 cost cost_pairwise(const cost_query& q) {
     double n = q.nranks;
     return {n - 1, (n - 1) / n, true,
-            "f000 §7.2, exact; same under single-port (one block in, one out per step); "
+            "Lu-CA §7.2, exact; same under single-port (one block in, one out per step); "
             "assumes a direct path per pair"};
 }
 

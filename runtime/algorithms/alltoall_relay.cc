@@ -1,14 +1,14 @@
 // Relay all-to-all: every chunk travels a route of neighbour links, forwarded hop by hop by
-// the ranks it passes (f000 §7.1 ring relay, f001 §3.6 torus relay).
+// the ranks it passes (Lu-CA §7.1 ring relay, Lu-TM §3.6 torus relay).
 //
 // How it works
 //   A "chunk" is the `count` elements rank s sends to rank d (input block d of s, output
 //   block s of d). Its route comes from fabric/routing:
 //     ring-relay  the logical bidirectional ring 0 → 1 → … → N-1 → 0 whatever the fabric,
-//                 each chunk on the shortest arc, antipodal ties toward + (f000 §7.1);
+//                 each chunk on the shortest arc, antipodal ties toward + (Lu-CA §7.1);
 //     dor-relay   the fabric's own torus, ring or mesh, dimension-ordered (dimension 0
 //                 first), shortest arc with the wraparound where there is one, ties by the
-//                 call's `ties` rule (ERRATA A10).
+//                 call's `ties` rule (docs/references.md#dor-ties).
 //   Lockstep structure ("waves"): every chunk moves one hop per round, starting in round 1,
 //   so a chunk with an h-hop route arrives in round h and the last arrives in round
 //   diam (the longest route). In round t, all chunks that take their t-th hop over the same
@@ -30,24 +30,25 @@
 //       per-edge     ⌊N/2⌋·α + L/N · M/BW,  L = N(N+2)/8 (N even), (N²-1)/8 (N odd)
 //       single-port  ⌊N/2⌋·α + ⌊N²/4⌋/N · M/BW (both directions' messages share the port
 //                    each round: Σ = L+ + L- = ⌊N²/4⌋ chunks)
-//     f000 §7.1/§7.3 state (N-1)α + (N-1)/N·M/BW. ERRATA A08: the busiest link carries L
-//     chunks, not N-1 (N = 8: 10 > 7; N = 5: 3 < 4); equal only at N = 2, 4. The α term is
-//     ⌊N/2⌋, not N-1, because loom sends the chunks sharing a link and round as one message
-//     (f000's N = 4 table sends them one per step: 3α + 3/4·M/BW; loom: 2α + 3/4·M/BW).
+//     Lu-CA §7.1/§7.3 state (N-1)α + (N-1)/N·M/BW. docs/references.md#ring-relay-load: the busiest
+//     link carries L chunks, not N-1 (N = 8: 10 > 7; N = 5: 3 < 4); equal only at N = 2, 4. The α
+//     term is ⌊N/2⌋, not N-1, because loom sends the chunks sharing a link and round as one message
+//     (Lu-CA's N = 4 table sends them one per step: 3α + 3/4·M/BW; loom: 2α + 3/4·M/BW).
 //   dor-relay: diam·α + W/N · M/BW, exactly what loom's lockstep waves cost: W = Σ over hop
 //     rounds t of the most chunks one link carries as the t-th hop of their routes
 //     (routing::count_all_to_all, counted from the routes for the shape and tie rule).
 //     The routing's own bound is L/N·M/BW, L = the chunks on the busiest directed link:
-//     f001 §3.6/§5.1's diam·α + d_max/8·M/BW (mesh: d_max/4) with the BW term made exact
-//     (ERRATA A09, A11, A14): d_max/8 holds on a torus under source_parity when the largest
-//     dimension is a multiple of 4 (4×4: 8 chunks on every link = M/2; 4×4×4: M/2, A14),
-//     not for d = 2 (2×2, 2×2×2: M/2, not M/4), odd d (3×3: M/3; 5×5: 3/5·M) or d ≡ 2 mod 4
-//     (6×6: 5/6·M); under toward_plus an even d gives (d+2)/8 (4×4: 12 chunks on the link
-//     from rank 1 to rank 2, 3/4·M). Mesh: d_max/4 holds iff d_max is even (3×5: 6/5·M).
-//     W = L on a ring under toward_plus. Elsewhere W > L (2×2: 3 vs 2; 4×4 source_parity:
-//     16 vs 8; mesh 16×16×16: 47692 vs 16384) because a source injects all its chunks for
-//     one link in round 1 and the links of the early dimensions are busiest early; L is
-//     what an engine that forwards without round barriers approaches (f001 §3.6: "A2A
+//     Lu-TM §3.6/§5.1's diam·α + d_max/8·M/BW (mesh: d_max/4) with the BW term made exact
+//     (docs/references.md#torus-a2a-alpha, docs/references.md#a2a-bound-range,
+//     docs/references.md#cubic-torus-a2a): d_max/8 holds on a torus under source_parity when the
+//     largest dimension is a multiple of 4 (4×4: 8 chunks on every link = M/2; 4×4×4: M/2,
+//     docs/references.md#cubic-torus-a2a), not for d = 2 (2×2, 2×2×2: M/2, not M/4), odd d (3×3:
+//     M/3; 5×5: 3/5·M) or d ≡ 2 mod 4 (6×6: 5/6·M); under toward_plus an even d gives (d+2)/8 (4×4:
+//     12 chunks on the link from rank 1 to rank 2, 3/4·M). Mesh: d_max/4 holds iff d_max is even
+//     (3×5: 6/5·M). W = L on a ring under toward_plus. Elsewhere W > L (2×2: 3 vs 2; 4×4
+//     source_parity: 16 vs 8; mesh 16×16×16: 47692 vs 16384) because a source injects all its
+//     chunks for one link in round 1 and the links of the early dimensions are busiest early; L is
+//     what an engine that forwards without round barriers approaches (Lu-TM §3.6: "A2A
 //     ring-relay doesn't step-sync"), which the simulator measures. predict() states W/N
 //     (the cost of the schedule loom runs) and gives L/N and d_max/8 in its note; where W is
 //     not counted (over routing::wave_work_limit) it states L/N, marked not exact.
@@ -56,7 +57,7 @@
 // Constraints
 //   ring-relay: any N ≥ 1, any count, any topology (the ring is logical; on a torus or mesh
 //     the fabric carries each ring hop, which these forms do not model). Its ties always go
-//     + (f000 §7.1); dor-relay on ring:N is the same relay under the call's tie rule.
+//     + (Lu-CA §7.1); dor-relay on ring:N is the same relay under the call's tie rule.
 //   Both ignore `segments` (one wave per chunk).
 //   dor-relay: ring, torus or mesh (any dimensions, any N ≥ 1); not applicable on star or
 //     full mesh, where every pair has its own hop and there is nothing to relay.
@@ -272,8 +273,9 @@ cost cost_ring_relay(const cost_query& q) {
                 "⌊N/2⌋ rounds (chunks sharing a link and round go as one message)"};
     }
     return {static_cast<double>(d), busiest / n, true,
-            "busiest link carries ⌊N/2⌋(⌊N/2⌋+1)/2 chunks (ERRATA A08: N(N+2)/8 even, "
-            "(N²-1)/8 odd; f000's (N-1)/N only at N = 2, 4); ⌊N/2⌋ rounds, not N-1, since "
+            "busiest link carries ⌊N/2⌋(⌊N/2⌋+1)/2 chunks (docs/references.md#ring-relay-load: "
+            "N(N+2)/8 even, "
+            "(N²-1)/8 odd; Lu-CA's (N-1)/N only at N = 2, 4); ⌊N/2⌋ rounds, not N-1, since "
             "chunks sharing a link and round go as one message"};
 }
 
@@ -291,16 +293,17 @@ cost cost_dor_relay(const cost_query& q) {
     bool counted    = load.wave >= 0;
     cost out{static_cast<double>(load.rounds),
              static_cast<double>(counted ? load.wave : load.busiest_link) / n, counted, ""};
-    // f001's approximation: a torus cut carries N·d_max/8 chunks per link, a mesh N·d_max/4.
+    // Lu-TM's approximation: a torus cut carries N·d_max/8 chunks per link, a mesh N·d_max/4.
     const int64_t text_den = s.wraps() ? 8 : 4;
     bool text_holds        = load.busiest_link * text_den == int64_t{s.max_dim()} * n;
-    out.note               = "lockstep waves: diam·α + " +
-               (counted ? fraction(load.wave, n) : std::string("(not counted)")) +
-               "·M/BW; routing bound: " + std::to_string(load.busiest_link) +
-               " chunks on the busiest link (" + std::string(routing::tie_rule_name(q.ties)) +
-               ") = " + fraction(load.busiest_link, n) + "·M/BW; f001's d_max/" +
-               std::to_string(text_den) + " = " + fraction(s.max_dim(), text_den) +
-               (text_holds ? " holds here" : " does not hold here (ERRATA A11)");
+    out.note =
+        "lockstep waves: diam·α + " +
+        (counted ? fraction(load.wave, n) : std::string("(not counted)")) +
+        "·M/BW; routing bound: " + std::to_string(load.busiest_link) +
+        " chunks on the busiest link (" + std::string(routing::tie_rule_name(q.ties)) +
+        ") = " + fraction(load.busiest_link, n) + "·M/BW; Lu-TM's d_max/" +
+        std::to_string(text_den) + " = " + fraction(s.max_dim(), text_den) +
+        (text_holds ? " holds here" : " does not hold here (docs/references.md#a2a-bound-range)");
     if (!counted) {
         out.note += "; wave load not counted (over routing::wave_work_limit): n_beta is the bound";
     }

@@ -3,16 +3,17 @@
 // How it works
 //   Ranks are relabelled relative to the root, v = (rank - root) mod N, and form a binomial
 //   tree on N nodes; any N works, the tree is just cut off at N (no power-of-two padding).
-//   broadcast (f000 §3.2): in step k = 0, 1, … every v < 2^k that holds the vector sends it
+//   broadcast (Lu-CA §3.2): in step k = 0, 1, … every v < 2^k that holds the vector sends it
 //     to v + 2^k (if < N), so the holding set doubles. Parent of v: v minus its highest bit;
 //     children: v + 2^k for every 2^k > v. N = 4: R0→R1, then R0→R2 and R1→R3.
-//   reduce (f000 §4.2): in step k every v whose lowest set bit is 2^k sends its partial sum
+//   reduce (Lu-CA §4.2): in step k every v whose lowest set bit is 2^k sends its partial sum
 //     to v - 2^k, which adds it in. Parent: v with its lowest bit cleared; children:
 //     v + 2^k for every 2^k below v's lowest bit. N = 4: R1→R0 and R3→R2, then R2→R0.
 //     This is not the broadcast tree reversed (R3 hangs under R2 here, under R1 there):
-//     f000 §4.2 says "identical edges" but its own traces differ (ERRATA A05), and loom
-//     reproduces each trace as printed. Non-root partial sums live in scratch.
-//   allreduce "reduce-broadcast" (f000 §2 identity, the §4.3 baseline): the reduce toward
+//     Lu-CA §4.2 says "identical edges" but its own traces differ
+//     (docs/references.md#binomial-shapes), and loom reproduces each trace as printed. Non-root
+//     partial sums live in scratch.
+//   allreduce "reduce-broadcast" (Lu-CA §2 identity, the §4.3 baseline): the reduce toward
 //     rank 0, then the broadcast from rank 0, written with the same two helpers; a rank's
 //     partial sums live in its output, which the broadcast overwrites afterwards.
 //   Pipelining: with P segments (a "segment" is a 1/P piece of the vector; an "edge" is one
@@ -25,22 +26,23 @@
 //
 // Cost, L = ⌈log2 N⌉ (N = 1: nothing, 0; the verifier's counts equal these exactly when P
 // divides the count; otherwise segments differ by one element)
-//   broadcast, reduce, per-edge:  (L+P-1)(α + M/(P·BW))     P = 1: Lα + L·M/BW (f000 §3.2, §4.2)
+//   broadcast, reduce, per-edge:  (L+P-1)(α + M/(P·BW))     P = 1: Lα + L·M/BW (Lu-CA §3.2, §4.2)
 //     the App. C master formula with L = tree depth; it tends to Lα + M/BW as P grows, and
 //     at the continuous P* = √((L-1)M/(αBW)) it is (L-1)α + M/BW + 2√((L-1)αM/BW): one α
-//     below App. C's printed optimum (ERRATA A34; A33: a real P is an integer).
+//     below App. C's printed optimum (docs/references.md#pipelined-optimum;
+//     docs/references.md#integer-segments: a real P is an integer).
 //   broadcast, reduce, single-port:  (L+P-1)α + L·M/BW
 //     the root sends to (receives from) its L children through one port, so every byte of
 //     the vector crosses it L times whatever P is; no other rank is ever busier (the steps
 //     it takes part in are a subset of the root's, plus one edge the other way). P = 1 equals
-//     per-edge (ERRATA A02: unaffected); pipelining buys nothing on the β side under one port (C.5:
-//     the root needs L ports).
+//     per-edge (docs/references.md#port-model: unaffected); pipelining buys nothing on the β side
+//     under one port (C.5: the root needs L ports).
 //   allreduce, per-edge:  (2L+P-1)(α + M/(P·BW))             P = 1: 2Lα + 2L·M/BW
 //     the master formula with L' = 2L, because the phases overlap per segment; it tends to
 //     2Lα + M/BW, not §4.3's 2Lα + 2M/BW, which assumes the phases run one after the
 //     other (here reduce traffic flows up while broadcast traffic flows down, on opposite
 //     directions of full-duplex links). At P* = √((2L-1)M/(αBW)) the exact value is
-//     (2L-1)α + M/BW + 2√((2L-1)αM/BW) (ERRATA A34 again).
+//     (2L-1)α + M/BW + 2√((2L-1)αM/BW) (docs/references.md#pipelined-optimum again).
 //   allreduce, single-port:  (2L+P-1)α + (2L - S/P)·M/BW,  S = ⌊P²/4⌋ for P ≤ 2L+1, else
 //     L(P-L). The root is the busiest port in every round: it receives from up to L
 //     children while it already sends earlier segments to up to L children; S counts the
@@ -74,7 +76,7 @@ int to_rank(int64_t v, int root, int n) {
     return static_cast<int>((v + root) % n);
 }
 
-// f000 §3.2: parent = v minus its highest bit; children v + 2^k for 2^k > v.
+// Lu-CA §3.2: parent = v minus its highest bit; children v + 2^k for 2^k > v.
 tree_links broadcast_tree(int rank, int root, int n) {
     int64_t v = mod(rank - root, n);
     tree_links t;
@@ -90,7 +92,7 @@ tree_links broadcast_tree(int rank, int root, int n) {
     return t;
 }
 
-// f000 §4.2: parent = v with its lowest bit cleared; children v + 2^k for 2^k below it.
+// Lu-CA §4.2: parent = v with its lowest bit cleared; children v + 2^k for 2^k below it.
 tree_links reduce_tree(int rank, int root, int n) {
     int64_t v = mod(rank - root, n);
     tree_links t;
@@ -200,11 +202,13 @@ cost cost_tree(const cost_query& q) {
     if (q.ports == port_model::single_port) {
         return {rounds, l, true,
                 "single-port: the root's one port carries the vector to (from) its ⌈log2N⌉ "
-                "children, so n_beta = ⌈log2N⌉ at any P (ERRATA A02, App. C.5)"};
+                "children, so n_beta = ⌈log2N⌉ at any P (docs/references.md#port-model, Lu-CA App. "
+                "C.5)"};
     }
     return {rounds, rounds / p, true,
-            "per-edge, exact for P segments: (L+P-1)(α+M/(P·BW)), L = ⌈log2N⌉ (f000 §3.2/§4.2, "
-            "App. C); asymptote Lα + M/BW, exact optimum one α below App. C's (ERRATA A34)"};
+            "per-edge, exact for P segments: (L+P-1)(α+M/(P·BW)), L = ⌈log2N⌉ (Lu-CA §3.2/§4.2, "
+            "App. C); asymptote Lα + M/BW, exact optimum one α below App. C's "
+            "(docs/references.md#pipelined-optimum)"};
 }
 
 cost cost_allreduce(const cost_query& q) {
@@ -218,11 +222,13 @@ cost cost_allreduce(const cost_query& q) {
                              : l * (p - l);
         return {rounds, 2 * l - overlap / p, true,
                 "single-port: the root receives from and sends to its ⌈log2N⌉ children in "
-                "overlapping rounds: 2L - S/P, S = ⌊P²/4⌋ (P ≤ 2L+1) or L(P-L) (ERRATA A02)"};
+                "overlapping rounds: 2L - S/P, S = ⌊P²/4⌋ (P ≤ 2L+1) or L(P-L) "
+                "(docs/references.md#port-model)"};
     }
     return {rounds, rounds / p, true,
             "per-edge, exact: (2L+P-1)(α+M/(P·BW)), L = ⌈log2N⌉, phases overlapped per segment; "
-            "asymptote 2Lα + M/BW (f000 §4.3's 2M/BW is for back-to-back phases; ERRATA A34)"};
+            "asymptote 2Lα + M/BW (Lu-CA §4.3's 2M/BW is for back-to-back phases; "
+            "docs/references.md#pipelined-optimum)"};
 }
 
 const algorithm broadcast_binomial{

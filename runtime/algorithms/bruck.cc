@@ -1,4 +1,4 @@
-// Bruck family: alltoall (Bruck, Ho, Kipnis, Upfal, Weathersby 1997; f000 App. B.5).
+// Bruck family: alltoall (Bruck, Ho, Kipnis, Upfal, Weathersby 1997; Lu-CA App. B.5).
 //
 // How it works
 //   Rank i keeps a "work" vector of N slots (scratch), slot = `count` elements.
@@ -8,7 +8,8 @@
 //      the slots j < N whose bit k is set; received slots overwrite the sent ones. A datum
 //      for distance j moves by exactly the set bits of j, so after K rounds the datum that
 //      rank s meant for rank i sits in rank i's slot (i - s) mod N.
-//   3. Post-rotation (local), ERRATA A15: out[j] = work[(i - j) mod N]. f000 says "rotate
+//   3. Post-rotation (local), docs/references.md#bruck-rotation: out[j] = work[(i - j) mod N].
+//   Lu-CA says "rotate
 //      right by i and optionally reverse"; a right rotation alone is wrong for every N ≥ 3
 //      (it would give out[j] = work[(j - i) mod N]); the exact rule is the index reversal
 //      above, which follows from step 2.
@@ -23,11 +24,11 @@
 //   t = ⌈log2N⌉α + (Σ_k c_k)/N · M/BW,   c_k = |{ j < N : bit k of j set }|
 //                                           = ⌊N/2^(k+1)⌋·2^k + max(0, N mod 2^(k+1) - 2^k)
 //   M = the whole send buffer, N·count·dtype; round k carries c_k·count elements per link.
-//   For N = 2^K every c_k = N/2 and t = log2N·α + log2N/2 · M/BW (f000 App. B.5; N = 4:
-//   2α + M/BW). ERRATA A16: f000's ⌈log2N⌉·M/(2BW) assumes N = 2^K; for other N loom counts
-//   the slots really moved (N = 5: c = 2, 2, 1 → 1·M/BW, not 1.5; N = 6: 3, 2, 2 → 7/6).
-//   Crossover against pairwise ((N-1)α + (N-1)/N·M/BW), from the closed forms (A16; f000
-//   §7.3 computes none): Bruck is faster below
+//   For N = 2^K every c_k = N/2 and t = log2N·α + log2N/2 · M/BW (Lu-CA App. B.5; N = 4:
+//   2α + M/BW). docs/references.md#bruck-crossover: Lu-CA's ⌈log2N⌉·M/(2BW) assumes N = 2^K; for
+//   other N loom counts the slots really moved (N = 5: c = 2, 2, 1 → 1·M/BW, not 1.5; N = 6: 3, 2,
+//   2 → 7/6). Crossover against pairwise ((N-1)α + (N-1)/N·M/BW), from the closed forms
+//   (docs/references.md#bruck-crossover; Lu-CA §7.3 computes none): Bruck is faster below
 //     M* = (N - 1 - ⌈log2N⌉)·N / (Σc_k - (N - 1)) · α·BW      (N = 4: 4αBW; N = 8: 6.4αBW)
 //   and the two coincide at N ≤ 3 (Σc_k = N - 1 and ⌈log2N⌉ = N - 1).
 //
@@ -124,7 +125,7 @@ status build_alltoall(const call& c, int rank, schedule::builder& b) {
         prev_send  = r.send;
         last_local = r.last_local;
     }
-    // Post-rotation, ERRATA A15: out[j] = work[(rank - j) mod N].
+    // Post-rotation, docs/references.md#bruck-rotation: out[j] = work[(rank - j) mod N].
     for (int j = 0; j < n; ++j) {
         b.local_copy(schedule::out(j * cnt, cnt), schedule::tmp(mod(rank - j, n) * cnt, cnt),
                      {last_local});
@@ -143,7 +144,8 @@ cost cost_bruck(const cost_query& q) {
         moved += slots_in_round(n, k);
     }
     std::string note =
-        "f000 App. B.5; non-power-of-two N counts the slots moved (ERRATA A16); single-port = "
+        "Lu-CA App. B.5; non-power-of-two N counts the slots moved "
+        "(docs/references.md#bruck-crossover); single-port = "
         "per-edge (one partner in, one out per round)";
     if (moved > n - 1) {
         char buf[96];

@@ -1,4 +1,4 @@
-// Double binary tree family: allreduce "dbt" (Sanders-Speck-Träff; f000 §5.2, f002 §II.C).
+// Double binary tree family: allreduce "dbt" (Sanders-Speck-Träff; Lu-CA §5.2, Hu-NCCL §II.C).
 //
 // How it works
 //   Two binary trees span the N ranks; tree 0 carries the first half of the vector, tree 1
@@ -17,14 +17,14 @@
 //     label shifted down by one. NCCL's own odd-N rule (tree 0 shifted by one rank) cannot be
 //     complementary: tree 0 on odd N has (N+1)/2 interior ranks but only (N-1)/2 leaves, so
 //     any relabelling of it puts some rank (rank 0 under NCCL's shift, e.g. N = 3: 0→2→1 and
-//     1→0→2) in the interior of both trees, contrary to f002 §II.C's "no node is a non-leaf
+//     1→0→2) in the interior of both trees, contrary to Hu-NCCL §II.C's "no node is a non-leaf
 //     in both trees". The dropped-root tree is a full binary tree on the odd ranks.
 //   So for N ≥ 2 every rank is interior in exactly one tree and a leaf in the other, and no
 //   rank is a leaf in both. N = 2: tree 0 is 0→1 and tree 1 is 1→0, i.e. each rank reduces
 //   one half and sends it back (the same 2α + M/BW as the ring). N = 1: a local copy.
-//   At N = 4 the trees are 0→2→{1,3} and 3→1→{2,0}, not f000's drawing (R0→{R1,R2}, R1→R3
-//   and R3→{R0,R2}, R2→R1); both are complementary and have depth 2 (ERRATA A06), so the
-//   costs below are the same.
+//   At N = 4 the trees are 0→2→{1,3} and 3→1→{2,0}, not Lu-CA's drawing (R0→{R1,R2}, R1→R3
+//   and R3→{R0,R2}, R2→R1); both are complementary and have depth 2
+//   (docs/references.md#dbt-second-tree), so the costs below are the same.
 // Nomenclature: a "half" is the share of the vector one tree carries; a "segment" is the
 // 1/P pipeline piece of a half. A rank with two children in a tree lands the second child's
 // segment in scratch and adds it locally, so both children can deliver in the same round.
@@ -32,21 +32,22 @@
 // Cost (D = depth of the deeper tree = ⌈log2 N⌉ for every N ≥ 2: tree 0 has depth ⌈log2N⌉
 //   through rank 0 → 2^(⌈log2N⌉-1) → … → 1, the mirror has the same, the odd-N tree 1 has
 //   depth ⌈log2(N+1)⌉ - 1 ≤ D; so the texts' ⌈log2N⌉ is the real depth here for all N)
-//   per-edge (f000 §5.2), exact for P segments per half:
+//   per-edge (Lu-CA §5.2), exact for P segments per half:
 //     (2D + P - 1)·α + (2D + P - 1)/(2P) · M/BW
-//     P = 1: 2⌈log2N⌉α + ⌈log2N⌉·M/BW, f000 §5.2; N = 4: 4α + 2·M/BW. That is 2 and not
-//     ring's 1.5 (ERRATA A03: f000's "coincidentally matches ring" is wrong).
-//     P → ∞: the BW term tends to M/(2·BW), not the M/BW that f000 §5.2 prints for
-//     t_DBT,pipe(P*) ≈ 2⌈log2N⌉α + M/BW (ERRATA A01: substituting the per-segment payload
-//     M/(2P) into the App. C master formula gives M/(2BW)); the printed form is kept only as
-//     the asymptotic note. Nor is DBT's coefficient "half of ring's" (ERRATA A29): the
-//     headline 1 vs 2(N-1)/N is half only as N → ∞ (N = 2: equal, N = 4: 1 vs 1.5), and at
-//     P = 1 it is ⌈log2N⌉ vs 2(N-1)/N.
-//     Per-edge charges every transfer its own link. Where a pair is an edge of both trees
-//     (N = 4: 1–2, the child in tree 0 is the parent in tree 1), the directed link carries
-//     tree 0's reduce and tree 1's broadcast; at P = 1 they fall in different rounds, for
-//     P > 1 they share rounds, which a simulator with one link per pair will charge twice.
-//   single-port (ERRATA A02: one full-duplex port per rank; the verifier charges each round
+//     P = 1: 2⌈log2N⌉α + ⌈log2N⌉·M/BW, Lu-CA §5.2; N = 4: 4α + 2·M/BW. That is 2 and not
+//     ring's 1.5 (docs/references.md#dbt-n4-vs-ring: Lu-CA's "coincidentally matches ring" is
+//     wrong). P → ∞: the BW term tends to M/(2·BW), not the M/BW that Lu-CA §5.2 prints for
+//     t_DBT,pipe(P*) ≈ 2⌈log2N⌉α + M/BW (docs/references.md#dbt-pipelined-floor: substituting the
+//     per-segment payload M/(2P) into the App. C master formula gives M/(2BW)); the printed form is
+//     kept only as the asymptotic note. Nor is DBT's coefficient "half of ring's"
+//     (docs/references.md#dbt-half-ring): the headline 1 vs 2(N-1)/N is half only as N → ∞ (N = 2:
+//     equal, N = 4: 1 vs 1.5), and at P = 1 it is ⌈log2N⌉ vs 2(N-1)/N. Per-edge charges every
+//     transfer its own link. Where a pair is an edge of both trees (N = 4: 1–2, the child in tree 0
+//     is the parent in tree 1), the directed link carries tree 0's reduce and tree 1's broadcast;
+//     at P = 1 they fall in different rounds, for P > 1 they share rounds, which a simulator with
+//     one link per pair will charge twice.
+//   single-port (docs/references.md#port-model: one full-duplex port per rank; the verifier charges
+//   each round
 //     the busiest rank's max(bytes in, bytes out)). A rank is interior in one tree (≤ 2
 //     children, ≤ 1 parent) and a leaf in the other, and sends on a link are chained, so
 //     per round it takes in and sends out at most four segments of M/(2P); at P = 1 its
@@ -56,7 +57,7 @@
 //       N = 2^D ≥ 4, P = 1:        (2D - 1)·M/BW; every round carries M except the two
 //                                  around the roots (rank 0 and N-1 exchange one half with
 //                                  their single child): N = 4 gives 3·M/BW vs 2 per-edge,
-//                                  A02's number.
+//                                  docs/references.md#port-model's number.
 //     Elsewhere the rounds in which a shallower or partial subtree idles depend on N's bits
 //     (P = 1: 2D - 1.5 … 2D; N = 6 gives 4.5, N = 7 gives 6), so loom states bounds and
 //     predict returns the upper one (exact = false):
@@ -65,7 +66,8 @@
 //       P ≥ 2:  max(n_beta per-edge, 2) ≤ n_beta ≤ (2D + P - 1)·2/P   (N ≥ 4: rank 2 has two
 //               children and a parent in tree 0 and is a leaf in tree 1, so 2M crosses its
 //               port; ≤ four segments per round). Both ends tend to 2·M/BW as P → ∞: the
-//               single-port floor of ERRATA A01, four times the per-edge floor M/(2BW).
+//               single-port floor of docs/references.md#dbt-pipelined-floor, four times the
+//               per-edge floor M/(2BW).
 //
 // Constraints
 //   Any N ≥ 1, any count (including 0 and count < 2P), any P ≥ 1, any topology (the trees
@@ -202,9 +204,10 @@ status build_allreduce(const call& c, int rank, schedule::builder& b) {
 cost cost_per_edge(const cost_query& q) {
     double d = ceil_log2(q.nranks), p = q.segments, steps = 2 * d + p - 1;
     return {steps, steps / (2 * p), true,
-            "per-edge, exact for P segments per half (D = ⌈log2N⌉); P=1 is f000 §5.2's "
+            "per-edge, exact for P segments per half (D = ⌈log2N⌉); P=1 is Lu-CA §5.2's "
             "2⌈log2N⌉α + ⌈log2N⌉·M/BW; as P grows the BW term tends to M/(2BW), below "
-            "f000's headline M/BW (ERRATA A01, A03, A29)"};
+            "Lu-CA's headline M/BW (docs/references.md#dbt-pipelined-floor, "
+            "docs/references.md#dbt-n4-vs-ring, docs/references.md#dbt-half-ring)"};
 }
 
 cost cost_single_port(const cost_query& q) {
@@ -215,15 +218,17 @@ cost cost_single_port(const cost_query& q) {
     if (p == 1 && is_pow2(q.nranks)) {
         return {steps, 2 * d - 1, true,
                 "single-port, exact for N = 2^D at P=1: (2D-1)·M/BW (N=4: 3 vs 2 per-edge, "
-                "ERRATA A02)"};
+                "docs/references.md#port-model)"};
     }
     if (p == 1) {
         return {steps, 2 * d, false,
-                "single-port upper bound 2D·M/BW; the count lies in [2D-2, 2D] (ERRATA A02)"};
+                "single-port upper bound 2D·M/BW; the count lies in [2D-2, 2D] "
+                "(docs/references.md#port-model)"};
     }
     return {steps, steps * 2 / p, false,
             "single-port upper bound (2D+P-1)·2/P·M/BW (≤ four segments of M/(2P) per port "
-            "per round); lower bound max(per-edge, 2); both tend to 2·M/BW (ERRATA A01, A02)"};
+            "per round); lower bound max(per-edge, 2); both tend to 2·M/BW "
+            "(docs/references.md#dbt-pipelined-floor, docs/references.md#port-model)"};
 }
 
 cost cost_allreduce(const cost_query& q) {

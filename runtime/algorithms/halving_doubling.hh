@@ -1,7 +1,7 @@
 // Recursive halving / doubling building blocks, shared by the recursive-doubling family
 // (recursive_doubling.cc) and Rabenseifner all-reduce (rabenseifner.cc), so each exchange
-// pattern exists once (STYLE.md G3): Rabenseifner = recursive_reduce_scatter ∘
-// recursive_allgather.
+// pattern exists once (docs/architecture.md#rule-algorithm-files): Rabenseifner =
+// recursive_reduce_scatter ∘ recursive_allgather.
 //
 // Nomenclature (as ring_patterns.hh): `members[pos]` is the rank at position pos, `me` this
 // rank's position, n = members.size(); a vector is cut into n "blocks" by a block_layout and

@@ -1,4 +1,4 @@
-// PAT family (Parallel Aggregated Trees, NCCL 2.23+, f000 App. A): allgather, reduce_scatter.
+// PAT family (Parallel Aggregated Trees, NCCL 2.23+, Lu-CA App. A): allgather, reduce_scatter.
 //
 // How it works
 //   N broadcast trees, one per block, all of the same shape and translated by their root,
@@ -14,8 +14,8 @@
 //   so each d_k ≤ 1 + the sum of the later ones: the sums are contiguous from 0 to
 //   Σd_k ≥ 2⌈N/2⌉ - 1 ≥ N - 1), and no round is empty (|S_k| ≤ 2|S_{k-1}|). For N = 2^K the
 //   sets are the multiples of d_k, sent_k = S_{k-1} ("send all you hold"), and the tree of
-//   block 0 is exactly f000's N = 8 trace: R0→R4; R0→R2, R4→R6; R0→R1, R2→R3, R4→R5, R6→R7.
-//   (f000 pairs ranks by XOR; XOR and +d_k give the same sets and counts at N = 2^K, and +d_k
+//   block 0 is exactly Lu-CA's N = 8 trace: R0→R4; R0→R2, R4→R6; R0→R1, R2→R3, R4→R5, R6→R7.
+//   (Lu-CA pairs ranks by XOR; XOR and +d_k give the same sets and counts at N = 2^K, and +d_k
 //   also works for every other N.)
 //   Nomenclature: a "block" is rank b's 1/N share (collective.hh partition, uneven allowed);
 //   the "work" vector (scratch) holds blocks in arrival order (offset 0, then new_1, new_2 …),
@@ -24,17 +24,17 @@
 //   so every link carries one message per round (one α).
 //   allgather: the work vector fills round by round; at the end it is unpacked into the
 //     output (local copies).
-//   reduce_scatter: the mirror (f000: "reverse the schedule and replace forward-concat with
+//   reduce_scatter: the mirror (Lu-CA: "reverse the schedule and replace forward-concat with
 //     sum-in"): rounds K..1, rank r sends its new_k range of partial sums to r - d_k and adds
 //     what r + d_k sends into its sent_k offsets; it ends with the sum of block r.
 //
 // Cost (per-edge and single-port alike: one partner out and one in per round)
-//   allgather, reduce_scatter   ⌈log2N⌉α + (N-1)/N · M/BW        (f000 App. A, any N)
+//   allgather, reduce_scatter   ⌈log2N⌉α + (N-1)/N · M/BW        (Lu-CA App. A, any N)
 //   M = the full vector. Round k carries |new_k| = |S_k| - |S_{k-1}| blocks per link; these
 //   sum to N-1, so the BW term is exact for every N when N divides the count.
-//   ERRATA A07: f000 says every link carries a constant M/N per round. That cannot be:
-//   K rounds of M/N would ship only ⌈log2N⌉·M/N, not the (N-1)·M/N each rank must receive.
-//   The per-round payload GROWS: for N = 2^K round k carries 2^(k-1) blocks (1, 2, 4, …),
+//   docs/references.md#pat-payload: Lu-CA says every link carries a constant M/N per round. That
+//   cannot be: K rounds of M/N would ship only ⌈log2N⌉·M/N, not the (N-1)·M/N each rank must
+//   receive. The per-round payload GROWS: for N = 2^K round k carries 2^(k-1) blocks (1, 2, 4, …),
 //   which sums to N-1 and gives the closed form above. For other N the counts are |new_k|
 //   (N = 5: 1, 1, 2; N = 6: 1, 2, 2; N = 12: 1, 2, 4, 4); the staging area is bounded by the
 //   largest round, not by M/N.
@@ -204,9 +204,10 @@ status build_reduce_scatter(const call& c, int rank, schedule::builder& b) {
 
 cost cost_pat(const cost_query& q) {
     double n = q.nranks;
-    return {static_cast<double>(ceil_log2(q.nranks)), (n - 1) / n, true,
-            "f000 App. A; per-round payload grows 1, 2, 4 … blocks (ERRATA A07); "
-            "single-port = per-edge (one partner in, one out per round)"};
+    return {
+        static_cast<double>(ceil_log2(q.nranks)), (n - 1) / n, true,
+        "Lu-CA App. A; per-round payload grows 1, 2, 4 … blocks (docs/references.md#pat-payload); "
+        "single-port = per-edge (one partner in, one out per round)"};
 }
 
 const algorithm allgather_pat{

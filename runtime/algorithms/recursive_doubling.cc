@@ -2,34 +2,34 @@
 // doubling) and reduce-scatter (recursive halving).
 //
 // How it works
-//   allreduce "recursive-doubling" (f000 App. B.1): for N = 2^k, at the step with distance
+//   allreduce "recursive-doubling" (Lu-CA App. B.1): for N = 2^k, at the step with distance
 //     d = 1, 2, …, N/2 every rank swaps its whole current vector with rank XOR d and adds the
 //     partner's vector to its own. The running sum ping-pongs between the output and a
 //     scratch vector (a receive cannot reduce into the region its own concurrent send still
 //     reads), arranged so that the last step lands in the output.
-//     Other N: the fold (ERRATA A27: the texts give no consistent construction). With
-//     N' = 2^⌊log2N⌋ and r = N - N', odd rank 2i+1 (i < r) hands its vector to 2i and drops
-//     out; the N' remaining ranks (2i for i < r, then r+… i.e. every rank ≥ 2r) run the
-//     butterfly as virtual ranks 0..N'-1 (virtual v is rank 2v for v < r, v + r otherwise);
+//     Other N: the fold (docs/references.md#non-power-of-two: the texts give no consistent
+//     construction). With N' = 2^⌊log2N⌋ and r = N - N', odd rank 2i+1 (i < r) hands its vector to
+//     2i and drops out; the N' remaining ranks (2i for i < r, then r+… i.e. every rank ≥ 2r) run
+//     the butterfly as virtual ranks 0..N'-1 (virtual v is rank 2v for v < r, v + r otherwise);
 //     then 2i hands the result back to 2i+1.
-//   allgather "recursive-doubling" / reduce_scatter "recursive-halving" (f000 App. B.4):
+//   allgather "recursive-doubling" / reduce_scatter "recursive-halving" (Lu-CA App. B.4):
 //     for N = 2^k the butterfly of halving_doubling.hh: all-gather doubles the block range a
 //     rank holds (distance 1, 2, …, N/2), reduce-scatter halves the range it reduces
-//     (distance N/2, …, 2, 1, f004's order: see rabenseifner.cc and ERRATA A17), so rank r
-//     ends with block r and every message is one contiguous range.
-//     Other N: the dissemination pattern of halving_doubling.hh (ERRATA A27): distances
-//     1, 2, …, 2^(⌈log2N⌉-1) (reversed for reduce-scatter), partners r ± d mod N, on a
-//     scratch copy rotated by r; step d moves min(d, N-d) blocks, N-1 blocks in all. No
-//     fold is needed, and nothing is lost against N = 2^k.
+//     (distance N/2, …, 2, 1, Ring-Tree's order: see rabenseifner.cc and
+//     docs/references.md#rabenseifner-order), so rank r ends with block r and every message is one
+//     contiguous range. Other N: the dissemination pattern of halving_doubling.hh
+//     (docs/references.md#non-power-of-two): distances 1, 2, …, 2^(⌈log2N⌉-1) (reversed for
+//     reduce-scatter), partners r ± d mod N, on a scratch copy rotated by r; step d moves min(d,
+//     N-d) blocks, N-1 blocks in all. No fold is needed, and nothing is lost against N = 2^k.
 // Nomenclature: "block" = the 1/N share of the vector (collective.hh partition); "distance"
 // = how far apart a step's partners are; "survivor" / "folded" = the two ranks of a fold pair.
 //
 // Cost (M = the full vector; for allgather the gathered vector)
-//   allreduce        N = 2^k:  log2N·α + log2N·M/BW                      (f000 B.1; N=4: 2α+2M)
+//   allreduce        N = 2^k:  log2N·α + log2N·M/BW                      (Lu-CA B.1; N=4: 2α+2M)
 //                    other N:  (⌊log2N⌋+2)·α + (⌊log2N⌋+2)·M/BW          (fold; one round
 //                              and one whole vector each way around the butterfly)
 //   allgather,
-//   reduce_scatter   any N:    ⌈log2N⌉·α + (N-1)/N·M/BW                  (f000 B.4 for N=2^k;
+//   reduce_scatter   any N:    ⌈log2N⌉·α + (N-1)/N·M/BW                  (Lu-CA B.4 for N=2^k;
 //                              N=4: 2α + 0.75·M/BW)
 // Single-port equals per-edge for all three: in every round a rank sends to at most one peer
 // and receives from at most one (the butterfly swaps with one partner; dissemination sends to
@@ -127,19 +127,21 @@ cost cost_allreduce(const cost_query& q) {
     }
     double k = floor_log2(q.nranks);
     if (is_pow2(q.nranks)) {
-        return {k, k, true, "f000 B.1; single-port = per-edge (one partner per round)"};
+        return {k, k, true, "Lu-CA B.1; single-port = per-edge (one partner per round)"};
     }
     return {k + 2, k + 2, true,
-            "fold onto 2^⌊log2N⌋ ranks: one extra round and vector each way (ERRATA A27); "
+            "fold onto 2^⌊log2N⌋ ranks: one extra round and vector each way "
+            "(docs/references.md#non-power-of-two); "
             "single-port = per-edge"};
 }
 
 cost cost_one_phase(const cost_query& q) {
     double n = q.nranks;
     return {static_cast<double>(ceil_log2(q.nranks)), (n - 1) / n, true,
-            is_pow2(q.nranks) ? "f000 B.4 butterfly; single-port = per-edge"
-                              : "dissemination with rotation for N ≠ 2^k (ERRATA A27); "
-                                "single-port = per-edge"};
+            is_pow2(q.nranks)
+                ? "Lu-CA B.4 butterfly; single-port = per-edge"
+                : "dissemination with rotation for N ≠ 2^k (docs/references.md#non-power-of-two); "
+                  "single-port = per-edge"};
 }
 
 const algorithm allreduce_recursive_doubling{

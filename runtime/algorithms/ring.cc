@@ -12,12 +12,12 @@
 // is a pipeline piece (1/P) of a chain.
 //
 // Cost (per-edge and single-port alike: each rank uses one link in and one out per step)
-//   allreduce        2(N-1)α + 2(N-1)/N · M/BW                 (f000 §5.1; N=4: 6α + 1.5·M/BW)
-//   reduce_scatter   (N-1)α + (N-1)/N · M/BW                   (f000 §6)
-//   allgather        (N-1)α + (N-1)/N · M/BW                   (f000 §6)
-//   broadcast/reduce (N+P-2)(α + M/(P·BW)) exact for P segments (f000 §3.1, §4.1);
+//   allreduce        2(N-1)α + 2(N-1)/N · M/BW                 (Lu-CA §5.1; N=4: 6α + 1.5·M/BW)
+//   reduce_scatter   (N-1)α + (N-1)/N · M/BW                   (Lu-CA §6)
+//   allgather        (N-1)α + (N-1)/N · M/BW                   (Lu-CA §6)
+//   broadcast/reduce (N+P-2)(α + M/(P·BW)) exact for P segments (Lu-CA §3.1, §4.1);
 //                    ≈ (N-1)α + M/BW at the optimum P* = √((N-2)M/(αBW)), with the exact
-//                    optimum one α below the printed one (ERRATA A34).
+//                    optimum one α below the printed one (docs/references.md#pipelined-optimum).
 // M is the full vector for every primitive here (the gathered vector for allgather).
 // Counts that N does not divide give blocks one element apart; the forms are exact when N
 // (or P) divides the count.
@@ -89,12 +89,12 @@ status build_reduce(const call& c, int rank, schedule::builder& b) {
 
 cost cost_allreduce(const cost_query& q) {
     double n = q.nranks;
-    return {2 * (n - 1), 2 * (n - 1) / n, true, "f000 §5.1"};
+    return {2 * (n - 1), 2 * (n - 1) / n, true, "Lu-CA §5.1"};
 }
 
 cost cost_one_phase(const cost_query& q) {
     double n = q.nranks;
-    return {n - 1, (n - 1) / n, true, "f000 §6"};
+    return {n - 1, (n - 1) / n, true, "Lu-CA §6"};
 }
 
 cost cost_chain(const cost_query& q) {
@@ -103,7 +103,8 @@ cost cost_chain(const cost_query& q) {
     }
     double steps = q.nranks + q.segments - 2.0;
     return {steps, steps / q.segments, true,
-            "exact for P segments; asymptote (N-1)α + M/BW at P* (f000 §3.1/§4.1, ERRATA A34)"};
+            "exact for P segments; asymptote (N-1)α + M/BW at P* (Lu-CA §3.1/§4.1, "
+            "docs/references.md#pipelined-optimum)"};
 }
 
 const algorithm allreduce_ring{"ring",

@@ -1,5 +1,6 @@
 // Ring and chain building blocks, shared by the flat ring family (ring.cc) and the
-// dimension-decomposed torus family (torus_dims.cc), so the ring logic exists once (G3).
+// dimension-decomposed torus family (torus_dims.cc), so the ring logic exists once
+// (docs/architecture.md#rule-algorithm-files).
 //
 // `members[pos]` is the rank at ring position pos, `me` this rank's position. A vector is
 // cut into members.size() blocks by a block_layout: the even partition of collective.hh

@@ -1,14 +1,14 @@
 // Sendrecv family: one point-to-point transfer.
 //
 // How it works
-//   direct (f000 §8): rank `root` (the source) sends its `count` input elements to rank
+//   direct (Lu-CA §8): rank `root` (the source) sends its `count` input elements to rank
 //     `peer`, which receives them into its output. When root == peer the transfer is a local
 //     copy on that rank. Every other rank has no steps. The vector goes as one message:
 //     `segments` does not cut it (one link, nothing to overlap), and channels > 1 split it
 //     into independent slices through the registry as for any elementwise primitive.
 //
 // Cost (per-edge and single-port alike: one transfer on one link)
-//   α + M/BW (f000 §8), M = count · dtype size; 0 when root == peer (a local copy, which
+//   α + M/BW (Lu-CA §8), M = count · dtype size; 0 when root == peer (a local copy, which
 //   includes N = 1).
 //
 // Constraints
@@ -40,7 +40,7 @@ cost cost_direct(const cost_query& q) {
         return {0, 0, true, "root == peer: a local copy"};
     }
     return {1, 1, true,
-            "f000 §8; per-edge and single-port alike; 0 when root == peer (a local copy)"};
+            "Lu-CA §8; per-edge and single-port alike; 0 when root == peer (a local copy)"};
 }
 
 const algorithm sendrecv_direct{"direct",

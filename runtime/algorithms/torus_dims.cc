@@ -1,4 +1,4 @@
-// Dimension-decomposed family `dims` on torus, ring and mesh shapes (f001 §3, §4.2): every
+// Dimension-decomposed family `dims` on torus, ring and mesh shapes (Lu-TM §3, §4.2): every
 // collective runs as one phase per dimension, each phase on that dimension's lines only.
 // All-to-all lives in torus_dims_alltoall.cc.
 //
@@ -13,20 +13,21 @@
 //     ⌊d_i/2⌋ hops away; on a mesh the line runs from the source's coordinate to both ends.
 //     The vector is cut into P segments; every rank forwards segment s to all its children
 //     the round after it arrives, so phases overlap and the whole tree pipelines.
-//   reduce: the same tree reversed (f001 §3.3: the last dim collapses first). A rank adds
+//   reduce: the same tree reversed (Lu-TM §3.3: the last dim collapses first). A rank adds
 //     its children's segments (the first child's with recv_reduce, the others' through one
 //     segment-sized scratch slot each and a local_reduce) and passes the sum to its parent.
 //   reduce_scatter: ring (torus, ring_patterns.hh) or open-line (mesh, below) reduce-scatter
 //     over dims 0, 1, ..., k-1; allgather: the mirror over dims k-1, ..., 0; allreduce: both.
-//   Ownership (ERRATA A32 leaves it implementation-defined beyond 2x2x2): rank r ends with
+//   Ownership (docs/references.md#dims-ownership leaves it implementation-defined beyond 2x2x2):
+//   rank r ends with
 //     exactly block r of collective.hh's flat partition, for any count. With row-major
 //     ranks the ranks that share coordinates c_0..c_{i-1} with r form a contiguous range
 //     (r's level-i group), so their blocks form one contiguous piece of the vector. Phase i
 //     cuts r's level-i piece into d_i sub-pieces at the flat block boundaries (a
 //     block_layout) and line position j keeps sub-piece j, i.e. coordinate j keeps the
-//     group of blocks whose ranks have c_i = j. On 2x2x2 this is f001 §3.4's trace exactly
+//     group of blocks whose ranks have c_i = j. On 2x2x2 this is Lu-TM §3.4's trace exactly
 //     (coordinate 0 keeps the lower half in every phase; a=0 keeps Σ0, b=4 keeps Σ4).
-//   Open-line reduce-scatter ("bucket brigade", f001 §4.2), positions 0..n-1: position p
+//   Open-line reduce-scatter ("bucket brigade", Lu-TM §4.2), positions 0..n-1: position p
 //     keeps block p. Block b's partial sums flow in from both ends, timed to meet at b in
 //     the last step: p sends block b > p rightward at step p + n - b and block b < p
 //     leftward at step n - p + b (each the sum of its own part and what arrived one step
@@ -37,30 +38,30 @@
 // Cost (per-edge; single-port is the same: on a torus or mesh the links are the physical
 // ones either way, algorithm.hh — the verifier's port_bytes, which lumps a rank's links
 // into one port, is therefore not the lattice's cost)
-//   allreduce        2Σ(d_i-1)α + 2(N-1)/N·M/BW                 (f001 §3.4, §4.2)
-//   reduce_scatter   Σ(d_i-1)α + (N-1)/N·M/BW                   (f001 §3.5)
+//   allreduce        2Σ(d_i-1)α + 2(N-1)/N·M/BW                 (Lu-TM §3.4, §4.2)
+//   reduce_scatter   Σ(d_i-1)α + (N-1)/N·M/BW                   (Lu-TM §3.5)
 //   allgather        Σ(d_i-1)α + (N-1)/N·M/BW
-//     exact when N divides the count (the block telescoping 1 - 1/N of f001 §3.4). Known
+//     exact when N divides the count (the block telescoping 1 - 1/N of Lu-TM §3.4). Known
 //     numbers: 8x8x8 allreduce 42α; 2x2x2 3α per traversal against the flat ring's 7.
-//     Mesh: the same Σ(d_i-1) as the torus (ERRATA A13: not f001 §1.3's "2x per dim").
-//     Mesh all-gather traversal, lockstep: more than (N-1)/N once a phase other than the
+//     Mesh: the same Σ(d_i-1) as the torus (docs/references.md#mesh-alpha: not Lu-TM §1.3's "2x per
+//     dim"). Mesh all-gather traversal, lockstep: more than (N-1)/N once a phase other than the
 //     last has d_i ≥ 5. No open-line all-gather of d-1 steps keeps positions 2..d-3 busy
 //     in its last step (whatever crosses their links then must still travel on), so their
 //     lines finish after E(d) = ⌊d/2⌋+1 steps and start the next phase, whose blocks are
 //     larger, early; the verifier's rounds (global lockstep) then charge the larger block.
 //     With active dims D_0..D_{m-1}: n_beta = Σ_{j≥1} E(D_j)/(D_0···D_j)
 //     + (D_0 - 1 + Σ_{j≥1}(D_j - 1 - E(D_j)))/D_0, which is (N-1)/N when every D_j ≤ 4
-//     for j ≥ 1. Lines that run asynchronously reach f001 §4.2's (N-1)/N.
+//     for j ≥ 1. Lines that run asynchronously reach Lu-TM §4.2's (N-1)/N.
 //   broadcast/reduce (D+P-1)(α + M/(P·BW)), exact for P segments dividing the count, with
 //     D the tree depth: Σ⌊d_i/2⌋ on a torus (any root), Σ max(s_i, d_i-1-s_i) on a mesh
-//     with the root at coordinates s (Σ(d_i-1) from a corner, f001 §4.2's worst case).
-//     f001 §3.2/§3.3 print the asymptote Dα + M/BW (P → ∞; the optimum-P correction is as
-//     in ERRATA A34). P = 1 gives Dα + D·M/BW.
+//     with the root at coordinates s (Σ(d_i-1) from a corner, Lu-TM §4.2's worst case).
+//     Lu-TM §3.2/§3.3 print the asymptote Dα + M/BW (P → ∞; the optimum-P correction is as
+//     in docs/references.md#pipelined-optimum). P = 1 gives Dα + D·M/BW.
 //
 // Constraints
 //   torus:, ring: and mesh: shapes of any dims (including d_i = 1 and 2), any count, any
 //   root, P ≥ 1. Not on star or full mesh: there every pair is one hop apart and the
-//   decomposition buys nothing (f001 §2); use the flat algorithms.
+//   decomposition buys nothing (Lu-TM §2); use the flat algorithms.
 #include <algorithm>
 #include <limits>
 
@@ -449,7 +450,7 @@ cost cost_tree(const cost_query& q) {
     double rounds = depth + q.segments - 1.0;
     return {rounds, rounds / q.segments, true,
             "tree depth D = " + std::to_string(depth) +
-                "; exact for P segments dividing the count; f001 §3.2/§3.3 print the P→∞ "
+                "; exact for P segments dividing the count; Lu-TM §3.2/§3.3 print the P→∞ "
                 "asymptote Dα + M/BW; single-port = per-edge (physical links)"};
 }
 
@@ -488,7 +489,7 @@ cost traversals(const cost_query& q) {
         }
     }
     std::string note =
-        "f001 §3.4/§3.5/§4.2; exact when N divides the count; single-port = "
+        "Lu-TM §3.4/§3.5/§4.2; exact when N divides the count; single-port = "
         "per-edge (physical links)";
     if (Ag > 0 && !q.topo.wraps()) {
         note +=

@@ -1,4 +1,4 @@
-// Dimension-decomposed all-to-all `dims` (f001 §3.6 "alternative schedule", §4.2), part of
+// Dimension-decomposed all-to-all `dims` (Lu-TM §3.6 "alternative schedule", §4.2), part of
 // the torus_dims family (torus_dims.cc has the family's nomenclature).
 //
 // How it works
@@ -15,8 +15,8 @@
 //   packets stay in place, delivered ones are unpacked, the sender's own are packed in).
 //   Torus line (ring relay, both directions): position p sends in round 1 all packets for
 //     distances 1..⌊(d-1)/2⌋ each way (nearest first) and, for even d ≥ 4, half of the
-//     antipodal packet each way (ERRATA A10's split halves, so `ties` does not matter);
-//     each receiver keeps the first packet and forwards the rest. d = 2: one packet, one
+//     antipodal packet each way (docs/references.md#dor-ties's split halves, so `ties` does not
+//     matter); each receiver keeps the first packet and forwards the rest. d = 2: one packet, one
 //     link. ⌊d/2⌋ rounds.
 //   Mesh line (open): packet (s, q) leaves s in round d-q and travels without stopping, so
 //     it arrives in round d-1-s. In round t the link p→p+1 carries packets (s, d+p-t-s)
@@ -28,19 +28,20 @@
 //
 // Cost (lockstep rounds, per-edge; single-port the same: the links are physical), summed
 // over the active dims, |B| = M/d:
-//   torus d = 2        1 α + 1/2 · M/BW    (the single link carries M/2; ERRATA A12)
-//   torus odd d        (d-1)/2 α + (d²-1)/(8d) · M/BW
-//   torus even d ≥ 4   d/2 α + d/8 · M/BW  (exact when the antipodal packet, N/d·count
+//   torus d = 2        1 α + 1/2 · M/BW    (the single link carries M/2;
+//   docs/references.md#dims-a2a-pairs) torus odd d        (d-1)/2 α + (d²-1)/(8d) · M/BW torus even
+//   d ≥ 4   d/2 α + d/8 · M/BW  (exact when the antipodal packet, N/d·count
 //                      elements, splits evenly; else half an element more per round)
 //   mesh               (d-1) α + ⌊d²/4⌋/d · M/BW   (d/4 for even d)
-//   so n_alpha = diameter on both shapes (ERRATA A09), and every BW term equals the
-//   busiest link's load (the per-phase bisection bound). f001 §3.6 approximates the torus
-//   BW term by Σd_i/8 and f001 §4.2 the mesh one by Σd_i/4: those hold for even d_i ≥ 4
-//   (torus) and even d_i (mesh); odd d_i do better and a torus d_i = 2 worse (ERRATA A11,
-//   A12). Flat DOR relay (alltoall "dor-relay") has d_max/8 instead of Σ: the decomposition
-//   idles the other dims' links in every phase (f001 §3.6 limitation 1).
-//   Scratch: one layout buffer (N·count) when two or more dims are active, plus the bundle
-//   frames of one phase (≈ d²/8 packets a direction on a torus, ≈ d²/4 on a mesh).
+//   so n_alpha = diameter on both shapes (docs/references.md#torus-a2a-alpha), and every BW term
+//   equals the busiest link's load (the per-phase bisection bound). Lu-TM §3.6 approximates the
+//   torus BW term by Σd_i/8 and Lu-TM §4.2 the mesh one by Σd_i/4: those hold for even d_i ≥ 4
+//   (torus) and even d_i (mesh); odd d_i do better and a torus d_i = 2 worse
+//   (docs/references.md#a2a-bound-range, docs/references.md#dims-a2a-pairs). Flat DOR relay
+//   (alltoall "dor-relay") has d_max/8 instead of Σ: the decomposition idles the other dims' links
+//   in every phase (Lu-TM §3.6 limitation 1). Scratch: one layout buffer (N·count) when two or more
+//   dims are active, plus the bundle frames of one phase (≈ d²/8 packets a direction on a torus, ≈
+//   d²/4 on a mesh).
 //
 // Constraints
 //   torus:, ring: and mesh: shapes, any dims, any count (elements per destination).
@@ -370,10 +371,11 @@ cost cost_alltoall(const cost_query& q) {
         }
     }
     out.note = q.topo.wraps()
-                   ? "lockstep per-phase ring relay; f001 §3.6 ≈ diam·α + Σd_i/8·M/BW holds for "
-                     "even d_i ≥ 4 (odd d_i: (d²-1)/(8d), d_i = 2: 1/2, ERRATA A11/A12); exact "
+                   ? "lockstep per-phase ring relay; Lu-TM §3.6 ≈ diam·α + Σd_i/8·M/BW holds for "
+                     "even d_i ≥ 4 (odd d_i: (d²-1)/(8d), d_i = 2: 1/2, "
+                     "docs/references.md#a2a-bound-range/A12); exact "
                      "when N/d_i·count is even; single-port = per-edge (physical links)"
-                   : "lockstep farthest-first open-line relay; f001 §4.2 ≈ diam·α + Σd_i/4·M/BW "
+                   : "lockstep farthest-first open-line relay; Lu-TM §4.2 ≈ diam·α + Σd_i/4·M/BW "
                      "holds for even d_i (odd d_i: (d²-1)/(4d)); single-port = per-edge "
                      "(physical links)";
     return out;

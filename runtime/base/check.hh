@@ -1,4 +1,5 @@
-// LOOM_CHECK: propagate a failed status, leaving a breadcrumb in the debug log (G7).
+// LOOM_CHECK: propagate a failed status, leaving a breadcrumb in the debug log
+// (docs/architecture.md#rule-errors).
 #pragma once
 
 #include "log.hh"

@@ -1,4 +1,5 @@
-// Clocks and deadlines. Every wait in loom is bounded by a deadline (DESIGN.md).
+// Clocks and deadlines. Every wait in loom is bounded by a deadline
+// (docs/architecture.md#conventions).
 #pragma once
 
 #include <chrono>

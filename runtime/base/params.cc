@@ -187,7 +187,7 @@ std::unique_lock<std::mutex> registry::loaded() const {
         }
         e.loaded       = true;
         const param& p = *e.declaration;
-        // The only getenv in loom (G8).
+        // The only getenv in loom (docs/architecture.md#rule-parameters).
         const char* env = std::getenv(std::string(p.name).c_str());
         if (env == nullptr) {
             continue;

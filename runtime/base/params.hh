@@ -1,4 +1,5 @@
-// The one parameter registry (STYLE.md G8). A component declares its settings in its
+// The one parameter registry (docs/architecture.md#rule-parameters). A component declares its
+// settings in its
 // `*_params.hh`, each once: a typed handle (name, type, default, unit, choices,
 // description) that names its component and so registers itself there. Code reads the
 // handles, so a misspelt name does not compile. The environment is read here and nowhere

@@ -1,6 +1,6 @@
-// A lock-free single-producer single-consumer ring of fixed-size slots (STYLE.md G10), laid
-// out in memory that two processes map (the shm driver's per-pair rings) or two threads
-// share (the stress test).
+// A lock-free single-producer single-consumer ring of fixed-size slots
+// (docs/architecture.md#rule-memory-model), laid out in memory that two processes map (the shm
+// driver's per-pair rings) or two threads share (the stress test).
 //
 // Shape, after DPDK's rte_ring: the slot count is a power of two; `head` (next slot the
 // producer fills) and `tail` (next slot the consumer frees) are free-running 32-bit counters,

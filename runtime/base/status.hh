@@ -1,4 +1,5 @@
-// loom::status and loom::result<T>: the one error model inside loom (STYLE.md G7).
+// loom::status and loom::result<T>: the one error model inside loom
+// (docs/architecture.md#rule-errors).
 //
 // A status is a class (the C ABI's loom_status_t) plus a one-line message that names what
 // failed: rank, peer, step, element, option. Fallible functions return [[nodiscard]]

@@ -1,4 +1,4 @@
-// Rank discovery and address exchange (DESIGN.md "Layout": runtime/bootstrap).
+// Rank discovery and address exchange (docs/architecture.md#layout: runtime/bootstrap).
 //
 // Who am I and how many are we: LOOM_RANK/LOOM_SIZE (loomrun), or the variables Open MPI
 // (OMPI_COMM_WORLD_RANK/SIZE), MPICH/Hydra (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/

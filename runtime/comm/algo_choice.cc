@@ -3,10 +3,10 @@
 // explanation never differs from what runs.
 //
 // LOOM_ALGO has one strict grammar, prim=name(;prim=name)* with no spaces, each primitive
-// at most once: a typo must not silently run another algorithm (STYLE.md §6.9). Names are
-// checked against the catalogue when the communicator is created; whether an algorithm
-// applies (power of two, torus, an aggregation node that carries the dtype and op …)
-// depends on the call, so that is checked per call.
+// at most once: a typo must not silently run another algorithm
+// (docs/architecture.md#rule-no-silent-fallback). Names are checked against the catalogue when the
+// communicator is created; whether an algorithm applies (power of two, torus, an aggregation node
+// that carries the dtype and op …) depends on the call, so that is checked per call.
 //
 // The rule for an explicit algorithm (attribute or LOOM_ALGO) that cannot run a call: the
 // call fails (LOOM_ERR_NOT_APPLICABLE; an unknown name LOOM_ERR_INVALID_ARGUMENT) with a

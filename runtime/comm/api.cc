@@ -1,6 +1,6 @@
 // The C ABI (loom.h), thin: convert handles, check for NULL, call the communicator, record
-// the failure for loom_last_error. No exception crosses this boundary (DESIGN.md
-// "Conventions"): the few that can arise (allocation) become status codes here.
+// the failure for loom_last_error. No exception crosses this boundary
+// (docs/architecture.md#conventions): the few that can arise (allocation) become status codes here.
 #include <loom/loom.h>
 
 #include <cstring>

@@ -18,7 +18,7 @@ namespace loom::comm {
 loom_status_t null_argument(const char* what, const char* name);
 
 /// Runs `body`, turning an escaping exception into a status (and a recorded error): no
-/// exception crosses the C ABI (DESIGN.md "Conventions").
+/// exception crosses the C ABI (docs/architecture.md#conventions).
 template <class F>
 loom_status_t guarded(const char* what, F&& body) {
     try {

@@ -1,4 +1,4 @@
-// Communicators: the object behind loom_comm_t (DESIGN.md "How data moves", steps 1-3).
+// Communicators: the object behind loom_comm_t (docs/architecture.md#how-data-moves, steps 1-3).
 //
 // A communicator owns one driver endpoint and one engine over it, plus what the C API
 // needs between calls: the rendezvous store (shared with the communicators split from it),

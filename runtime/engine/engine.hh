@@ -1,4 +1,4 @@
-// The poll-mode engine (DESIGN.md "Poll mode, done right"): runs a rank's schedule against a
+// The poll-mode engine (docs/architecture.md#poll-mode): runs a rank's schedule against a
 // driver's fast path.
 //
 // A schedule is compiled once into a plan (steps with resolved byte offsets, dependency

@@ -1,4 +1,4 @@
-// Spin, then yield, then sleep (DESIGN.md "Poll mode, done right"): a waiting rank polls
+// Spin, then yield, then sleep (docs/architecture.md#poll-mode): a waiting rank polls
 // hot for a few passes, then gives its core away with sched_yield for a while (the next
 // message of a collective is usually that close), then sleeps until a peer's send wakes it
 // (drivers/waker.hh) or, where nothing can wake it, in short naps, so 8 ranks on 2 cores

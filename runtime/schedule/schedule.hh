@@ -1,6 +1,6 @@
-// A schedule: the plain-data form of one collective call, for every rank (DESIGN.md "The one
-// idea"). It prints and parses as text and JSON, the verifier proves it, the engine runs it
-// and the simulator times it; none of them needs anything beyond this header.
+// A schedule: the plain-data form of one collective call, for every rank
+// (docs/architecture.md#executors). It prints and parses as text and JSON, the verifier proves it,
+// the engine runs it and the simulator times it; none of them needs anything beyond this header.
 #pragma once
 
 #include <initializer_list>

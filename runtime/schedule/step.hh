@@ -1,4 +1,4 @@
-// The closed step vocabulary of a schedule (STYLE.md G2).
+// The closed step vocabulary of a schedule (docs/architecture.md#rule-step-vocabulary).
 //
 // A schedule gives each rank an ordered list of steps. A step reads and writes regions
 // (buffer, offset and count in ELEMENTS) and may name a peer. Steps start when their

@@ -1,4 +1,5 @@
-// The verifier: a symbolic run of all ranks of a schedule together (DESIGN.md, executor 1).
+// The verifier: a symbolic run of all ranks of a schedule together (docs/architecture.md#executors,
+// executor 1).
 //
 // It proves, or names the rank, step and element where it fails:
 //  1. structure: peers, dependencies and regions in range; the input buffer is never written;

@@ -15,7 +15,7 @@ void check_links_are_neighbours(rank_context& ctx, const topology::shape& fabric
 /// dor-relay all-to-all: on every directed link this rank drives, the bytes sent equal the
 /// number of (source, destination) routes that cross it (routing::route under `ties`) times
 /// the block size, and nothing is forwarded by the driver (the schedule relays every hop
-/// itself). ERRATA A10's 4x4 counts under either tie rule.
+/// itself). docs/references.md#dor-ties's 4x4 counts under either tie rule.
 void check_dor_relay_link_loads(rank_context& ctx, const topology::shape& fabric,
                                 routing::tie_rule ties);
 

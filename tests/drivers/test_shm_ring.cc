@@ -1,7 +1,7 @@
 // drivers/shm/shm_ring.hh: the lock-free SPSC ring. Empty/full edges, wrap-around of the
 // free-running 32-bit counters, back-pressure (peek without release), and a stress run of
 // millions of items between two threads with every item checked in order (run it under
-// TSan and ASan too, STYLE.md G10).
+// TSan and ASan too, docs/architecture.md#rule-memory-model).
 #include <sched.h>
 
 #include <atomic>

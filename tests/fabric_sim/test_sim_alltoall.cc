@@ -5,10 +5,11 @@
 //    its N-1 exchanges in sequence, since no queue need form on the busiest link).
 //  - dor-relay runs its lockstep waves: under toward_plus on tori the simulated n_beta is
 //    predict()'s W/N; under source_parity the waves overlap and it lands between L/N and W/N.
-//  - f001 §3.6's d_max/8·M/BW: the busiest link carries d_max/8·M where d_max is a multiple
+//  - Lu-TM §3.6's d_max/8·M/BW: the busiest link carries d_max/8·M where d_max is a multiple
 //    of 4 under source_parity (4x4, 4x4x4, 8x8, 8x4); elsewhere the simulated load is the
-//    routing's (ERRATA A10, A11): 2x2 and 2x2x2 M/2 (one link per dim-line), 3x3 M/3,
-//    5x5 3/5·M, 6x6 5/6·M, toward_plus 4x4 3/4·M; mesh d_max/4 for even d_max (4x4: M).
+//    routing's (docs/references.md#dor-ties, docs/references.md#a2a-bound-range): 2x2 and 2x2x2 M/2
+//    (one link per dim-line), 3x3 M/3, 5x5 3/5·M, 6x6 5/6·M, toward_plus 4x4 3/4·M; mesh d_max/4
+//    for even d_max (4x4: M).
 #include "sim_test.hh"
 
 using namespace loom;
@@ -129,7 +130,7 @@ static void d_max_over_8_holds_where_d_max_is_a_multiple_of_4(void**) {
         if (!test::close_to(got, e.fraction_of_m)) {
             LOOM_FAIL("dor-relay on " + where(e.s) + ": busiest link carries " + test::fmt(got) +
                       "·M, expected " + test::fmt(e.fraction_of_m) + "·M" +
-                      (text_too ? " (= d_max/8)" : " (f001's approximation does not hold)"));
+                      (text_too ? " (= d_max/8)" : " (Lu-TM's approximation does not hold)"));
         }
     }
 }

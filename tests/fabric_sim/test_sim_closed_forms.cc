@@ -75,7 +75,7 @@ static void pat_bruck_and_sendrecv_equal_closed_forms(void**) {
 
 // Meshes whose all-gather phases after the first have a line of 5 or more: the lockstep form
 // (torus_dims.cc) charges interior lines that start the next phase early; asynchronous lines
-// reach f001 §4.2's (N-1)/N, which is what the simulator gives.
+// reach Lu-TM §4.2's (N-1)/N, which is what the simulator gives.
 static bool lockstep_mesh_allgather_differs(const topology::shape& t) {
     if (t.wraps()) {
         return false;
@@ -151,22 +151,22 @@ static void dims_mesh_allgather_reaches_asynchronous_form(void**) {
     }
 }
 
-LOOM_TEST_MAIN("fabric_sim_closed_forms",
-               cmocka_unit_test(ring_allreduce_reduce_scatter_allgather_equal_closed_forms),
-               cmocka_unit_test(ring_chain_broadcast_reduce_unpipelined_equal_closed_forms),
-               LOOM_CASE(pairwise_alltoall_equals_closed_form,
-                         expect_on_stars(collective::alltoall, "pairwise", both_ports, 7)),
-               cmocka_unit_test(recursive_doubling_family_equals_closed_forms),
-               LOOM_CASE(rabenseifner_equals_closed_form,
-                         expect_on_stars(collective::allreduce, "rabenseifner", both_ports)),
-               cmocka_unit_test(binomial_unpipelined_equals_closed_forms),
-               cmocka_unit_test(dbt_unpipelined_equals_closed_forms),
-               cmocka_unit_test(pat_bruck_and_sendrecv_equal_closed_forms),
-               // ring-relay per-edge: its busiest link's waves (ERRATA A08) are what the simulator
-               // sees. Single-port is a lockstep count that the simulator beats or misses by the
-               // overlap of the two directions on one port, so only per-edge is an exact form here.
-               LOOM_CASE(ring_relay_per_edge_equals_closed_form,
-                         expect_on_stars(collective::alltoall, "ring-relay", {port_model::per_edge},
-                                         5)),
-               cmocka_unit_test(dims_equal_closed_forms_on_tori_and_meshes),
-               cmocka_unit_test(dims_mesh_allgather_reaches_asynchronous_form))
+LOOM_TEST_MAIN(
+    "fabric_sim_closed_forms",
+    cmocka_unit_test(ring_allreduce_reduce_scatter_allgather_equal_closed_forms),
+    cmocka_unit_test(ring_chain_broadcast_reduce_unpipelined_equal_closed_forms),
+    LOOM_CASE(pairwise_alltoall_equals_closed_form,
+              expect_on_stars(collective::alltoall, "pairwise", both_ports, 7)),
+    cmocka_unit_test(recursive_doubling_family_equals_closed_forms),
+    LOOM_CASE(rabenseifner_equals_closed_form,
+              expect_on_stars(collective::allreduce, "rabenseifner", both_ports)),
+    cmocka_unit_test(binomial_unpipelined_equals_closed_forms),
+    cmocka_unit_test(dbt_unpipelined_equals_closed_forms),
+    cmocka_unit_test(pat_bruck_and_sendrecv_equal_closed_forms),
+    // ring-relay per-edge: its busiest link's waves (docs/references.md#ring-relay-load) are what
+    // the simulator sees. Single-port is a lockstep count that the simulator beats or misses by the
+    // overlap of the two directions on one port, so only per-edge is an exact form here.
+    LOOM_CASE(ring_relay_per_edge_equals_closed_form,
+              expect_on_stars(collective::alltoall, "ring-relay", {port_model::per_edge}, 5)),
+    cmocka_unit_test(dims_equal_closed_forms_on_tori_and_meshes),
+    cmocka_unit_test(dims_mesh_allgather_reaches_asynchronous_form))

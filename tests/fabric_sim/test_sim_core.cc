@@ -32,7 +32,8 @@ void expect_time(const sim::report& r, double expected, const std::string& what)
     }
 }
 
-// 0 → 1 and 0 → 2 at once (no dependencies): the two ports models differ (ERRATA A02).
+// 0 → 1 and 0 → 2 at once (no dependencies): the two ports models differ
+// (docs/references.md#port-model).
 const char* two_sends = R"({"format": "loom-schedule", "version": 1, "collective": "broadcast",
   "ranks": 3, "count": 1000, "schedule": [
   {"rank": 0, "steps": [{"kind": "send", "peer": 1, "src": ["in", 0, 1000]},
@@ -336,7 +337,7 @@ static void binomial_leaves_idle_until_their_round(void**) {
     auto r        = test::simulate_call(a, c, f);
     double round  = f.alpha_s + 4000 / f.bw_bytes_per_s;
     expect_time(r, 2 * round, "binomial broadcast N=4");
-    // Round 1: 0 → 1; round 2: 0 → 2 and 1 → 3 (f000 §3.2).
+    // Round 1: 0 → 1; round 2: 0 → 2 and 1 → 3 (Lu-CA §3.2).
     assert_true(r.idle_s[0] < 1e-15 && r.idle_s[1] < 1e-15);
     assert_true(test::close_to(r.idle_s[2], round) && test::close_to(r.idle_s[3], round));
 }

@@ -1,14 +1,15 @@
 // Pipelined schedules on the simulator.
 //  - Per-edge, the finite-P forms (L+P-1)(α + M/(P·BW)) of chains, binomial trees, the
 //    reduce-broadcast all-reduce and the dims trees are exact for every P.
-//  - At the best integer P they land between the seed's floor Lα + M/BW and the floor plus
+//  - At the best integer P they land between the text's floor Lα + M/BW and the floor plus
 //    the O(√M) correction 2√((L-1)αM/BW), and never below the exact continuous optimum
-//    (L-1)α + M/BW + 2√((L-1)αM/BW) (ERRATA A33, A34).
+//    (L-1)α + M/BW + 2√((L-1)αM/BW) (docs/references.md#integer-segments,
+//    docs/references.md#pipelined-optimum).
 //  - Single-port binomial trees: the lockstep form (L+P-1)α + L·M/BW is an upper bound; the
 //    simulator overlaps α with the root's port, and never beats per-edge or the root's
 //    L·M/BW.
-//  - DBT (ERRATA A01): single-port tends to 2·M/BW (N ≥ 4; M/BW at N = 2). Per-edge tends to M/BW,
-//  not M/(2·BW):
+//  - DBT (docs/references.md#dbt-pipelined-floor): single-port tends to 2·M/BW (N ≥ 4; M/BW at N =
+//  2). Per-edge tends to M/BW, not M/(2·BW):
 //    NCCL's two trees share a directed edge at every N (N = 4: the link 1 → 2 carries tree
 //    0's reduce and tree 1's broadcast), which one link per ordered pair charges twice.
 #include <cmath>
@@ -82,8 +83,9 @@ static void best_integer_p_lands_between_floor_and_floor_plus_correction(void**)
         }
         double l = pc.depth, floor = l * alpha + m / bw;
         double correction = 2 * std::sqrt((l - 1) * alpha * m / bw);
-        double continuous = floor - alpha + correction;  // ERRATA A34: one α below App. C
-        double p_star     = std::sqrt((l - 1) * m / (alpha * bw));
+        double continuous =
+            floor - alpha + correction;  // docs/references.md#pipelined-optimum: one α below App. C
+        double p_star = std::sqrt((l - 1) * m / (alpha * bw));
         if (!(best >= floor * (1 - 1e-12) && best <= (floor + correction) * (1 + 1e-12) &&
               best >= continuous * (1 - 1e-12)) ||
             std::abs(best_p - p_star) > 1 + 1e-9) {

@@ -1,5 +1,5 @@
-// Test harness helpers: CMocka with TAP output (STYLE.md G13), printed seeds, one place for
-// "run these tests".
+// Test harness helpers: CMocka with TAP output (docs/architecture.md#rule-tests), printed seeds,
+// one place for "run these tests".
 #pragma once
 
 #include <setjmp.h>

@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
-# The parameter registry as users meet it (TAP): the README's environment table is the one
+# The parameter registry as users meet it (TAP): docs/environment.md's table is the one
 # `loomrun --config --markdown` prints; a misspelt LOOM_* variable gets one warning naming
 # the closest parameter, in loomrun and in every rank; the variables loomrun exports to its
 # ranks (identity, rendezvous, fabric, link statistics, aggregation nodes) are all declared,
 # so they never warn. Ranks run `loom-sim --config`: processes, but no communicator.
 #
-# Usage: test_env_table.sh PATH/TO/loomrun PATH/TO/loom-sim PATH/TO/README.md
+# Usage: test_env_table.sh PATH/TO/loomrun PATH/TO/loom-sim PATH/TO/environment.md
 set -u
 
-LOOMRUN=${1:?usage: test_env_table.sh LOOMRUN LOOM_SIM README}
-SIM=${2:?usage: test_env_table.sh LOOMRUN LOOM_SIM README}
-README=${3:?usage: test_env_table.sh LOOMRUN LOOM_SIM README}
+LOOMRUN=${1:?usage: test_env_table.sh LOOMRUN LOOM_SIM PAGE}
+SIM=${2:?usage: test_env_table.sh LOOMRUN LOOM_SIM PAGE}
+PAGE=${3:?usage: test_env_table.sh LOOMRUN LOOM_SIM PAGE}
 # shellcheck source=tap.sh
 . "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 export TMPDIR=$tmp
 scripts=$(dirname "${BASH_SOURCE[0]}")/../../scripts
 warning='LOOM_SHM_SLOTBYTES is not a loom parameter; did you mean LOOM_SHM_SLOT_BYTES?'
 
-if out=$("$scripts/env_table.sh" --check "$LOOMRUN" "$README" 2>&1); then
-    pass "the README's environment table is the registry's"
+if out=$("$scripts/env_table.sh" --check "$LOOMRUN" "$PAGE" 2>&1); then
+    pass "docs/environment.md's table is the registry's"
 else
     mapfile -t lines <<<"$out"
-    fail "the README's environment table is the registry's" "${lines[@]}"
+    fail "docs/environment.md's table is the registry's" "${lines[@]}"
 fi
 
 rows=$("$LOOMRUN" --config --markdown | grep -c '^| `LOOM_')

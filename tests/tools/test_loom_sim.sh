@@ -270,7 +270,7 @@ expect_error "zero bandwidth" 2 "must be positive" predict "${ring4[@]}" --bytes
 expect_error "unknown port model" 2 "allowed: per-edge, single-port" \
     predict "${ring4[@]}" --bytes 1K --port-model shared
 expect_error "missing schedule file" 2 "cannot open" verify --schedule "$tmp/nonesuch.json"
-# An invalid LOOM_* value in the environment is an error, not silently replaced (G8).
+# An invalid LOOM_* value in the environment is an error, not silently replaced (docs/architecture.md#rule-parameters).
 LOOM_PORT_MODEL=dual-port expect_error "invalid LOOM_PORT_MODEL in the environment" 2 \
     "LOOM_PORT_MODEL='dual-port': allowed values are per-edge|single-port" algorithms
 LOOM_PORT_MODEL=single-port expect_ok "LOOM_PORT_MODEL sets the default port model" \

@@ -1,13 +1,15 @@
-// loom-sim: what the tool's files share (STYLE.md §5: "thin mains: main.cc + options.cc").
+// loom-sim: what the tool's files share (docs/architecture.md#rule-thin-mains: main.cc +
+// options.cc).
 //
 // main.cc wires the verbs into CLI11 and turns a verb's status into the exit status and the
 // one line on stderr; options.cc turns flag text (sizes, times, rates, names, topologies)
 // into library values; verbs_*.cc hold the verbs. A verb only parses, calls algorithms:: and
-// schedule:: and prints: every number it shows comes from the library (G2, G3).
+// schedule:: and prints: every number it shows comes from the library
+// (docs/architecture.md#rule-step-vocabulary, docs/architecture.md#rule-algorithm-files).
 //
 // Every flag is bound as a string and parsed here rather than by CLI11's converters, so that
-// each kind of bad input gets one message that says what is allowed (DESIGN.md
-// "Conventions": a one-line reason on stderr, never an exception trace).
+// each kind of bad input gets one message that says what is allowed
+// (docs/architecture.md#conventions: a one-line reason on stderr, never an exception trace).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,8 +1,8 @@
-// loom-sim: print, verify and predict collective schedules (DESIGN.md "Layout", tools/).
+// loom-sim: print, verify and predict collective schedules (docs/architecture.md#layout, tools/).
 //
 // A thin main: CLI11 parses, one verb runs, and its status becomes the exit status. Every
 // failure — a CLI11 parse error, a verb's status, even an unexpected exception — ends as ONE
-// line "loom-sim: <reason>" on stderr (DESIGN.md "Conventions"), so scripts can rely on it
+// line "loom-sim: <reason>" on stderr (docs/architecture.md#conventions), so scripts can rely on it
 // and nobody sees "terminate called".
 #include <algorithm>
 #include <iostream>
@@ -53,7 +53,8 @@ int run(int argc, char** argv) {
     bool show_config = false;
     app.add_flag("--config", show_config,
                  "print every LOOM_* parameter: value, default, unit, description");
-    // An invalid LOOM_* value in the environment is an error, never silently ignored (G8).
+    // An invalid LOOM_* value in the environment is an error, never silently ignored
+    // (docs/architecture.md#rule-parameters).
     const auto& registry = params::registry::global();
     if (!registry.load_status()) {
         return fail(registry.load_status().message(), exit_bad_args);

@@ -1,4 +1,5 @@
-// loom-sim run: simulate a schedule on a modeled fabric (fabric/sim, DESIGN.md executor 3).
+// loom-sim run: simulate a schedule on a modeled fabric (fabric/sim,
+// docs/architecture.md#executors, executor 3).
 //
 //   loom-sim run --collective C --algorithm A --ranks N [--topology T] [--count E | --bytes M]
 //                [--alpha S] [--bw B] [--port-model MODEL] [--segments P] [--channels C]

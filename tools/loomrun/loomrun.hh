@@ -1,4 +1,5 @@
-// loomrun: what the launcher's files share (STYLE.md §5: "thin mains: main.cc + options.cc").
+// loomrun: what the launcher's files share (docs/architecture.md#rule-thin-mains: main.cc +
+// options.cc).
 //
 //   options.cc   the command line → options (CLI11); unit-tested on its own
 //   rank_settings.cc  the user's LOOM_* settings against loomrun's defaults and flags

@@ -1,4 +1,4 @@
-// loomrun: start N loom ranks and watch them (DESIGN.md "Layout", tools/loomrun).
+// loomrun: start N loom ranks and watch them (docs/architecture.md#layout, tools/loomrun).
 //
 // A thin main: options.cc parses, launcher.cc runs the job; every failure of loomrun itself
 // is one line "loomrun: <reason>" on stderr and a non-zero exit (loomrun.hh lists them).

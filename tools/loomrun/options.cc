@@ -1,5 +1,5 @@
 // loomrun's command line. Flags are bound as strings and checked here, so each kind of bad
-// input gets one line that says what is allowed (DESIGN.md "Conventions").
+// input gets one line that says what is allowed (docs/architecture.md#conventions).
 #include <CLI/CLI.hpp>
 
 #include <cmath>

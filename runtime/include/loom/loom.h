@@ -1,6 +1,6 @@
 /* loom — poll-mode collective communication for switch and torus fabrics.
  *
- * The public C ABI. Only C types cross this boundary (DESIGN.md "Conventions"); every
+ * The public C ABI. Only C types cross this boundary (docs/architecture.md#conventions); every
  * fallible call returns a loom_status_t that loom_status_string() turns into text.
  */
 #ifndef LOOM_LOOM_H
@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/** Status codes, grouped by class (STYLE.md G7). Values are stable ABI. */
+/** Status codes, grouped by class (docs/architecture.md#rule-errors). Values are stable ABI. */
 typedef enum loom_status {
     LOOM_SUCCESS              = 0,
     LOOM_IN_PROGRESS          = 1,  /**< a non-blocking operation has not completed yet */

@@ -1,5 +1,5 @@
 // Pairwise all-to-all: verified over the sweep; its counted rounds and bytes equal
-// (N-1)α + (N-1)/N·M/BW under both port models (f000 §7.2: N = 4 is 3α + 3/4·M/BW); step k
+// (N-1)α + (N-1)/N·M/BW under both port models (Lu-CA §7.2: N = 4 is 3α + 3/4·M/BW); step k
 // pairs rank r with r+k (send) and r-k (receive).
 #include "sweep.hh"
 #include "test_main.hh"
@@ -41,7 +41,7 @@ static void pairwise_n4_is_3_alpha_3_quarter_beta(void**) {
 }
 
 // Step k: rank r's k-th send goes to r+k and carries input block r+k; its k-th receive
-// comes from r-k into output block r-k (f000 §7.2's staggered offsets).
+// comes from r-k into output block r-k (Lu-CA §7.2's staggered offsets).
 static void pairwise_step_k_pairs_r_plus_k_and_r_minus_k(void**) {
     for (int n : {2, 5, 8}) {
         auto c = alltoall_call(n, 3);

@@ -1,12 +1,15 @@
 // Relay all-to-all (ring-relay, dor-relay) and the dimension-ordered routes under them.
-//  - routing: routes are dimension-ordered shortest paths with the A10 tie rules; the
+//  - routing: routes are dimension-ordered shortest paths with the docs/references.md#dor-ties tie
+//  rules; the
 //    per-rank transit lists and the per-dimension link counts agree with brute force over
-//    every route; the counts reproduce ERRATA A08, A10, A11, A14;
+//    every route; the counts reproduce docs/references.md#ring-relay-load,
+//    docs/references.md#dor-ties, docs/references.md#a2a-bound-range,
+//    docs/references.md#cubic-torus-a2a;
 //  - ring-relay: verified over the sweep; rounds/bytes equal ⌊N/2⌋α + L/N·M/BW exactly
 //    (both port models); the busiest link carries N(N+2)/8 (even) or (N²-1)/8 (odd) chunks;
 //  - dor-relay: verified on every lattice, not applicable on star/full mesh, neighbour
-//    sends only, the f001 §3.6 4×4 link counts, A11's 2×2 and 2×2×2, and the verifier's
-//    counts against predict() on every lattice.
+//    sends only, the Lu-TM §3.6 4×4 link counts, docs/references.md#a2a-bound-range's 2×2 and
+//    2×2×2, and the verifier's counts against predict() on every lattice.
 #include <algorithm>
 #include <map>
 #include <ranges>
@@ -168,8 +171,9 @@ static int64_t busiest(const char* text, tie_rule ties) {
     return routing::count_all_to_all(shape_of(text), ties).busiest_link;
 }
 
-// Busiest-link chunks (L) = fraction of M times N. ERRATA A08 (ring), A10 (4×4), A11 (2×2,
-// 2×2×2, 3×3, 5×5, 6×6, mesh 3×5), A14 (4×4×4, 16×16×16), f001 §3.6 (8×8: d_max/8 = 1).
+// Busiest-link chunks (L) = fraction of M times N. docs/references.md#ring-relay-load (ring),
+// docs/references.md#dor-ties (4×4), docs/references.md#a2a-bound-range (2×2, 2×2×2, 3×3, 5×5, 6×6,
+// mesh 3×5), docs/references.md#cubic-torus-a2a (4×4×4, 16×16×16), Lu-TM §3.6 (8×8: d_max/8 = 1).
 static void link_loads_reproduce_errata(void**) {
     for (int n = 1; n <= 64; ++n) {
         int64_t d = n / 2;
@@ -180,19 +184,21 @@ static void link_loads_reproduce_errata(void**) {
         }
     }
     const auto par = tie_rule::source_parity, plus = tie_rule::toward_plus;
-    assert_int_equal(busiest("torus:4x4", par), 8);              // M/2 (f001 §3.6)
-    assert_int_equal(busiest("torus:4x4", plus), 12);            // 3/4·M (A10)
-    assert_int_equal(busiest("torus:2x2", par), 2);              // M/2, not M/4 (A11)
-    assert_int_equal(busiest("torus:2x2x2", plus), 4);           // M/2 (A11)
-    assert_int_equal(busiest("torus:3x3", par), 3);              // M/3 (A11)
-    assert_int_equal(busiest("torus:5x5", par), 15);             // 3/5·M (A11)
-    assert_int_equal(busiest("torus:6x6", par), 30);             // 5/6·M (A11)
-    assert_int_equal(busiest("torus:8x8", par), 64);             // d_max/8 = 1
-    assert_int_equal(busiest("torus:4x4x4", par), 32);           // 1/2 (A14)
-    assert_int_equal(busiest("mesh:3x5", par), 18);              // 6/5·M (A11)
-    assert_int_equal(busiest("mesh:4x4", par), 16);              // d_max/4 = 1
-    assert_int_equal(busiest("torus:16x16x16", par), 2 * 4096);  // d_max/8 = 2 (A14)
-    assert_int_equal(busiest("mesh:16x16x16", par), 4 * 4096);   // d_max/4 = 4
+    assert_int_equal(busiest("torus:4x4", par), 8);    // M/2 (Lu-TM §3.6)
+    assert_int_equal(busiest("torus:4x4", plus), 12);  // 3/4·M (docs/references.md#dor-ties)
+    assert_int_equal(busiest("torus:2x2", par),
+                     2);  // M/2, not M/4 (docs/references.md#a2a-bound-range)
+    assert_int_equal(busiest("torus:2x2x2", plus), 4);  // M/2 (docs/references.md#a2a-bound-range)
+    assert_int_equal(busiest("torus:3x3", par), 3);     // M/3 (docs/references.md#a2a-bound-range)
+    assert_int_equal(busiest("torus:5x5", par), 15);  // 3/5·M (docs/references.md#a2a-bound-range)
+    assert_int_equal(busiest("torus:6x6", par), 30);  // 5/6·M (docs/references.md#a2a-bound-range)
+    assert_int_equal(busiest("torus:8x8", par), 64);  // d_max/8 = 1
+    assert_int_equal(busiest("torus:4x4x4", par), 32);  // 1/2 (docs/references.md#cubic-torus-a2a)
+    assert_int_equal(busiest("mesh:3x5", par), 18);  // 6/5·M (docs/references.md#a2a-bound-range)
+    assert_int_equal(busiest("mesh:4x4", par), 16);  // d_max/4 = 1
+    assert_int_equal(busiest("torus:16x16x16", par),
+                     2 * 4096);  // d_max/8 = 2 (docs/references.md#cubic-torus-a2a)
+    assert_int_equal(busiest("mesh:16x16x16", par), 4 * 4096);  // d_max/4 = 4
 }
 
 // ---- ring-relay -----------------------------------------------------------------------
@@ -217,8 +223,8 @@ static void ring_relay_counts_equal_closed_form(void**) {
     }
 }
 
-// ERRATA A08: the busiest directed link carries N(N+2)/8 chunks (N even) or (N²-1)/8 (odd),
-// and every transfer is between ring neighbours.
+// docs/references.md#ring-relay-load: the busiest directed link carries N(N+2)/8 chunks (N even) or
+// (N²-1)/8 (odd), and every transfer is between ring neighbours.
 static void ring_relay_busiest_link_is_errata_a08(void**) {
     const int64_t count = 5;
     for (int n : test::standard_ranks()) {
@@ -233,8 +239,9 @@ static void ring_relay_busiest_link_is_errata_a08(void**) {
     }
 }
 
-// f000 §7.1 at N = 4: 3/4·M/BW (loom: 2 rounds, the text's 3 steps send the two chunks of
-// the + link in separate steps); A08: N = 8 carries 10 chunks (10/8, not 7/8), N = 5 three.
+// Lu-CA §7.1 at N = 4: 3/4·M/BW (loom: 2 rounds, the text's 3 steps send the two chunks of
+// the + link in separate steps); docs/references.md#ring-relay-load: N = 8 carries 10 chunks (10/8,
+// not 7/8), N = 5 three.
 static void ring_relay_text_numbers(void**) {
     const auto* a = relay("ring-relay");
     auto q        = test::cost_query_at(schedule::collective::alltoall, 1);
@@ -297,8 +304,8 @@ static void dor_relay_sends_only_to_neighbours(void**) {
     }
 }
 
-// f001 §3.6 / ERRATA A10: under source_parity every one of the 64 directed links of the
-// 4×4 torus carries 8 chunks (M/2); under toward_plus the link from rank 1 to rank 2
+// Lu-TM §3.6 / docs/references.md#dor-ties: under source_parity every one of the 64 directed links
+// of the 4×4 torus carries 8 chunks (M/2); under toward_plus the link from rank 1 to rank 2
 // carries 12.
 static void dor_relay_4x4_torus_link_counts(void**) {
     auto s              = shape_of("torus:4x4");
@@ -315,8 +322,8 @@ static void dor_relay_4x4_torus_link_counts(void**) {
     assert_int_equal(busiest_pair(plus), 12 * chunk);
 }
 
-// ERRATA A11: on 2×2 and 2×2×2 the busiest link carries M/2 (the pair of a dimension of
-// size 2 shares one link), stated by predict() and counted by the verifier.
+// docs/references.md#a2a-bound-range: on 2×2 and 2×2×2 the busiest link carries M/2 (the pair of a
+// dimension of size 2 shares one link), stated by predict() and counted by the verifier.
 static void dor_relay_2x2_and_2x2x2_carry_half_m(void**) {
     const auto* a = relay("dor-relay");
     for (const char* text : {"torus:2x2", "torus:2x2x2"}) {

@@ -1,6 +1,6 @@
 // Binomial family: verified over the sweep and over pipelined calls; its counted
 // rounds and bytes equal the closed forms stated in binomial.cc (per-edge and single-port),
-// and it reproduces f000's N = 4 traces (§3.2 broadcast, §4.2 reduce: 2 rounds, 2·M).
+// and it reproduces Lu-CA's N = 4 traces (§3.2 broadcast, §4.2 reduce: 2 rounds, 2·M).
 #include "algorithms/util.hh"
 #include "sweep.hh"
 #include "test_main.hh"
@@ -93,9 +93,9 @@ static void binomial_pipelined_counts_equal_stated_forms(void**) {
 
 // The pipelined forms against literal numbers (so a wrong predict() cannot hide a wrong
 // schedule). N = 8, P = 8, L = 3: broadcast and reduce 10 rounds, 10/8·M per-edge, 3·M
-// single-port (the root's port carries M to/from each of 3 children: ERRATA A02, C.5);
-// allreduce 13 rounds, 13/8·M per-edge, (6 - 15/8)·M = 33/8·M single-port (P > 2L+1,
-// S = L(P-L) = 15).
+// single-port (the root's port carries M to/from each of 3 children: docs/references.md#port-model,
+// C.5); allreduce 13 rounds, 13/8·M per-edge, (6 - 15/8)·M = 33/8·M single-port (P > 2L+1, S =
+// L(P-L) = 15).
 static void binomial_n8_p8_pipelined_numbers(void**) {
     double m = divisible_count * 4.0;
     for (auto coll : {collective::broadcast, collective::reduce, collective::allreduce}) {
@@ -119,7 +119,7 @@ static void expect_pair_bytes(const schedule::schedule_stats& st,
     }
 }
 
-// f000 §3.2, N = 4 from R0: R0→R1, then R0→R2 and R1→R3; 2 rounds, 2·M. The pairs, rank 0's
+// Lu-CA §3.2, N = 4 from R0: R0→R1, then R0→R2 and R1→R3; 2 rounds, 2·M. The pairs, rank 0's
 // send order (R1 before R2) and 2 rounds leave exactly the printed placement.
 static void binomial_broadcast_n4_is_f000_trace(void**) {
     const auto* a = family_member(collective::broadcast);
@@ -134,8 +134,8 @@ static void binomial_broadcast_n4_is_f000_trace(void**) {
     assert_true(rank0_sends[0].peer == 1 && rank0_sends[1].peer == 2);
 }
 
-// f000 §4.2, N = 4 to R0: R1→R0 and R3→R2, then R2→R0 (R3 under R2, not under R1 as in
-// the broadcast: ERRATA A05); 2 rounds, 2·M.
+// Lu-CA §4.2, N = 4 to R0: R1→R0 and R3→R2, then R2→R0 (R3 under R2, not under R1 as in
+// the broadcast: docs/references.md#binomial-shapes); 2 rounds, 2·M.
 static void binomial_reduce_n4_is_f000_trace(void**) {
     const auto* a = family_member(collective::reduce);
     auto c        = test::make_call(collective::reduce, 4, 1000);

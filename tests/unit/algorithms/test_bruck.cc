@@ -1,7 +1,7 @@
 // Bruck all-to-all: verified over the issue's sweep; counted rounds/bytes equal the closed
 // form ⌈log2N⌉α + Σ_k c_k/N·M/BW (c_k = slots j < N with bit k set; log2N/2 at N = 2^k,
-// f000 App. B.5, ERRATA A16); the post-rotation is out[j] = work[(i - j) mod N] (ERRATA A15)
-// and the text's "rotate right by i" would not verify.
+// Lu-CA App. B.5, docs/references.md#bruck-crossover); the post-rotation is out[j] = work[(i - j)
+// mod N] (docs/references.md#bruck-rotation) and the text's "rotate right by i" would not verify.
 #include <cmath>
 
 #include "schedule/verifier.hh"
@@ -50,9 +50,9 @@ static void bruck_counts_equal_closed_forms(void**) {
     }
 }
 
-// ERRATA A15 at N = 3, 5, 6, 7: the generated post-rotation is out[j] = work[(i - j) mod N],
-// the schedule verifies, and the same schedule with f000's "rotate right by i"
-// (out[j] = work[(j - i) mod N]) fails the verifier.
+// docs/references.md#bruck-rotation at N = 3, 5, 6, 7: the generated post-rotation is out[j] =
+// work[(i - j) mod N], the schedule verifies, and the same schedule with Lu-CA's "rotate right by
+// i" (out[j] = work[(j - i) mod N]) fails the verifier.
 static void bruck_rotation_is_exact_at_n_3_5_6_7(void**) {
     for (int n : {3, 5, 6, 7}) {
         for (int64_t cnt : {1, 3}) {
@@ -91,8 +91,9 @@ static void bruck_round_messages_follow_bit_k(void**) {
     }
 }
 
-// f000 App. B.5 at N = 4: 2α + M/BW; crossover with pairwise at M* = 4αBW (ERRATA A16).
-// Non-powers of two count the real slots: N = 5 is 1·M/BW (not ⌈log2 5⌉/2 = 1.5).
+// Lu-CA App. B.5 at N = 4: 2α + M/BW; crossover with pairwise at M* = 4αBW
+// (docs/references.md#bruck-crossover). Non-powers of two count the real slots: N = 5 is 1·M/BW
+// (not ⌈log2 5⌉/2 = 1.5).
 static void bruck_n4_is_2_alpha_1_beta(void**) {
     auto q    = test::cost_query_at(collective::alltoall, 4);
     auto cost = bruck()->predict(q);

@@ -1,7 +1,8 @@
 // Double binary tree all-reduce: verified over the sweep (P = 1) and a pipelined
-// sweep; counted rounds/bytes equal the stated per-edge form (f000 §5.2 at P = 1: N=4 is
-// 4α + 2·M/BW, not ring's 1.5, ERRATA A03); the single-port count is exact where stated and
-// inside the stated bounds elsewhere (ERRATA A01, A02); the two trees are complementary.
+// sweep; counted rounds/bytes equal the stated per-edge form (Lu-CA §5.2 at P = 1: N=4 is
+// 4α + 2·M/BW, not ring's 1.5, docs/references.md#dbt-n4-vs-ring); the single-port count is exact
+// where stated and inside the stated bounds elsewhere (docs/references.md#dbt-pipelined-floor,
+// docs/references.md#port-model); the two trees are complementary.
 #include <algorithm>
 #include <set>
 
@@ -97,7 +98,8 @@ static void dbt_single_port_count_within_stated_form(void**) {
     assert_int_equal(exact_cases, 5 + 5);
 }
 
-// f000 §5.2 at N = 4: 4α + 2·M/BW per-edge, counted and predicted; ring is 1.5 (ERRATA A03).
+// Lu-CA §5.2 at N = 4: 4α + 2·M/BW per-edge, counted and predicted; ring is 1.5
+// (docs/references.md#dbt-n4-vs-ring).
 static void dbt_n4_is_4_alpha_2_beta_not_ring(void**) {
     auto c        = dbt_call(4, 4096, 1);
     auto st       = verified(c);
@@ -112,7 +114,8 @@ static void dbt_n4_is_4_alpha_2_beta_not_ring(void**) {
     assert_true(ring->predict(q).n_beta == 1.5);
 }
 
-// ERRATA A02: under one port per rank DBT at N = 4 costs 3·M/BW, above the per-edge 2.
+// docs/references.md#port-model: under one port per rank DBT at N = 4 costs 3·M/BW, above the
+// per-edge 2.
 static void dbt_n4_single_port_exceeds_per_edge(void**) {
     auto c   = dbt_call(4, 4096, 1);
     auto st  = verified(c);
@@ -124,8 +127,8 @@ static void dbt_n4_single_port_exceeds_per_edge(void**) {
     assert_true(st.port_bytes > st.edge_bytes);
 }
 
-// ERRATA A01: pipelining drives the per-edge count below f000's headline M/BW toward
-// M/(2BW), while the single-port count stays at or above 2·M/BW.
+// docs/references.md#dbt-pipelined-floor: pipelining drives the per-edge count below Lu-CA's
+// headline M/BW toward M/(2BW), while the single-port count stays at or above 2·M/BW.
 static void dbt_pipelined_floors_are_half_per_edge_two_single_port(void**) {
     auto c   = dbt_call(8, int64_t{2} * 64 * 8, 64);
     auto st  = verified(c);

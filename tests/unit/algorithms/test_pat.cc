@@ -1,6 +1,7 @@
 // PAT family: verified over the sweep; counted rounds/bytes equal the closed form
-// ⌈log2N⌉α + (N-1)/N·M/BW (f000 App. A) for powers of two and other N alike; the per-round
-// payload grows 1, 2, 4 blocks per link at N = 8 (ERRATA A07), not a constant M/N.
+// ⌈log2N⌉α + (N-1)/N·M/BW (Lu-CA App. A) for powers of two and other N alike; the per-round
+// payload grows 1, 2, 4 blocks per link at N = 8 (docs/references.md#pat-payload), not a constant
+// M/N.
 #include <cmath>
 
 #include "sweep.hh"
@@ -57,8 +58,9 @@ static void expect_round_payloads(collective coll, int n, std::vector<int64_t> w
     }
 }
 
-// ERRATA A07: at N = 8 round k moves 2^k blocks per link (k = 0, 1, 2): one message per
-// round, growing; the reduce-scatter mirror shrinks 4, 2, 1. Other N: the |new_k| counts.
+// docs/references.md#pat-payload: at N = 8 round k moves 2^k blocks per link (k = 0, 1, 2): one
+// message per round, growing; the reduce-scatter mirror shrinks 4, 2, 1. Other N: the |new_k|
+// counts.
 static void pat_n8_round_payload_grows_1_2_4_blocks(void**) {
     expect_round_payloads(collective::allgather, 8, {1, 2, 4});
     expect_round_payloads(collective::reduce_scatter, 8, {4, 2, 1});
@@ -69,7 +71,7 @@ static void pat_n8_round_payload_grows_1_2_4_blocks(void**) {
     expect_round_payloads(collective::reduce_scatter, 12, {4, 4, 2, 1});
 }
 
-// f000's N = 8 trace: partner offsets farthest first, 4, 2, 1 (the tree of R0 is
+// Lu-CA's N = 8 trace: partner offsets farthest first, 4, 2, 1 (the tree of R0 is
 // R0→R4; R0→R2, R4→R6; R0→R1, R2→R3, R4→R5, R6→R7).
 static void pat_n8_partner_offsets_are_4_2_1(void**) {
     auto s = test::generate_ok(*pat(collective::allgather),
@@ -88,7 +90,7 @@ static void pat_n8_partner_offsets_are_4_2_1(void**) {
     }
 }
 
-// f000 App. A's closed form at N = 8 (3α + 7/8·M/BW) and the scale-out N = 512 (9α).
+// Lu-CA App. A's closed form at N = 8 (3α + 7/8·M/BW) and the scale-out N = 512 (9α).
 static void pat_predicts_seed_numbers(void**) {
     for (auto coll : {collective::allgather, collective::reduce_scatter}) {
         auto q    = test::cost_query_at(coll, 8);

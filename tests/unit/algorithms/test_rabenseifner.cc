@@ -1,7 +1,7 @@
 // Rabenseifner all-reduce: verified over the sweep; counted rounds and bytes equal
-// 2⌈log2N⌉α + 2(N-1)/N·M/BW for every N under both port models; f000 B.2's N = 4 numbers
-// (4α + 1.5·M/BW, payloads M/2, M/4 | M/4, M/2) with f004's partner order and rank r owning
-// block r after the reduce-scatter (ERRATA A17).
+// 2⌈log2N⌉α + 2(N-1)/N·M/BW for every N under both port models; Lu-CA B.2's N = 4 numbers
+// (4α + 1.5·M/BW, payloads M/2, M/4 | M/4, M/2) with Ring-Tree's partner order and rank r owning
+// block r after the reduce-scatter (docs/references.md#rabenseifner-order).
 #include <vector>
 
 #include "sweep.hh"
@@ -30,7 +30,7 @@ static void expect_cost(int n, double n_alpha, double n_beta) {
     test::expect_stated_cost(algo(), n, n_alpha, n_beta);
 }
 
-// f000 B.2: 4α + 1.5·M/BW at N = 4; the same form, 2⌈log2N⌉ rounds, for other N.
+// Lu-CA B.2: 4α + 1.5·M/BW at N = 4; the same form, 2⌈log2N⌉ rounds, for other N.
 static void rabenseifner_closed_form_values(void**) {
     expect_cost(1, 0, 0);
     expect_cost(2, 2, 1);
@@ -41,8 +41,8 @@ static void rabenseifner_closed_form_values(void**) {
 }
 
 // The N = 4 trace: 4 rounds, 1.5·M counted; rank r exchanges with r^2, r^1 (reduce-scatter,
-// f004's order) then r^1, r^2 (all-gather) with payloads M/2, M/4, M/4, M/2; the reduce-scatter
-// leaves block r on rank r (its second reduction writes block r of the output).
+// Ring-Tree's order) then r^1, r^2 (all-gather) with payloads M/2, M/4, M/4, M/2; the
+// reduce-scatter leaves block r on rank r (its second reduction writes block r of the output).
 static void rabenseifner_n4_trace(void**) {
     auto c   = test::make_call(collective::allreduce, 4, 4 * 1000);
     auto blk = int64_t{1000};

@@ -1,6 +1,6 @@
 // Recursive-doubling family: verified over the sweep; counted rounds and bytes equal
 // the stated closed forms for powers of two and for the fold / dissemination forms of other
-// N, under both port models; the partners follow the documented patterns; f000 B.1 / B.4 at
+// N, under both port models; the partners follow the documented patterns; Lu-CA B.1 / B.4 at
 // N = 4 (2α + 2·M/BW; 2α + 0.75·M/BW).
 #include <string>
 #include <vector>
@@ -34,7 +34,7 @@ static void expect_cost(collective coll, int n, double n_alpha, double n_beta) {
     test::expect_stated_cost(algo(coll), n, n_alpha, n_beta);
 }
 
-// f000 B.1 (N=4: 2α + 2·M/BW) and the fold's (⌊log2N⌋+2)(α + M/BW) for other N.
+// Lu-CA B.1 (N=4: 2α + 2·M/BW) and the fold's (⌊log2N⌋+2)(α + M/BW) for other N.
 static void recursive_doubling_allreduce_closed_form_values(void**) {
     expect_cost(collective::allreduce, 1, 0, 0);
     expect_cost(collective::allreduce, 2, 1, 1);
@@ -45,7 +45,7 @@ static void recursive_doubling_allreduce_closed_form_values(void**) {
     expect_cost(collective::allreduce, 100, 8, 8);
 }
 
-// f000 B.4 (N=4: 2α + 0.75·M/BW), and ⌈log2N⌉α + (N-1)/N·M/BW for every N.
+// Lu-CA B.4 (N=4: 2α + 0.75·M/BW), and ⌈log2N⌉α + (N-1)/N·M/BW for every N.
 static void recursive_doubling_allgather_reduce_scatter_closed_form_values(void**) {
     for (auto coll : {collective::allgather, collective::reduce_scatter}) {
         expect_cost(coll, 1, 0, 0);
@@ -81,7 +81,7 @@ static void expect_peers(collective coll, int n, int r, const std::vector<int>& 
     }
 }
 
-// N = 2^k: XOR partners, all-gather at distance 1, 2, 4; reduce-scatter 4, 2, 1 (f004 order).
+// N = 2^k: XOR partners, all-gather at distance 1, 2, 4; reduce-scatter 4, 2, 1 (Ring-Tree order).
 static void recursive_doubling_power_of_two_uses_butterfly_partners(void**) {
     for (int r = 0; r < 8; ++r) {
         expect_peers(collective::allreduce, 8, r, {r ^ 1, r ^ 2, r ^ 4});

@@ -1,5 +1,5 @@
 // Sendrecv direct: verified over the sweep and every (root, peer) pair of small
-// groups; one message of M bytes in one round (f000 §8: α + M/BW), nothing when root == peer.
+// groups; one message of M bytes in one round (Lu-CA §8: α + M/BW), nothing when root == peer.
 #include "sweep.hh"
 #include "test_main.hh"
 

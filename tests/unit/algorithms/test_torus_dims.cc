@@ -1,7 +1,7 @@
 // Dimension-decomposed family `dims`: verified over the lattice sweep, counted
 // rounds and bytes equal the stated closed forms on many shapes (including the all-to-all
 // per-phase forms and the mesh all-gather's lockstep form), the texts' known numbers
-// (f001 §3.1, §3.4: 8x8x8 all-reduce 42α; 2x2x2 3α per traversal against the flat ring's 7;
+// (Lu-TM §3.1, §3.4: 8x8x8 all-reduce 42α; 2x2x2 3α per traversal against the flat ring's 7;
 // §3.2/§3.3: 3x3 broadcast/reduce 2α; §3.4's 2x2x2 trace), and every transfer crosses one
 // physical link, each all-reduce phase on its own dim.
 #include <algorithm>
@@ -120,7 +120,7 @@ static void dims_counts_equal_closed_forms(void**) {
     }
 }
 
-// f001 §3.4: 8x8x8 all-reduce takes 2·Σ(8-1) = 42 hops, counted on the real schedule.
+// Lu-TM §3.4: 8x8x8 all-reduce takes 2·Σ(8-1) = 42 hops, counted on the real schedule.
 static void dims_allreduce_8x8x8_is_42_alpha(void**) {
     const auto& a = dims_for(collective::allreduce);
     auto c        = call_on(collective::allreduce, "torus:8x8x8", 512 * 4);
@@ -130,7 +130,7 @@ static void dims_allreduce_8x8x8_is_42_alpha(void**) {
     assert_int_equal(test::expect_verifies(a, c).rounds, 42);
 }
 
-// f001 §3.1: on 2x2x2 a traversal is 3 hops dimension-decomposed, 7 on the flat ring.
+// Lu-TM §3.1: on 2x2x2 a traversal is 3 hops dimension-decomposed, 7 on the flat ring.
 static void dims_2x2x2_is_3_per_traversal_against_ring_7(void**) {
     const std::pair<collective, int> cases[] = {
         {collective::allreduce, 6}, {collective::reduce_scatter, 3}, {collective::allgather, 3}};
@@ -143,7 +143,7 @@ static void dims_2x2x2_is_3_per_traversal_against_ring_7(void**) {
     }
 }
 
-// f001 §3.4's 2x2x2 trace (a = rank 0, b = 4, e = 2, c = 1 in row-major X, Y, Z): a sends
+// Lu-TM §3.4's 2x2x2 trace (a = rank 0, b = 4, e = 2, c = 1 in row-major X, Y, Z): a sends
 // chunks 4-7 to b, then 2-3 to e, then 1 to c, keeping 0-3, 0-1, 0.
 static void dims_allreduce_2x2x2_follows_the_trace(void**) {
     auto s     = test::generate_ok(dims_for(collective::allreduce),
@@ -155,7 +155,7 @@ static void dims_allreduce_2x2x2_follows_the_trace(void**) {
     assert_true(sends[2].peer == 1 && sends[2].src == schedule::out(1, 1));
 }
 
-// f001 §3.2/§3.3: bidirectional broadcast and reduce on a 3x3 torus take 2α (unidirectional
+// Lu-TM §3.2/§3.3: bidirectional broadcast and reduce on a 3x3 torus take 2α (unidirectional
 // 4α), on 2x2x2 3α; a 3x3 mesh from the corner 4α, from the centre 2α.
 static void dims_trees_3x3_take_2_alpha(void**) {
     const std::tuple<const char*, int, int> cases[] = {{"torus:3x3", 0, 2},
@@ -171,7 +171,8 @@ static void dims_trees_3x3_take_2_alpha(void**) {
     }
 }
 
-// f001 §3.6 with ERRATA A12: 4x4 torus all-to-all 2·(2α + 4/8·M/BW); 2x2x2 3·(α + M/2BW).
+// Lu-TM §3.6 with docs/references.md#dims-a2a-pairs: 4x4 torus all-to-all 2·(2α + 4/8·M/BW); 2x2x2
+// 3·(α + M/2BW).
 static void dims_alltoall_per_phase_forms(void**) {
     const auto& a = dims_for(collective::alltoall);
     auto q        = algorithms::query_for(call_on(collective::alltoall, "torus:4x4", 2), 1.0,
@@ -181,7 +182,7 @@ static void dims_alltoall_per_phase_forms(void**) {
     q.topo  = *topology::shape::parse("torus:2x2x2");
     auto c2 = a.predict(q);
     assert_true(c2.n_alpha == 3 && c2.n_beta == 1.5);
-    q.topo  = *topology::shape::parse("mesh:4x4");  // f001 §4.2: d/4 per phase
+    q.topo  = *topology::shape::parse("mesh:4x4");  // Lu-TM §4.2: d/4 per phase
     auto m4 = a.predict(q);
     assert_true(m4.n_alpha == 6 && m4.n_beta == 2.0);
 }

@@ -139,7 +139,7 @@ static void bisection_is_the_smallest_balanced_cut(void**) {
                       std::to_string(brute_bisection(s)));
         }
     }
-    // The texts' 2N/d_max (f001 §3.6) where d_max is even; an odd dimension needs a step.
+    // The texts' 2N/d_max (Lu-TM §3.6) where d_max is even; an odd dimension needs a step.
     assert_int_equal(shape_of("torus:8x8x4").bisection_links(), 2 * 256 / 8);
     assert_int_equal(shape_of("torus:3x3").bisection_links(), 6 + 2);
     assert_int_equal(shape_of("ring:1").bisection_links(), 0);

@@ -58,7 +58,7 @@ static void diameter_and_hops(void**) {
 static void bisection_counts_links(void**) {
     // 4x4 torus: cut the 4-rings of one dimension: 4 lines x 2 links.
     assert_int_equal(topology::shape::parse("torus:4x4")->bisection_links(), 8);
-    // A 2-ring has one link (ERRATA A11).
+    // A 2-ring has one link (docs/references.md#a2a-bound-range).
     assert_int_equal(topology::shape::parse("torus:2x2x2")->bisection_links(), 4);
     assert_int_equal(topology::shape::parse("mesh:4x4")->bisection_links(), 4);
     assert_int_equal(topology::shape::parse("fullmesh:4")->bisection_links(), 4);
