@@ -1,10 +1,10 @@
 // loom-sim options: flag text → library values, one clear message per kind of bad input.
 //
-// Units follow docs/architecture.md#conventions: sizes in bytes, times in seconds, rates in bytes
-// per second. Sizes follow the tools' one grammar (tools/common/size_grammar.hh: K/M/G/T binary,
-// KB/MB/GB/TB decimal). Rates are the other way round by habit of the field (a "25 GB/s" link is
-// 25e9 bytes/s), so a rate must spell its unit out (GB/s, GiB/s, Gbit/s) rather than use a bare
-// letter whose base would be a guess.
+// Units follow docs/architecture.md#conventions: sizes in bytes, times in seconds, rates in
+// bytes per second. Sizes follow the tools' one grammar (tools/common/size_grammar.hh: K/M/G/T
+// binary, KB/MB/GB/TB decimal). Rates are the other way round by habit of the field (a
+// "25 GB/s" link is 25e9 bytes/s), so a rate must spell its unit out (GB/s, GiB/s, Gbit/s)
+// rather than use a bare letter whose base would be a guess.
 #include <charconv>
 #include <cmath>
 #include <cstdio>
