@@ -33,7 +33,7 @@ pc() { PKG_CONFIG_LIBDIR="$lib/pkgconfig" pkg-config --define-variable=prefix="$
 pc --exists --print-errors
 echo "install check: pkg-config: $(pc --cflags --libs)"
 
-cc "$here/example.c" -o "$dest/example" $(pc --cflags --libs)
+cc -std=c11 -Wall -Wextra -Werror "$here/example.c" -o "$dest/example" $(pc --cflags --libs)
 LD_LIBRARY_PATH="$lib" "$dest/example" >/dev/null
 echo "install check: example linked with libloom.so runs"
 # A fully static program: libloom.a and what pkg-config --static adds must be all it needs.

@@ -10,7 +10,7 @@
 enum { N = 1024 };
 
 static int report(const char* what) {
-    loom_error_info_t e = {sizeof e};
+    loom_error_info_t e = {.struct_size = sizeof e};
     loom_last_error(&e); /* e.rank, e.peer, e.collective, e.seq, e.step, e.message */
     fprintf(stderr, "example: %s: %s\n", what, e.message);
     return 1;
