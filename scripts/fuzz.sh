@@ -30,7 +30,7 @@ scripts/install_packages.sh clang libclang-rt-14-dev
 
 build=build-fuzz
 if [ ! -f "$build/build.ninja" ]; then
-    CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false >/dev/null
+    CC=clang CXX=clang++ meson setup "$build" --werror -Dfuzz=true -Dtests=false >/dev/null
 fi
 ninja -C "$build" "${targets[@]/#/fuzz/}" >/dev/null
 

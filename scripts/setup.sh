@@ -5,14 +5,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# cmake: meson writes the CMake package's version file with it, and the install check
+# builds the example through find_package(loom).
 packages=(g++ meson ninja-build pkg-config python3 libcmocka-dev nlohmann-json3-dev
-          libcli11-dev clang-format gnuplot-nox openmpi-bin iproute2)
+          libcli11-dev clang-format gnuplot-nox openmpi-bin iproute2 cmake)
 scripts/install_packages.sh "${packages[@]}"
 
 build_dir=${1:-build}
 shift || true
+# The project's builds treat warnings as errors (meson.build leaves that off for users);
+# a directory configured without it (a plain `meson setup`) is switched over.
 if [ ! -f "$build_dir/build.ninja" ]; then
-    meson setup "$build_dir" "$@" >/dev/null
+    meson setup "$build_dir" --werror "$@" >/dev/null
+elif ! meson introspect "$build_dir" --buildoptions |
+        python3 -c 'import json,sys; sys.exit(not any(o["name"] == "werror" and o["value"] for o in json.load(sys.stdin)))'; then
+    meson configure "$build_dir" -Dwerror=true >/dev/null
 fi
 # Quiet when it builds; a failed build shows what failed (ninja reports on stdout).
 if ! log=$(ninja -C "$build_dir" 2>&1); then

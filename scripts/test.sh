@@ -15,10 +15,14 @@ python3 scripts/check_includes.py || status=1
 echo "== documentation check (links, anchors, citations: scripts/check_docs.py)"
 python3 scripts/check_docs.py || status=1
 
+echo "== warnings are errors in the project's builds (meson.build leaves -Werror to them)"
+grep -q -e ' -Werror ' build/compile_commands.json ||
+    { echo "build: compiled without -Werror" >&2; status=1; }
+
 echo "== tests (debugoptimized build)"
 meson test -C build --print-errorlogs --num-processes 2 || status=1
 
-echo "== install check (meson install + pkg-config + a C program)"
+echo "== install check (meson install; pkg-config shared and static, CMake, the tools)"
 tests/install/check_install.sh build || status=1
 
 echo "== tests (address,undefined sanitizers)"

@@ -1,31 +1,77 @@
 #!/usr/bin/env bash
-# `meson install` gives a usable library: installs into a scratch prefix, then builds and
-# runs a C program against it through pkg-config, and runs the installed loom-sim.
+# `meson install` gives a package that works from any prefix. Installs into a scratch prefix,
+# then, each step a line "install check: ..." (the first failure stops it):
+#  - pkg-config finds loom.pc with no other .pc file on its path (it requires none);
+#  - the example (tests/install/example.c) built through `pkg-config --cflags --libs loom`
+#    against libloom.so, and fully static through `pkg-config --static`; both run;
+#  - libloom.so exports the C API alone (loom_* at LOOM_0.1);
+#  - the same example built with CMake through find_package(loom), loom::loom and
+#    loom::loom_static; both run (skipped, and said, without cmake);
+#  - every installed tool starts (--version) with an empty environment (no LD_LIBRARY_PATH).
+# Usage: tests/install/check_install.sh BUILD_DIR
 set -euo pipefail
 build_dir=$1
+here=$(cd "$(dirname "$0")" && pwd)
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 meson install -C "$build_dir" --destdir "$dest" --quiet >/dev/null
-prefix=$(meson introspect "$build_dir" --buildoptions |
-         python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
-libdir=$(meson introspect "$build_dir" --buildoptions |
-         python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="libdir"))')
-root="$dest$prefix"
-cat > "$dest/use_loom.c" <<'C'
-#include <loom/loom.h>
-#include <stdio.h>
-#include <string.h>
-int main(void) {
-    if (strcmp(loom_status_string(LOOM_ERR_TIMEOUT), "timeout") != 0) return 1;
-    if (loom_dtype_size(LOOM_BFLOAT16) != 2) return 1;
-    printf("loom %s\n", loom_version());
-    return 0;
+option() {
+    meson introspect "$build_dir" --buildoptions |
+        python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]==sys.argv[1]))' "$1"
 }
-C
-export PKG_CONFIG_PATH="$root/$libdir/pkgconfig"
-# The .pc file names the configured prefix; point pkg-config at the scratch copy.
-cc "$dest/use_loom.c" -o "$dest/use_loom" \
-   $(pkg-config --define-variable=prefix="$root" --cflags --libs loom)
-LD_LIBRARY_PATH="$root/$libdir" "$dest/use_loom"
-LD_LIBRARY_PATH="$root/$libdir" "$root/bin/loom-sim" --version >/dev/null
+prefix=$(option prefix)
+libdir=$(option libdir)
+root="$dest$prefix"
+case "$libdir" in
+/*) lib="$dest$libdir" ;;
+*) lib="$root/$libdir" ;;
+esac
+
+# Only loom.pc on the search path: a Requires of a build dependency would fail here. The .pc
+# file names the configured prefix; point pkg-config at the scratch copy.
+pc() { PKG_CONFIG_LIBDIR="$lib/pkgconfig" pkg-config --define-variable=prefix="$root" "$@" loom; }
+pc --exists --print-errors
+echo "install check: pkg-config: $(pc --cflags --libs)"
+
+cc -std=c11 -Wall -Wextra -Werror "$here/example.c" -o "$dest/example" $(pc --cflags --libs)
+LD_LIBRARY_PATH="$lib" "$dest/example" >/dev/null
+echo "install check: example linked with libloom.so runs"
+# A fully static program: libloom.a and what pkg-config --static adds must be all it needs.
+# glibc warns that getaddrinfo in a static program loads NSS modules at run time: expected.
+cc -static "$here/example.c" -o "$dest/example_static" $(pc --static --cflags --libs) 2>"$dest/ld.err" ||
+    { cat "$dest/ld.err" >&2; exit 1; }
+env -i "$dest/example_static" >/dev/null
+echo "install check: example linked fully static (pkg-config --static) runs"
+
+exported=$(nm -D --defined-only "$lib/libloom.so" | awk '$3 != "LOOM_0.1" {print $3}')
+others=$(grep -v '^loom_.*@@LOOM_0\.1$' <<<"$exported" || true)
+if [ -n "$others" ]; then
+    echo "install check: libloom.so exports more than the C API: $(head -n 5 <<<"$others" | tr '\n' ' ')" >&2
+    exit 1
+fi
+echo "install check: libloom.so exports $(wc -l <<<"$exported") symbols, all loom_* at LOOM_0.1"
+
+if command -v cmake >/dev/null; then
+    cmake -S "$here" -B "$dest/cmake" -DCMAKE_PREFIX_PATH="$root" >"$dest/cmake.log" 2>&1 &&
+        cmake --build "$dest/cmake" >>"$dest/cmake.log" 2>&1 ||
+        { cat "$dest/cmake.log" >&2; exit 1; }
+    # CMake records the imported library's directory as the build tree's rpath.
+    env -i "$dest/cmake/example" >/dev/null
+    env -i "$dest/cmake/example_static" >/dev/null
+    echo "install check: example built with find_package(loom) (loom::loom, loom::loom_static) runs"
+else
+    echo "install check: cmake not installed: the CMake package is not checked"
+fi
+
+# A tool that cannot find a library it needs fails in the loader (exit 127, "error while
+# loading shared libraries") before its own code runs.
+for tool in loom-sim loom-bench loomrun loom-switch; do
+    rc=0
+    out=$(env -i "$root/bin/$tool" --version 2>&1) || rc=$?
+    if [ "$rc" -ne 0 ] && { [ "$rc" -ge 126 ] || grep -q "error while loading" <<<"$out"; }; then
+        echo "install check: installed $tool does not start with an empty environment: $out" >&2
+        exit 1
+    fi
+done
+echo "install check: installed tools start from $prefix with an empty environment"
 echo "install check: ok"

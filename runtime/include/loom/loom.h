@@ -9,6 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The functions below are libloom's whole ABI: the library is built with hidden visibility and
+ * a version script, so nothing else in it can be linked against. */
+#if defined(__GNUC__)
+#define LOOM_API __attribute__((visibility("default")))
+#else
+#define LOOM_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -31,7 +39,7 @@ typedef enum loom_status {
 } loom_status_t;
 
 /** Returns a static, human-readable name for a status. Never NULL; thread-safe. */
-const char* loom_status_string(loom_status_t status);
+LOOM_API const char* loom_status_string(loom_status_t status);
 
 /** Element types. Values are stable ABI. */
 typedef enum loom_dtype {
@@ -71,13 +79,13 @@ typedef enum loom_collective {
 } loom_collective_t;
 
 /** Size in bytes of one element of @p dtype, or 0 for an unknown type. */
-size_t loom_dtype_size(loom_dtype_t dtype);
+LOOM_API size_t loom_dtype_size(loom_dtype_t dtype);
 
 /** The library version, e.g. "0.1.0". Static string; thread-safe. */
-const char* loom_version(void);
+LOOM_API const char* loom_version(void);
 
-/** The build's optional back ends and whether each is enabled, one "name: state;" each. */
-const char* loom_build_features(void);
+/** The optional back ends and whether loom's code for each is built: "name: state; name: state". */
+LOOM_API const char* loom_build_features(void);
 
 /* ---------------------------------------------------------------------------------------
  * Communicators, collectives and requests.
@@ -157,7 +165,7 @@ typedef struct loom_config {
 /// strings NULL, timeout_s = 0, progress default, max_inflight = 0) and struct_size set.
 /// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT when config is NULL.
 /// Thread-safe; never blocks.
-loom_status_t loom_config_init(loom_config_t* config);
+LOOM_API loom_status_t loom_config_init(loom_config_t* config);
 
 /// Creates this rank's communicator over all ranks of the job: discovers rank and size
 /// (config, else LOOM_RANK/LOOM_SIZE or the launcher's variables), meets the other ranks at
@@ -170,7 +178,7 @@ loom_status_t loom_config_init(loom_config_t* config);
 ///         a peer cannot be reached within the timeout.
 /// Collective over the job; blocks until connected or the timeout passes. Thread-safe
 /// with respect to other communicators.
-loom_status_t loom_comm_create(const loom_config_t* config, loom_comm_t* out);
+LOOM_API loom_status_t loom_comm_create(const loom_config_t* config, loom_comm_t* out);
 
 /// Destroys a communicator: stops its progress thread, closes its transport and frees it.
 /// Calls still in flight are failed first (as loom_comm_abort); their requests are freed
@@ -178,7 +186,7 @@ loom_status_t loom_comm_create(const loom_config_t* config, loom_comm_t* out);
 /// rendezvous store (kept by rank 0) lingers until every rank has destroyed its
 /// communicators or the bootstrap timeout passes.
 /// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for a NULL comm.
-loom_status_t loom_comm_destroy(loom_comm_t comm);
+LOOM_API loom_status_t loom_comm_destroy(loom_comm_t comm);
 
 /// Fails every call in flight on this rank's communicator with LOOM_ERR_PEER_FAILURE (the
 /// message says it was aborted and why) and marks the communicator unusable: later calls
@@ -189,7 +197,7 @@ loom_status_t loom_comm_destroy(loom_comm_t comm);
 /// @param reason a line for the diagnostics (NULL: "loom_comm_abort").
 /// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for a NULL comm.
 /// May be called from any thread, also while another thread waits on the communicator.
-loom_status_t loom_comm_abort(loom_comm_t comm, const char* reason);
+LOOM_API loom_status_t loom_comm_abort(loom_comm_t comm, const char* reason);
 
 /// Splits a communicator as MPI_Comm_split does: ranks passing the same color form a new
 /// communicator, ranked by (key, parent rank). color == LOOM_UNDEFINED joins none (*out =
@@ -200,12 +208,12 @@ loom_status_t loom_comm_abort(loom_comm_t comm, const char* reason);
 /// @return LOOM_SUCCESS; LOOM_ERR_INVALID_ARGUMENT (NULL comm or out, color < -1); any
 ///         status of the (color, key) exchange or of connecting the child.
 /// Collective over the parent (one allgather on it, then the child's connect); blocking.
-loom_status_t loom_comm_split(loom_comm_t comm, int color, int key, loom_comm_t* out);
+LOOM_API loom_status_t loom_comm_split(loom_comm_t comm, int color, int key, loom_comm_t* out);
 
 /// This rank in the communicator (0 .. size-1), or -1 for a NULL comm. Thread-safe.
-int loom_comm_rank(loom_comm_t comm);
+LOOM_API int loom_comm_rank(loom_comm_t comm);
 /// The number of ranks in the communicator, or -1 for a NULL comm. Thread-safe.
-int loom_comm_size(loom_comm_t comm);
+LOOM_API int loom_comm_size(loom_comm_t comm);
 
 /** Traffic on one link between this rank and a physical neighbour (fwd:<driver> only). */
 typedef struct loom_link_stat {
@@ -226,7 +234,8 @@ typedef struct loom_link_stat {
 ///         max > 0); LOOM_ERR_NOT_SUPPORTED when the transport is not fwd:<driver>.
 /// Local; never blocks. The counters are read while a progress thread may update them: a
 /// snapshot, exact only when no call is in flight.
-loom_status_t loom_comm_link_stats(loom_comm_t comm, loom_link_stat_t* out, int max, int* n);
+LOOM_API loom_status_t loom_comm_link_stats(loom_comm_t comm, loom_link_stat_t* out, int max,
+                                            int* n);
 
 /** Bytes and messages this rank handed to its transport, counted where the engine posts
  *  them to the driver (sends of every call, in-network pushes), since creation. */
@@ -244,7 +253,7 @@ typedef struct loom_traffic {
 /// flight. Local; never blocks.
 /// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for NULL arguments or a struct_size
 ///         smaller than its first field.
-loom_status_t loom_comm_traffic(loom_comm_t comm, loom_traffic_t* out);
+LOOM_API loom_status_t loom_comm_traffic(loom_comm_t comm, loom_traffic_t* out);
 
 /** The machine parameters the tuner predicts with (one transport of one host). */
 typedef struct loom_calibration {
@@ -262,7 +271,7 @@ typedef struct loom_calibration {
 /// The parameters this communicator's tuner uses: rank 0's, agreed by every rank when the
 /// communicator was created (from LOOM_CALIBRATION_FILE, an automatic light calibration
 /// with LOOM_CALIBRATE=auto, or the built-in defaults). Local; never blocks.
-loom_status_t loom_comm_calibration(loom_comm_t comm, loom_calibration_t* out);
+LOOM_API loom_status_t loom_comm_calibration(loom_comm_t comm, loom_calibration_t* out);
 
 /// Measures α, BW and the local reduction throughput on this communicator, every rank
 /// taking part at once (so α and BW carry what this N costs here): α = the median 8-byte
@@ -273,7 +282,7 @@ loom_status_t loom_comm_calibration(loom_comm_t comm, loom_calibration_t* out);
 /// rank's tuner adopts rank 0's figures. thorough = 0: a light pass (tens of ms, 1 MiB);
 /// 1: a full pass (about a second, 16 MiB). Collective; blocking. With one rank, α and BW
 /// keep their values.
-loom_status_t loom_comm_calibrate(loom_comm_t comm, int thorough, loom_calibration_t* out);
+LOOM_API loom_status_t loom_comm_calibrate(loom_comm_t comm, int thorough, loom_calibration_t* out);
 
 /** Per-call options. Initialise with loom_coll_attr_init(); struct_size versions the ABI
  *  as in loom_config_t. Pass NULL to a collective for all defaults. */
@@ -295,7 +304,7 @@ typedef struct loom_coll_attr {
 
 /// Fills *attr with the defaults (algorithm NULL, timeout_s 0, segments 0, channels 0).
 /// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for NULL. Thread-safe.
-loom_status_t loom_coll_attr_init(loom_coll_attr_t* attr);
+LOOM_API loom_status_t loom_coll_attr_init(loom_coll_attr_t* attr);
 
 /** One algorithm the tuner weighed for a call (loom_comm_explain). */
 typedef struct loom_explain_candidate {
@@ -327,10 +336,10 @@ typedef struct loom_explain {
 /// logged by rank 0. Local; never blocks; starts no call.
 /// @return LOOM_SUCCESS; LOOM_ERR_INVALID_ARGUMENT for NULL comm/out or a bad dtype, op,
 ///         root or primitive; the error of an explicit choice that cannot run the call.
-loom_status_t loom_comm_explain(loom_comm_t comm, loom_collective_t coll, size_t count,
-                                loom_dtype_t dtype, loom_op_t op, int root,
-                                const loom_coll_attr_t* attr, loom_explain_t* out, char* text,
-                                size_t text_size);
+LOOM_API loom_status_t loom_comm_explain(loom_comm_t comm, loom_collective_t coll, size_t count,
+                                         loom_dtype_t dtype, loom_op_t op, int root,
+                                         const loom_coll_attr_t* attr, loom_explain_t* out,
+                                         char* text, size_t text_size);
 
 /* Algorithm choice, in order: attr->algorithm; else the entry for the primitive in
  * LOOM_ALGO ("prim=name(;prim=name)*", e.g. "allreduce=rabenseifner;alltoall=pairwise";
@@ -351,60 +360,64 @@ loom_status_t loom_comm_explain(loom_comm_t comm, loom_collective_t coll, size_t
 /// sendbuf is read on root only (may be NULL elsewhere); recvbuf is written everywhere
 /// (root too; in place when sendbuf == recvbuf).
 /// @return LOOM_SUCCESS (blocking: completed; non-blocking: started), or an error status.
-loom_status_t loom_broadcast(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                             loom_dtype_t dtype, int root, const loom_coll_attr_t* attr,
-                             loom_request_t* req);
+LOOM_API loom_status_t loom_broadcast(loom_comm_t comm, const void* sendbuf, void* recvbuf,
+                                      size_t count, loom_dtype_t dtype, int root,
+                                      const loom_coll_attr_t* attr, loom_request_t* req);
 
 /// Reduce: recvbuf on `root` = op over every rank's sendbuf (`count` elements). recvbuf is
 /// written on root only (may be NULL elsewhere). LOOM_AVG divides the sum by size.
-loom_status_t loom_reduce(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                          loom_dtype_t dtype, loom_op_t op, int root, const loom_coll_attr_t* attr,
-                          loom_request_t* req);
+LOOM_API loom_status_t loom_reduce(loom_comm_t comm, const void* sendbuf, void* recvbuf,
+                                   size_t count, loom_dtype_t dtype, loom_op_t op, int root,
+                                   const loom_coll_attr_t* attr, loom_request_t* req);
 
 /// All-reduce: recvbuf on every rank = op over every rank's sendbuf (`count` elements).
-loom_status_t loom_allreduce(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                             loom_dtype_t dtype, loom_op_t op, const loom_coll_attr_t* attr,
-                             loom_request_t* req);
+LOOM_API loom_status_t loom_allreduce(loom_comm_t comm, const void* sendbuf, void* recvbuf,
+                                      size_t count, loom_dtype_t dtype, loom_op_t op,
+                                      const loom_coll_attr_t* attr, loom_request_t* req);
 
 /// Reduce-scatter: every sendbuf holds the full vector of `count` elements; recvbuf of rank
 /// r receives block r of the reduction (count / size elements, one more on the first
 /// count % size ranks; a rank whose block is empty may pass recvbuf NULL).
-loom_status_t loom_reduce_scatter(loom_comm_t comm, const void* sendbuf, void* recvbuf,
-                                  size_t count, loom_dtype_t dtype, loom_op_t op,
-                                  const loom_coll_attr_t* attr, loom_request_t* req);
+LOOM_API loom_status_t loom_reduce_scatter(loom_comm_t comm, const void* sendbuf, void* recvbuf,
+                                           size_t count, loom_dtype_t dtype, loom_op_t op,
+                                           const loom_coll_attr_t* attr, loom_request_t* req);
 
 /// All-gather: sendbuf of rank r holds block r of a vector of `count` elements; recvbuf
 /// of every rank receives the whole vector (a rank whose block is empty may pass sendbuf
 /// NULL). In place: sendbuf = recvbuf + block r's offset.
-loom_status_t loom_allgather(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                             loom_dtype_t dtype, const loom_coll_attr_t* attr, loom_request_t* req);
+LOOM_API loom_status_t loom_allgather(loom_comm_t comm, const void* sendbuf, void* recvbuf,
+                                      size_t count, loom_dtype_t dtype,
+                                      const loom_coll_attr_t* attr, loom_request_t* req);
 
 /// All-to-all: sendbuf holds size × count elements, the j-th `count` going to rank j;
 /// recvbuf receives size × count, the j-th `count` from rank j.
-loom_status_t loom_alltoall(loom_comm_t comm, const void* sendbuf, void* recvbuf, size_t count,
-                            loom_dtype_t dtype, const loom_coll_attr_t* attr, loom_request_t* req);
+LOOM_API loom_status_t loom_alltoall(loom_comm_t comm, const void* sendbuf, void* recvbuf,
+                                     size_t count, loom_dtype_t dtype, const loom_coll_attr_t* attr,
+                                     loom_request_t* req);
 
 /// Point-to-point send of `count` elements to `peer` (not this rank). Messages between one
 /// pair of ranks match in order: the k-th send from a to b meets b's k-th receive from a,
 /// which must have the same count and dtype (else LOOM_ERR_MISMATCH on both). The send
 /// completes when that receive has completed (two ranks blocking in loom_send toward each
 /// other wait for their deadline: start one side non-blocking).
-loom_status_t loom_send(loom_comm_t comm, const void* buf, size_t count, loom_dtype_t dtype,
-                        int peer, const loom_coll_attr_t* attr, loom_request_t* req);
+LOOM_API loom_status_t loom_send(loom_comm_t comm, const void* buf, size_t count,
+                                 loom_dtype_t dtype, int peer, const loom_coll_attr_t* attr,
+                                 loom_request_t* req);
 
 /// Point-to-point receive of `count` elements from `peer` (not this rank) into buf.
-loom_status_t loom_recv(loom_comm_t comm, void* buf, size_t count, loom_dtype_t dtype, int peer,
-                        const loom_coll_attr_t* attr, loom_request_t* req);
+LOOM_API loom_status_t loom_recv(loom_comm_t comm, void* buf, size_t count, loom_dtype_t dtype,
+                                 int peer, const loom_coll_attr_t* attr, loom_request_t* req);
 
 /// Barrier: completes on a rank once every rank has entered it.
-loom_status_t loom_barrier(loom_comm_t comm, const loom_coll_attr_t* attr, loom_request_t* req);
+LOOM_API loom_status_t loom_barrier(loom_comm_t comm, const loom_coll_attr_t* attr,
+                                    loom_request_t* req);
 
 /// Polls a request without blocking (progresses the communicator in caller mode).
 /// @param done set to 1 when the request has completed (successfully or not), else 0.
 /// @return LOOM_SUCCESS while in flight (*done = 0) or when completed successfully; the
 ///         call's failure status when it failed (*done = 1); LOOM_ERR_INVALID_ARGUMENT for
 ///         NULL arguments.
-loom_status_t loom_test(loom_request_t req, int* done);
+LOOM_API loom_status_t loom_test(loom_request_t req, int* done);
 
 /// Blocks until the request completes or its deadline (the call's timeout) passes, then
 /// returns its status (LOOM_ERR_TIMEOUT with a diagnostic when the deadline passed; a
@@ -412,24 +425,24 @@ loom_status_t loom_test(loom_request_t req, int* done);
 /// and names the rank that has not started the call or does not answer). The request stays
 /// valid until loom_request_free. A value that is not a live request (garbage, freed, of a
 /// destroyed communicator) returns LOOM_ERR_INVALID_ARGUMENT here and in every request call.
-loom_status_t loom_wait(loom_request_t req);
+LOOM_API loom_status_t loom_wait(loom_request_t req);
 
 /// As loom_wait, with the deadline brought forward to at most `timeout_s` seconds from now.
 /// When that passes first, the CALL fails with LOOM_ERR_TIMEOUT (peers are told, as for any
 /// timeout) — use loom_test to poll without giving up.
-loom_status_t loom_wait_timeout(loom_request_t req, double timeout_s);
+LOOM_API loom_status_t loom_wait_timeout(loom_request_t req, double timeout_s);
 
 /// One pass of progress over the communicator's calls in flight (caller mode; harmless in
 /// thread mode). Never blocks.
 /// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for a NULL comm.
-loom_status_t loom_progress(loom_comm_t comm);
+LOOM_API loom_status_t loom_progress(loom_comm_t comm);
 
 /// Releases a completed request (NULL is allowed and does nothing). A freed request must
 /// not be used again (a use that is detected returns LOOM_ERR_INVALID_ARGUMENT; the handle
 /// may already belong to a newer call).
 /// @return LOOM_SUCCESS; LOOM_IN_PROGRESS when it has not completed (nothing freed: wait
 ///         for it first).
-loom_status_t loom_request_free(loom_request_t req);
+LOOM_API loom_status_t loom_request_free(loom_request_t req);
 
 /** The detail of the calling thread's last error. */
 typedef struct loom_error_info {
@@ -448,10 +461,10 @@ typedef struct loom_error_info {
 /// the next failing loom call on this thread.
 /// @param out filled when non-NULL (its struct_size first, as for loom_config_t).
 /// @return the last error's status, LOOM_SUCCESS if there was none. Thread-safe.
-loom_status_t loom_last_error(loom_error_info_t* out);
+LOOM_API loom_status_t loom_last_error(loom_error_info_t* out);
 
 /// The calling thread's last error message ("" if none); valid as loom_last_error's.
-const char* loom_last_error_message(void);
+LOOM_API const char* loom_last_error_message(void);
 
 #ifdef __cplusplus
 }
