@@ -34,12 +34,22 @@ listen=(--listen tcp:127.0.0.1:0 --insecure)
 refused "--ready-file in a missing folder" "--ready-file $tmp/none/x: no folder $tmp/none" \
     "${listen[@]}" --ready-file "$tmp/none/x"
 refused "--ready-file naming a folder" "is a folder" "${listen[@]}" --ready-file "$tmp"
+mkdir -p "$tmp/ro" && chmod 0555 "$tmp/ro"
 if [ "$(id -u)" -ne 0 ]; then
-    mkdir -p "$tmp/ro" && chmod 0555 "$tmp/ro"
     refused "--ready-file in a read-only folder" "is not writable" \
         "${listen[@]}" --ready-file "$tmp/ro/x"
 else
-    skip "--ready-file in a read-only folder" "root writes anywhere"
+    # root writes anywhere: the node runs as nobody here, so the folder's mode binds it.
+    chmod 0711 "$tmp"
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$SWITCH" "${listen[@]}" \
+        --ready-file "$tmp/ro/x" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+        grep -q "^loom-switch: .*is not writable" "$tmp/err" && ! grep -q "listening on" "$tmp/out"; then
+        pass "--ready-file in a read-only folder"
+    else
+        fail "--ready-file in a read-only folder" "exit $rc" "stderr: $(head -c 300 "$tmp/err")"
+    fi
 fi
 refused "--job-quota above --slots" "--job-quota 100 is larger than --slots 4" \
     "${listen[@]}" --job-quota 100 --slots 4
