@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The datagram endpoint: the second kind of endpoint a driver may offer, beside the reliable
 // tagged one of driver.hh. For protocols that do their own recovery (in-network aggregation's
 // retransmission and duplicate handling): a frame of at most datagram_max_frame bytes arrives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to drivers/: each datagram provider's factories, called only by
 // datagram_registry.cc. `rest` is the address without its "tcp:" / "shm:" prefix.
 #pragma once

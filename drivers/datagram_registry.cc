@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Datagram addresses -> providers: the only place that knows their prefixes (datagram.hh).
 #include "base/check.hh"
 #include "drivers/datagram_internal.hh"

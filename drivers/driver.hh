@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver interface (docs/architecture.md#rule-driver-interface): a control part that may block
 // and allocate (open, connect, close) and a fast path that never does (post_send, post_recv, poll).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "drivers/driver_params.hh"
 
 #include "drivers/common/loopback_params.hh"

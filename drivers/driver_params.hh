@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every driver's parameter declarations, in one list: the place above the drivers that must
 // know them all (the catalog of runtime/comm) names this list, not each driver.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault injector's decisions, one place for every injector: both kinds of endpoint of
 // the fault: wrapper (drivers/fault/fault.hh) and the aggregation node's loss injection
 // (loom-switch --drop/--dup). A splitmix64 stream (one seed gives one fault pattern,

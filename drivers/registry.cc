@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Driver names -> factories: the only place that knows which drivers exist
 // (docs/architecture.md#rule-capabilities).
 #include "drivers/forward/forward.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to drivers/: each driver's factory, called only by registry.cc.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How an idle caller sleeps until a peer may have given it work (docs/architecture.md#poll-mode):
 // an optional part of the driver interface. A driver that offers it lets a rank with nothing to do
 // leave the run queue instead of napping, and a peer's send wakes it within microseconds; a driver

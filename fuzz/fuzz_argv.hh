@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns fuzz input into a command line: arguments are separated by NUL or newline bytes,
 // argv[0] is the tool's name. Bounded, so one input cannot ask for a huge argv.
 #pragma once

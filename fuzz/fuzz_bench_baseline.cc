@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: loom-bench --baseline FILE (an earlier --json output).
 #include <string_view>
 

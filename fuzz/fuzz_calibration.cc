@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: a calibration file line (tuner::from_line, read for every
 // communicator from LOOM_CALIBRATION_FILE or the cache). A line that parses must print
 // (to_line) and parse back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: loom-bench's command line (parse_options; nothing is run).
 #include "fuzz_argv.hh"
 #include "tools/loom-bench/bench.hh"

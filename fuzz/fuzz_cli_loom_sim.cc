@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: loom-sim's call flags (--collective, --ranks, --count, … as the
 // schedule, verify and predict verbs take them, through make_call) and its value parsers
 // (sizes, times, rates). Nothing is generated or simulated.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: loom-switch's command line (its flags and check_options; no node is
 // started).
 #include "fuzz_argv.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: loomrun's command line (parse_options; nothing is launched).
 #include "fuzz_argv.hh"
 #include "tools/loomrun/loomrun.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the fabric file reader (loom-sim run/topology --fabric FILE.json).
 #include <string_view>
 

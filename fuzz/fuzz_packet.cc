@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the in-network packet decoder (loom::inc::parse), the first code a
 // hostile peer's bytes reach on the aggregation node and on every client.
 //

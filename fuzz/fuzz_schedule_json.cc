@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the schedule JSON reader (loom-sim verify --schedule FILE.json).
 #include "schedule_check.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the schedule text reader (loom-sim verify --schedule FILE).
 #include "schedule_check.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the schedule fuzz targets do with a parsed schedule: what loom-sim verify does (the
 // verifier must stand any schedule a parser accepts), then both printed forms must parse
 // back to the same schedule.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // In-network aggregation, as a rank uses it: its node(s), ticket, window and link faults.
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # loom's collective performance on this machine, nccl-tests style (tools/loom-bench):
 # allreduce latency (8 B) with 2 ranks and bus bandwidth (64 MiB) with 2 and 4 ranks, over
 # shm and tcp, next to the machine's memcpy bandwidth. Builds loom-bench and loomrun if

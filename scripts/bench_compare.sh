@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Two builds of loom side by side (before and after a change), measured in one run with
 # their launches interleaved, so that both see the same machine load: loom-bench allreduce
 # and alltoall at N = 2, 4, 8 over shm and tcp, 8 B to 64 MiB (every 4th power of two).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The documentation check: links resolve and citations point at texts the repository carries.
 
 1. Every link in README.md and docs/**/*.md to a file of the repository resolves: the file

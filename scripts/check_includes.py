@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The include-direction check (docs/architecture.md#layout): dependencies point one way.
 
     tools -> runtime/comm, tuner, engine / fabric / inc -> drivers -> runtime/kernels, base

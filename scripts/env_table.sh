@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The environment table of docs/environment.md is printed from the parameter registry
 # (`loomrun --config --markdown`), never written by hand. This script puts it between the
 # page's two "environment table" markers, or with --check says whether they differ.

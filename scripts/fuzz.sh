@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds and runs loom's libFuzzer targets (fuzz/). Usage:
 #   scripts/fuzz.sh [--ci] [SECONDS] [TARGET...]
 # SECONDS per target (default 600; --ci: 20); TARGET names as in fuzz/meson.build

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # In-network all-reduce against the software algorithms, measured on this machine and
 # predicted at scale.
 #  1. measured: for N in $INC_BENCH_RANKS (default 2 4 8), loomrun --switch starts one

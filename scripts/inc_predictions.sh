@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # In-network all-reduce (inc) against ring and dbt on star:N, N = 8, 64, 512: the predicted
 # (closed form) and simulated (fabric/sim) time at α = 0.5 µs, α_switch = 0.15 µs,
 # BW = 50 GB/s, for 8 B … 64 MiB, and where inc starts or stops winning against each.

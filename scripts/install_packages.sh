@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages named on the command line that are missing (idempotent: when
 # all are present nothing is installed or fetched). Used by setup.sh and fuzz.sh.
 # Usage: scripts/install_packages.sh PACKAGE...

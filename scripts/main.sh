@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # loom's main job on the embedded default: no hardware, no configuration (docs/main-job.md).
 # Builds, then
 #  1. measures: 8 local ranks on an emulated 2x2x2 torus (loomrun --fabric: every rank

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The closing summary of scripts/main.sh: what the run showed, in a few lines.
 
 Reads the main job's outputs in DIR (default results/main): the measured CSV of loom-bench

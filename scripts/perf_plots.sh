@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The plots of docs/performance.md and docs/main-job.md, drawn with gnuplot from the result
 # data committed under docs/perf/ (so they can be redrawn, and checked, without a rerun):
 #   allreduce-peers.svg   all-reduce time against size, loom and the best peer, N = 2, 4, 8

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The tuner's quality, measured: for each transport (shm, tcp) with N = 4 ranks, calibrate
 # (loom-bench calibrate --thorough), then run every applicable all-reduce algorithm at every
 # size from 8 B to 64 MiB (loom-bench --algo all) and compare the tuner's choice with the

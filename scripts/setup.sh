@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what loom needs to build and test on Debian (idempotent: packages already
 # present are not touched, so a second run makes no network access) and configures the
 # build directory. Usage: scripts/setup.sh [BUILD_DIR] [meson options...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Soak, as a benchmark: 10^6 small and 10^4 large all-reduces at N = 4 over shm and tcp,
 # and 10^5 in-network ones through loom-switch, each on one communicator. Prints, per run,
 # the time per call, the resident set and the open descriptors (maximum over ranks) in a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Counts the individual test cases of one or more Meson test logs.
 
 Each Meson test is a CMocka (TAP) binary with many cases; Meson's own summary counts

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite: formatting and include-direction checks, the regular build's tests,
 # and the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, then every
 # libFuzzer target for a short run over its corpus (scripts/fuzz.sh --ci). Ends with one line
@@ -14,6 +15,8 @@ echo "== include-direction check (docs/architecture.md#layout)"
 python3 scripts/check_includes.py || status=1
 echo "== documentation check (links, anchors, citations: scripts/check_docs.py)"
 python3 scripts/check_docs.py || status=1
+echo "== license lines (scripts/check_spdx.py)"
+python3 scripts/check_spdx.py || status=1
 
 echo "== warnings are errors in the project's builds (meson.build leaves -Werror to them)"
 grep -q -e ' -Werror ' build/compile_commands.json ||

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The reference pages of the tools (docs/tools/<tool>.md) carry each tool's --help as the
 # tool prints it, never copied by hand. This script puts every page's help between its two
 # "help" markers, or with --check says which page differs from its tool.

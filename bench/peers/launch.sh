@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Launch + init + barrier + teardown of an N-rank job (default 8): loomrun against Open
 # MPI's and MPICH's mpirun, the same probe program (launch_probe.c), median wall time of
 # REPEATS launches each, interleaved. Needs the loom build in build-peers (run.sh makes it)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The smallest job: start, join, one barrier, leave. Built twice: against loom
  * (-DPROBE_LOOM) and against MPI (mpicc). launch.sh times the launcher around it. */
 #include <stdio.h>

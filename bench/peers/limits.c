@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // limits: this machine's physical limits for moving bytes between processes, the floor
 // under any collective library here. Prints one "name value unit" line per measure:
 // memcpy bandwidth (64 MiB, best of 10; bytes copied per second), memory read, write and

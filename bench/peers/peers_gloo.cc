@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // peers_gloo: times Gloo's collectives (TCP transport on loopback) the way peers_mpi times
 // MPI's, one row per algorithm Gloo offers for the collective.
 //

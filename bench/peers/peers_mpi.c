@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // peers_mpi: times MPI collectives the way loom-bench --timing barrier times loom's, for a
 // side-by-side table.
 //

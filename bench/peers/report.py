@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns run.sh's raw.csv into tables, plots and summary.md (see README.md).
 
   report.py loom-csv FILE LIBRARY REPEAT   loom-bench's --csv rows as raw.csv rows

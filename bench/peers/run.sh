@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Side-by-side benchmark of loom against Open MPI, MPICH and Gloo on this machine.
 # Usage: bench/peers/run.sh [--quick] [--out DIR] [--sizes "8 1K 64K ..."] [--ranks "2 4"]
 # Installs what it lacks (apt-get, only packages not yet installed), builds the harnesses

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The timing of the peers' programs (limits.c, peers_mpi.c, peers_gloo.cc): every library
  * is timed, summarised and cut to its budget the same way. */
 #ifndef LOOM_BENCH_PEERS_TIMING_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Soak: many all-reduces on one communicator, watching for growth. A benchmark program
 // (it prints figures; it asserts nothing but the results of the calls it makes).
 //

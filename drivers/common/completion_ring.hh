@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A queue on one array sized when the endpoint opens (a power of two): finished operations
 // waiting for poll() to hand them out, or a wrapper's messages on their way. The endpoint
 // bounds what it admits (operations in flight, control notices held) so the ring never

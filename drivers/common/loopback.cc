@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The loopback matcher (loopback.hh): one copy from send to receive buffer when both are posted.
 #include <cstring>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The loopback matcher: a rank talking to itself. It is the whole of the self driver and
 // the peer == own rank route of shm, tcp and fwd. It is also the reference for the matching
 // semantics every driver shares (driver.hh):

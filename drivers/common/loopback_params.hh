@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The loopback matcher (drivers/common/loopback.hh): the self driver and every driver's route
 // to its own rank.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The matcher every reliable endpoint shares: posting, matching by (peer, tag), early
 // arrivals, the mismatch decision, cancel and completions in order (the semantics are
 // driver.hh's; loopback.hh states them in full). What moves the bytes (ring slots,

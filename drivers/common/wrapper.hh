@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the endpoints in front of another endpoint (fault:, fwd:) share: they own the inner
 // endpoint, are named "<kind>:<inner>", and sleep on the inner endpoint's waker, since every
 // message reaches them through the inner transport. Work a wrapper holds itself, which no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault driver (docs/architecture.md#rule-fault-injection): wraps any endpoint and, on SENDS,
 // drops, duplicates, reorders or delays messages by parameters, so loss and reordering code runs in
 // every build.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault wrapper of a datagram endpoint (fault.hh): the injector's decisions applied to
 // frames, so a protocol's retransmission and duplicate handling run against the same faults
 // over tcp and shm as in a simulated network. Only sends are disturbed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault wrapper (fault.hh): an endpoint whose fast path sits in front of another's.
 #include <algorithm>
 #include <cstdint>

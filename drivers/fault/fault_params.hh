@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault wrapper (fault:<driver>): faults on sends, off by default.
 #pragma once
 

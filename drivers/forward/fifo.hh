@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A FIFO on one array that is sized up front and reused: the forwarder's queues (chunks to
 // retry, stalled headers, completions) would allocate per element as std::deque does.
 // It grows (doubling) only when a queue outgrows every earlier peak, so a steady stream of

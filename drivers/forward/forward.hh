@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forwarding wrapper "fwd:<inner>": point-to-point between any two ranks of a lattice
 // (torus:…, mesh:…, ring:…) whose ranks are wired only to their physical neighbours.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Delivery at the destination of the forwarding wrapper (forward_endpoint.hh): incoming
 // messages matched to posted receives by (source, tag), whichever came first; the
 // mismatch rule of driver.hh decided from a message's first header; payloads that arrive

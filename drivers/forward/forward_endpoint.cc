@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forwarding wrapper's endpoint glue (forward_endpoint.hh): open, connect, the
 // fast-path entry points, poll and cancel, and the pool of user operations.
 #include <algorithm>

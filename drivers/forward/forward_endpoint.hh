@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forwarding wrapper's endpoint (forward.hh), in three files by job:
 //  - forward_endpoint.cc: the endpoint glue (open, connect, the fast-path entry points,
 //    poll, cancel) and the user operations' pool;

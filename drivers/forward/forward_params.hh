@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forwarding wrapper (fwd:<driver>): chunking and flow control (its fabric and tie rule
 // are fabric/routing's parameters).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Routing and flow control of the forwarding wrapper (forward_endpoint.hh): where a chunk
 // goes next and on which virtual channel, the buffer classes that keep routers free of
 // deadlock, cutting a source's sends into chunks within its window, relaying a chunk at a

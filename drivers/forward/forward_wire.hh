@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forwarding wrapper's wire form on one link (forward.hh "Wire format"): the chunk
 // header, its flags, the inner tags of a link's chunks, and the inner cookies that say
 // which of the wrapper's own operations an inner completion belongs to.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The self endpoint: a single-rank communicator (or a rank connected only to itself) over
 // the loopback matcher. Nothing to connect, no store needed.
 #include <memory>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shm driver: ranks on one host talk through shared memory
 // (docs/architecture.md#how-data-moves).
 //

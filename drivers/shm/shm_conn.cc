@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shm endpoint lifecycle: open (reclaim, create own segment), connect (publish, attach,
 // probe CMA, barrier), close.
 #include <sys/syscall.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shm's datagram endpoint (drivers/datagram.hh): per connection, one memfd segment holding
 // two single-producer/single-consumer rings of frame slots (client → node, node → client).
 // "Client" is the side that connects, "node" the side that listens.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to drivers/shm: the datagram segment's layout, shared by the endpoint
 // (shm_datagram.cc) and the hand-shake that creates and checks segments
 // (shm_datagram_setup.cc). Changing any of it changes the wire format: bump segment_version.

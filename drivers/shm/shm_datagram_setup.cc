@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hand-shake of shm's datagram endpoint (shm_datagram.hh): "client" is the side that
 // connects, "node" the side that listens.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shm segments: parameters, names, create/attach, and reclaiming what killed runs left.
 #include <dirent.h>
 #include <fcntl.h>

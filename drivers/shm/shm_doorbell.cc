@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The doorbell's futex (shm_doorbell.hh) and the shm endpoint's waker (drivers/waker.hh).
 #include "drivers/shm/shm_doorbell.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The doorbell of an shm segment: how a rank sleeps until a peer's message arrives
 // (drivers/waker.hh). It lives in the sleeper's own segment, beside the rings its peers
 // write, so every sender can reach it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shm driver: ring geometry, pools, the large-message path, liveness.
 #pragma once
 

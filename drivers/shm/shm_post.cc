@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shm fast path, posting side: post_send / post_recv, matching by (peer, tag), and the
 // per-peer pool of early arrivals. No allocation, lock or system call here: ops and early
 // buffers come from pools sized at connect.

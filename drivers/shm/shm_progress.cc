@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shm fast path, progress side: the poll loop (docs/architecture.md#rule-poll-loops), draining
 // inbound rings, flushing queued sends, liveness of peers, and handing out completions.
 #include <poll.h>

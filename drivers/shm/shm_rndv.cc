@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shm large messages (rendezvous). The sender put an RTS {address, length, op} in the ring;
 // once the receive is posted the receiver either copies straight out of the sender's
 // memory with process_vm_readv (CMA: one copy) or, where CMA is not permitted, asks the

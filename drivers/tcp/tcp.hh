@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tcp driver: one non-blocking TCP connection per peer pair, many messages in flight on
 // each, large messages streamed from and into the user's buffers.
 //

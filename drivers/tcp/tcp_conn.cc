@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tcp driver's connections: publish the listen address, then connect to every higher
 // peer and accept every lower one, with a handshake that names both ranks. Control path:
 // it may block, always within the connect deadline.

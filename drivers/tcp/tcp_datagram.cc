@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tcp's datagram endpoint (drivers/datagram.hh): one non-blocking TCP connection per
 // endpoint, each datagram one frame on the stream (4-byte big-endian length, then the bytes).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to drivers/tcp: the datagram endpoint over one connected socket
 // (tcp_datagram.cc), for the connect and listen side (tcp_datagram_setup.cc).
 #pragma once

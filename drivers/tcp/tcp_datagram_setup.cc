@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The connecting and listening side of tcp's datagram endpoint (tcp_datagram.hh): addresses
 // "HOST:PORT" resolved once, a connect that retries with backoff while nobody listens yet,
 // and a non-blocking listener.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tcp driver's device side: its settings, the address it listens on, the listen socket,
 // the handshake's wire form, and the per-connection setup after the handshake.
 #include <arpa/inet.h>

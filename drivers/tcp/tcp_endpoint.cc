@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tcp endpoint: open, the fast-path entry points (post send, post receive, poll),
 // completions, peer failure and close.
 #include <sys/epoll.h>

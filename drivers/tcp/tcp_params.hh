@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tcp driver: where it listens, message limits, back-pressure, socket buffers.
 #pragma once
 

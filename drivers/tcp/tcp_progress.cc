@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tcp driver's fast path machinery: the non-blocking send state machine (a ring of frames
 // written with sendmsg from the users' buffers) and the receive state machine (headers and
 // small payloads through a staging buffer, large payloads straight into their destination).

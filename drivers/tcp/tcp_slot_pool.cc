@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pool of early-arrival buffers (tcp_slot_pool.hh).
 #include "drivers/tcp/tcp_slot_pool.hh"
 

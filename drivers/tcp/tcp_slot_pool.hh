@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tcp driver's pool of buffers for early (unexpected) small messages; they meet their
 // receives through drivers/common/matcher.hh.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tcp endpoint's waker (drivers/waker.hh): the kernel is the doorbell. A caller with
 // nothing to do sleeps in ppoll on the endpoint's epoll descriptor (wait_fd), which turns
 // readable when a connection has data or queued frames can go; bytes that arrived before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deadlock check for a routing function: the channel dependency graph (Dally & Seitz).
 //
 // A chunk holding channel c while it waits for channel c' makes c depend on c'. Every

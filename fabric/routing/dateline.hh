@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Virtual channels on the rings of a torus: the dateline rule (Dally & Seitz).
 //
 // Why. Dimension-ordered routing cannot deadlock across dimensions (a chunk never turns

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dimension-ordered routing (DOR) on the fabric shapes of fabric/topology.
 //
 // The rule. A chunk from src to dst first travels along dimension 0 until its coordinate

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Route tables: what a router (a rank's DPU or the engine's forwarder) looks up per chunk.
 //
 // One table per router, one entry per destination rank, in a flat array indexed by the

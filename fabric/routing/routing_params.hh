@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fabric a forwarding transport routes over and its tie rule: read by the forwarding
 // driver and by communicators (whose lattice algorithms route as the forwarder does).
 #pragma once

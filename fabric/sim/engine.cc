@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The event loop (engine.hh): readiness, rendezvous, links served per head arrival,
 // aggregation slots.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to fabric/sim: the event loop's state. engine.cc runs it, report.cc turns the
 // finished run into a sim::report (critical path, link and rank statistics).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Links and paths of the modeled fabric (links.hh).
 #include "links.hh"
 

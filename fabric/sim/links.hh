@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to fabric/sim: the links of the modeled fabric and the path of every transfer
 // (sim.hh "Paths"). A link is one direction of a full-duplex cable.
 //

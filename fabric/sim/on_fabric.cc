@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A simulator fabric from a topology::fabric (sim.hh: shape_of, on_fabric): the shape the
 // ranks form, so that transfers can be routed, and each of its links' α and BW.
 //

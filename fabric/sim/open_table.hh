@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to fabric/sim: a hash table with open addressing (linear probing, deletion by
 // backward shift), so that the event loop's look-ups allocate only when the table grows,
 // never per insert as std::unordered_map's nodes do.

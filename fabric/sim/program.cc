@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compiling a rank's steps into ops (program.hh).
 #include "program.hh"
 

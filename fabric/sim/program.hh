@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to fabric/sim: a rank's steps compiled into what the event loop needs, 28 bytes a
 // step with its dependents inline, so that a 4096-rank ring all-reduce (67 million steps)
 // fits in about 2 GiB (a schedule::step is 64 bytes, plus its dependency list, and keeps

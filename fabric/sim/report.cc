@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A finished run as a sim::report: the observed n_alpha/n_beta, the critical path walked
 // back from the step that finished last, the busiest links and each rank's idle time.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The discrete-event simulator (docs/architecture.md#executors, executor 3): how long a schedule
 // takes on a modeled fabric. The umbrella header of fabric/sim (docs/architecture.md#rule-headers).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The entry points of sim.hh: check the fabric, feed the engine rank by rank, run, report.
 #include <algorithm>
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counts over a whole shape without listing it: links, and how many ranks have each number
 // of neighbours. O(dims²), so tools can summarise a 16M-rank torus as fast as a ring.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fabric: construction through the checks, and the indexes behind the look-ups (rank →
 // node, id → node, node → links).
 #include "fabric.hh"

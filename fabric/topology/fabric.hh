@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fabric: the nodes (endpoints, switches, DPUs) and the links between them, each link with
 // its own class, α and BW. Where topology.hh says what shape the ranks form, a fabric says
 // what is wired to what and how fast, which is what the simulator and the tuner's per-class

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks fabric::make runs, kept apart from the indexing so each reads on its own.
 // Internal to fabric/topology.
 #pragma once

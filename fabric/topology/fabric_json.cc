@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fabric file (format in fabric.hh): JSON → nodes and links, ids resolved to indices.
 // Only the shape of the document is checked here (keys, types, known names); what the
 // description means (ranks, coordinates, parents, α/BW ranges) is fabric::make's job.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fabric_from_shape: the links a shape implies, all of one class; load_fabric: a shape or a
 // fabric file from one string (the tools' --topology/--fabric argument).
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-dimension lines of a shape: the ranks that share every coordinate but one. On a
 // torus they are the rings a dimension-decomposed algorithm runs on, on a mesh the open
 // lines (Lu-TM §3.4, §4.2); a star or full mesh has one line of all ranks.

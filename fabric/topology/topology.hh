@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fabric shapes: star, ring, torus, mesh, full mesh.
 //
 // Nomenclature. A shape has `dims` d_0 x d_1 x ... x d_{k-1}. Ranks map to coordinates in

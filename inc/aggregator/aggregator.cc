@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The aggregation node's slot logic (aggregator.hh).
 #include "inc/aggregator/aggregator.hh"
 

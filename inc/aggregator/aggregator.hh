@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The aggregation node's logic (SwitchML-style slots), independent of any transport: the
 // caller hands it parsed packets and gives it a sink to send through. loom-switch runs it
 // over shm/tcp; the DPU data plane will run it over DPDK.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The endpoint side of in-network aggregation (client.hh).
 #include "inc/client/client.hh"
 

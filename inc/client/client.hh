@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The endpoint side of in-network aggregation, transport-free like the aggregator: the
 // caller feeds it the packets that arrive and a clock, and gives it a sink toward the
 // aggregation node.

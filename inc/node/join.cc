@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The join payload and the client side of a node's control packets (join.hh).
 #include "inc/node/join.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The control conversation with an aggregation node (loom-switch): the join request's
 // payload, and the client side of join / leave / stats_query over a link.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The aggregation node's control path: join (admission, the parent's join), leave, and
 // statistics (switch_node.hh). Control packets may allocate; data packets never get here.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The aggregation node's data path: links, parsing, loss injection, the aggregator's sink
 // (switch_node.hh). The control path (join, leave, statistics) is in switch_control.cc.
 #include "inc/node/switch_node.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The aggregation node over packet links (loom-switch): the aggregator's slot logic behind a
 // listener, with admission by join packets and, in a tree, a link to the parent node.
 //

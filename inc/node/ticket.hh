@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who may join an aggregation node: the node key, a job's ticket, and the join's proof.
 //
 // A node has a secret key (loom-switch --key-file). A job's ticket is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encoding and length-checked parsing of inc packets (packet.hh).
 #include "inc/protocol/packet.hh"
 

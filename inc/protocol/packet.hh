@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-network aggregation protocol: one packet format shared by the endpoints (client)
 // and the aggregation nodes (aggregator, loom-switch, the DPU data plane).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The algorithm interface: a pure generator of schedules plus its closed-form α-β cost and
 // its constraints (docs/architecture.md#executors; docs/architecture.md#rule-step-vocabulary,
 // docs/architecture.md#rule-algorithm-files).

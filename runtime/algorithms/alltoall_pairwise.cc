@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pairwise direct-send all-to-all (Lu-CA §7.2; NCCL's staggered P2P schedule).
 //
 // How it works

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Relay all-to-all: every chunk travels a route of neighbour links, forwarded hop by hop by
 // the ranks it passes (Lu-CA §7.1 ring relay, Lu-TM §3.6 torus relay).
 //

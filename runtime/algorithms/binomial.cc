@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binomial family: broadcast, reduce, and allreduce as reduce followed by broadcast.
 //
 // How it works

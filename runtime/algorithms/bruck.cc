@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bruck family: alltoall (Bruck, Ho, Kipnis, Upfal, Weathersby 1997; Lu-CA App. B.5).
 //
 // How it works

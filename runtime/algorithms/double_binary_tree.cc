@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Double binary tree family: allreduce "dbt" (Sanders-Speck-Träff; Lu-CA §5.2, Hu-NCCL §II.C).
 //
 // How it works

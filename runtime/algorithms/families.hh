@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One entry point per algorithm family file; registry.cc concatenates them into the
 // catalogue. A family returns pointers to its static `algorithm` tables.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive halving / doubling building blocks, shared by the recursive-doubling family
 // (recursive_doubling.cc) and Rabenseifner all-reduce (rabenseifner.cc), so each exchange
 // pattern exists once (docs/architecture.md#rule-algorithm-files): Rabenseifner =

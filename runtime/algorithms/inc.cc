@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // In-network family (SHARP / SwitchML): all-reduce, reduce and broadcast through an
 // aggregation node.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PAT family (Parallel Aggregated Trees, NCCL 2.23+, Lu-CA App. A): allgather, reduce_scatter.
 //
 // How it works

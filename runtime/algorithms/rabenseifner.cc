@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rabenseifner (recursive halving-doubling) all-reduce.
 //
 // How it works

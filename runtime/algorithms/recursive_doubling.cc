@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive-doubling family: all-reduce (full-vector butterfly), all-gather (recursive
 // doubling) and reduce-scatter (recursive halving).
 //

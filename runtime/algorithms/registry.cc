@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalogue: every algorithm family in one table (name -> generator), plus the generic
 // parts every generator shares: call validation, channel splitting, whole-schedule assembly.
 #include <algorithm>

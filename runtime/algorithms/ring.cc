@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring family: broadcast, reduce, allreduce, reduce_scatter, allgather.
 //
 // How it works

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring and chain building blocks, shared by the flat ring family (ring.cc) and the
 // dimension-decomposed torus family (torus_dims.cc), so the ring logic exists once
 // (docs/architecture.md#rule-algorithm-files).

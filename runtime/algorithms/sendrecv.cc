@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sendrecv family: one point-to-point transfer.
 //
 // How it works

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dimension-decomposed family `dims` on torus, ring and mesh shapes (Lu-TM §3, §4.2): every
 // collective runs as one phase per dimension, each phase on that dimension's lines only.
 // All-to-all lives in torus_dims_alltoall.cc.

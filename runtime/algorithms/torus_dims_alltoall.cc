@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dimension-decomposed all-to-all `dims` (Lu-TM §3.6 "alternative schedule", §4.2), part of
 // the torus_dims family (torus_dims.cc has the family's nomenclature).
 //

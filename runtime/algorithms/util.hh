@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small helpers shared by the algorithm families: integer logs, ring positions, the
 // standard cost notes. Header-only, no state.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Big-endian (network order) loads and stores on unaligned bytes, written once: wire
 // formats (in-network packets, join records, frames) are defined byte by byte, so they
 // read the same on every host whatever its endianness or alignment rules.

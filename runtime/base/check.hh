@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LOOM_CHECK: propagate a failed status, leaving a breadcrumb in the debug log
 // (docs/architecture.md#rule-errors).
 #pragma once

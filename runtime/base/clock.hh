@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Clocks and deadlines. Every wait in loom is bounded by a deadline
 // (docs/architecture.md#conventions).
 #pragma once

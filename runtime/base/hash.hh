@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hashing and pseudo-random streams, written once for all of loom.
 //
 // splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", 2014):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An intrusive doubly-linked list over objects that carry `next` and `prev` pointers. The
 // drivers keep their operations in fixed pools sized at connect time and move them between
 // lists (posted, pending, awaiting an ack, done) without allocating: each object is in at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The key/value exchange every control path uses to publish and learn addresses, as Gloo's
 // Store does. Declared here, in base, so drivers can use it without depending on
 // runtime/bootstrap, which implements it (TCP rendezvous, file store).

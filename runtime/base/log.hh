@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Logging by level and subsystem, to stderr. LOOM_LOG_LEVEL sets the level; at debug and
 // trace, LOOM_LOG_SUBSYSTEMS (a comma list, default all) picks the subsystems shown, while
 // errors, warnings and info always show. Both are read once, from the parameter registry

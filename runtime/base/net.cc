@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Socket helpers for the control path (net.hh).
 #include "net.hh"
 

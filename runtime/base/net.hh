@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Socket helpers for the control path, written once for every place that opens a connection
 // (the tcp driver and its datagram endpoint, shm's hand-shake socket, the bootstrap's TCP
 // rendezvous, the in-network node): "HOST:PORT" parsing, resolution, non-blocking listen and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one parameter registry (docs/architecture.md#rule-parameters). A component declares its
 // settings in its
 // `*_params.hh`, each once: a typed handle (name, type, default, unit, choices,

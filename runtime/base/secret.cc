@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256, HMAC, constant-time comparison, random secrets (secret.hh).
 #include "secret.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secrets and message authentication, shared by everything that must tell a member of a
 // job from an outsider: the bootstrap store, the in-network join, later the control plane.
 //

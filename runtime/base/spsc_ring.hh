@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A lock-free single-producer single-consumer ring of fixed-size slots
 // (docs/architecture.md#rule-memory-model), laid out in memory that two processes map (the shm
 // driver's per-pair rings) or two threads share (the stress test).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom::status and loom::result<T>: the one error model inside loom
 // (docs/architecture.md#rule-errors).
 //

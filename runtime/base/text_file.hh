@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a whole input file (a schedule, a calibration, a fabric, a baseline) without
 // trusting what the path names: a FIFO or a device would block the reader for ever or
 // stream without end, so only regular files are read, and only up to a size limit.

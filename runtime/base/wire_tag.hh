@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The 64-bit tag every message carries, so that messages of different communicators, calls
 // and steps never meet the wrong receive. The one definition: the engine builds tags from
 // it, the algorithms space their channels by it, the drivers apply its mismatch rule and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // connect_store(): address → store, plus what the stores share (address parsing, the
 // in-process store of a one-rank job).
 #include "bootstrap/bootstrap.hh"

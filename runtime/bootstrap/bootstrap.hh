@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rank discovery and address exchange (docs/architecture.md#layout: runtime/bootstrap).
 //
 // Who am I and how many are we: LOOM_RANK/LOOM_SIZE (loomrun), or the variables Open MPI

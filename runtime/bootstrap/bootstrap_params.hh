@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bootstrap: who am I, how many are we, where do we meet; and the variables other launchers
 // set that tell the same (read only when loomrun's LOOM_RANK/LOOM_SIZE are not set).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // discover(): rank, size, job and rendezvous from the environment, through the parameter
 // registry (the only getenv). The rules are in bootstrap.hh; this file applies them in order:
 //   1. LOOM_RANK + LOOM_SIZE (loomrun, or set by hand: always both);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The file store: a directory that all ranks share (one host, or a shared file system), one
 // file per key. A value is written to a temporary file and published by an exclusive atomic
 // rename (renameat2 RENAME_NOREPLACE), so a reader sees a whole value or nothing and a key

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to runtime/bootstrap: what the stores and discover() share. Not installed.
 //
 // Every store answers get/wait within the caller's deadline and names the key it waited for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP key/value store, client side: rank 0 serves (store_tcp_server.cc), the others
 // connect, retrying until the deadline, register (rank, size, job) and send requests. Every
 // request has a deadline; the messages name the rank, the rendezvous and the key.

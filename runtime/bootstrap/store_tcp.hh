@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to runtime/bootstrap: the TCP store's wire format and rank 0's server.
 //
 // Wire format: every message is a frame, a little-endian u32 body length and the body. A

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP rendezvous' challenge-response (store_tcp.hh has the exchange). Both tags are
 // HMAC-SHA-256 under the job's secret over the server's fresh nonce, so a recorded hello is
 // worth nothing on another connection, and each side proves that it holds the secret

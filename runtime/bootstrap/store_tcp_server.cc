@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rank 0's side of the TCP store: one thread, one poll() over the listening socket, an
 // eventfd and the connected ranks. It checks that every rank registers once with the right
 // job and size, answers set/get/wait, and parks get/wait until their keys exist or their

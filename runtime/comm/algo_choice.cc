@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The algorithm choice for a call: the attribute, else LOOM_ALGO, else the tuner, made by
 // one function (communicator::choose) for both the call and loom_comm_explain, so an
 // explanation never differs from what runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C ABI (loom.h), thin: convert handles, check for NULL, call the communicator, record
 // the failure for loom_last_error. No exception crosses this boundary
 // (docs/architecture.md#conventions): the few that can arise (allocation) become status codes here.

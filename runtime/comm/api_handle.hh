@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a loom_comm_t points to, and the guards every entry point of the C API shares.
 #pragma once
 

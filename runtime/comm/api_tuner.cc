@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API of the tuner and the traffic counters: loom_comm_explain, loom_comm_calibrate,
 // loom_comm_calibration, loom_comm_traffic (loom.h).
 #include <loom/loom.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Argument checks of the C API (loom.h "Conventions"): every rule a single rank can check
 // before anything is sent. Cross-rank agreement (same primitive, count, dtype, op, root,
 // algorithm) is checked by the engine through the call signature.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator: connect, plan (with the per-communicator cache), start, wait.
 #include "comm/comm.hh"
 

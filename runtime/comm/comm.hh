@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communicators: the object behind loom_comm_t (docs/architecture.md#how-data-moves, steps 1-3).
 //
 // A communicator owns one driver endpoint and one engine over it, plus what the C API

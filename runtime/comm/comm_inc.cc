@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // In-network collectives on a communicator: where its aggregation node is, admission agreed
 // by all ranks, and whether a call can run in the network (in_network_for: the constraint
 // the in-network algorithms state, tuner::admits).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communicators and the C API: transport, deadlines, progress, algorithms, limits.
 #pragma once
 

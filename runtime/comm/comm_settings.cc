@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a communicator is created with: loom_config_t fields, else the parameter registry
 // (LOOM_*), else the defaults of loom.h. Invalid values are errors, never ignored.
 #include <cstddef>

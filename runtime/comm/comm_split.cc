@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom_comm_split: an allgather of (color, key) over the parent, then a child communicator
 // per color with its own endpoint and engine (comm.hh says why not the parent's endpoint).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuner inside a communicator: the machine parameters every rank agrees on, the cached
 // choice per call, calibration and explanations (runtime/tuner holds the pure parts).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-network offload (inc_offload.hh).
 #include "comm/inc_offload.hh"
 

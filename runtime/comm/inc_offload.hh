@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator's in-network offload (engine/offload.hh) over inc/: a link to this
 // rank's aggregation node (loom-switch) and an inc::client streaming the steps through it.
 //

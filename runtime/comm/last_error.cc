@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The calling thread's last error (loom_last_error): errno-like, one per thread, so threads
 // driving different communicators never see each other's failures.
 #include <string>

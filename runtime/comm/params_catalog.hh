@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalog of every component's parameters. It lives in comm, the one library that may
 // depend on all the others, so any program that uses communicators (libloom, the tools)
 // knows every LOOM_* name: `--config` lists them all, the README's table is printed from

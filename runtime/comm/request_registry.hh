@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom_request_t values: not pointers but tagged numbers (communicator slot, handle index,
 // generation), so a garbage, freed or stale handle is recognised and refused instead of being
 // followed. A communicator registers its handle pool here at creation and leaves at destroy

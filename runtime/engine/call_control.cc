@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The control messages that make a call's outcome the same on every rank without an
 // agreement round: hellos and completion acknowledgements for the one-way roles
 // (plan::ack_from / ack_to), and the probe that names the rank which never arrived when a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine: a run-to-completion loop over the driver's completions (DPDK l2fwd's shape):
 // poll a burst, finish the steps those completions belong to, post the steps that became
 // ready, and check deadlines behind a cheap counter. Step execution and failure handling

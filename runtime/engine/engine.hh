@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The poll-mode engine (docs/architecture.md#poll-mode): runs a rank's schedule against a
 // driver's fast path.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the engine's state. engine.cc runs the loop; step_exec.cc executes steps and
 // handles completions and failures.
 #pragma once

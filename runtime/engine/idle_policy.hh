@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Spin, then yield, then sleep (docs/architecture.md#poll-mode): a waiting rank polls
 // hot for a few passes, then gives its core away with sched_yield for a while (the next
 // message of a collective is usually that close), then sleeps until a peer's send wakes it

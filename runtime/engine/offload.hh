@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // In-network steps (inc_push / inc_pull) leave the engine through an offload that the
 // communicator provides (runtime/comm over inc/client and a link to loom-switch), so the
 // engine knows nothing of packets, slots or switches. The engine posts each in-network step

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine::compile: schedule -> plan.
 #include <algorithm>
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A compiled schedule: one rank's steps with byte offsets, wire tags and dependency
 // counts resolved, so running it needs no lookup, allocation or parsing per step.
 #pragma once

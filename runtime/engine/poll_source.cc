@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/poll_source.hh"
 
 namespace loom::engine {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the engine polls: a list of sources of completions, each one indirect call per
 // pass. A driver endpoint is one (its fast path's poll); the in-network offload is another;
 // later DPDK ports and GPU streams join the same list. A source may say how an idle caller

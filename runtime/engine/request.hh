@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A call in flight: its plan, its buffers and the progress of each step. Requests live in a
 // pool sized at engine creation; their vectors keep their capacity from call to call, so a
 // steady stream of calls allocates nothing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Executing steps against the driver's fast path, finishing them when their completions
 // arrive, and failing calls with a diagnostic that names rank, peer, call and step.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reduction kernels for the native types (reduce.hh); float16/bfloat16 are in
 // reduce_half.cc, the shared operators in reduce_ops.hh.
 //

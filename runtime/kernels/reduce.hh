@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Element-wise reduction kernels: dst[i] = a[i] op b[i] for every dtype × op of loom.h.
 // Vectorised (the loops are written so GCC auto-vectorises them at -O2 with the target's
 // SIMD, plus an AVX2 clone on x86-64; float16/bfloat16 are widened to float32, reduced, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float16 / bfloat16 reduction kernels and conversions (reduce.hh).
 //
 // A kernel widens a chunk of both operands into float32 arrays on the stack, reduces those

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the reduction kernels (reduce.cc: native types; reduce_half.cc: float16 and
 // bfloat16): the element operators, the block size, the x86 multiversioning switch, and the
 // entry points of the 16-bit kernels. Internal to runtime/kernels.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seven primitives, their element-count conventions and the block partition.
 //
 // `count` is always in elements:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "schedule.hh"
 #include "base/check.hh"
 

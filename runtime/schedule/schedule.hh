@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A schedule: the plain-data form of one collective call, for every rank
 // (docs/architecture.md#executors). It prints and parses as text and JSON, the verifier proves it,
 // the engine runs it and the simulator times it; none of them needs anything beyond this header.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON form of a schedule (format "loom-schedule", version 1). Regions are
 // [buffer, offset, count] with buffer "in" | "out" | "tmp".
 //

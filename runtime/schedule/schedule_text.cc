@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text form of a schedule: one header line, then per rank a "rank" line and one line per
 // step, fields as key=value. Designed to be read by people and diffed; JSON is for tools.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The closed step vocabulary of a schedule (docs/architecture.md#rule-step-vocabulary).
 //
 // A schedule gives each rank an ordered list of steps. A step reads and writes regions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Symbolic values for the verifier: what each element of each buffer holds, as regions.
 //
 // A segment [start, end) of a buffer holds, at every position p in it, the reduction over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verifier pass 3 and 5: the symbolic run (rendezvous semantics), deadlock reporting,
 // lockstep statistics; the output check lives in verify_outputs.cc.
 #include "verifier.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verifier: a symbolic run of all ranks of a schedule together (docs/architecture.md#executors,
 // executor 1).
 //

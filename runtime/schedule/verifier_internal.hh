@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the verifier: the state of one symbolic run, shared by its passes.
 #pragma once
 

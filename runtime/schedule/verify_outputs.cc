@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verifier pass 5: every output element holds what the primitive requires
 // (collective.hh conventions). An expectation is "positions [lo, hi) of rank r's output hold
 // the reduction over SET of input_j[p + shift]".

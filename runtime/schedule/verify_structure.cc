@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verifier passes 1, 2 and 4: structure, send/receive matching, races.
 #include <algorithm>
 #include <unordered_map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine parameters the tuner and loom-sim predict with: per host and transport, α
 // (per-message latency), BW (streaming bandwidth between two ranks), the local reduction
 // throughput and α to the aggregation node.

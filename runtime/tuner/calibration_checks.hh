@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether calibration figures can steer the tuner. A measurement taken while the machine was
 // busy or noisy can be several times off (shared memory slower than TCP), and a figure in the
 // calibration file is used by every later communicator, so each is judged twice: when it is

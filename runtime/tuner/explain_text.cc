@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The explanation as people read it: one line per algorithm, fastest first, then those
 // that cannot run the call and why.
 #include <cmath>

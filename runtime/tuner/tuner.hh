@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuner: for one call, every algorithm of its primitive ranked by predicted time
 // (closed-form cost × calibrated α, BW × topology × port model × in-network availability,
 // plus the local reduction at the calibrated throughput),

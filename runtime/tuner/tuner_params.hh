@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuner's cost model and calibration file.
 #pragma once
 

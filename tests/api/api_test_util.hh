@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the C API suites: a one-rank communicator, message checks, byte
 // patterns, one entry point per primitive.
 #pragma once

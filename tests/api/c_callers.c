@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The C API called from C, with plain ints for the enum parameters as any C caller may pass:
  * the one-rank suites reach the out-of-range dtype and op checks through here, because C++
  * cannot form an enum value outside its range without undefined behaviour. It is also the

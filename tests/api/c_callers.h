@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* See c_callers.c. */
 #ifndef LOOM_TEST_API_C_CALLERS_H
 #define LOOM_TEST_API_C_CALLERS_H

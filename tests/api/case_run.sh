@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=sh
 # Sourced by the loomrun-driven suites (run_inc.sh, run_tuner.sh): a scratch directory
 # $work, the failure count $failures, and case_run. Each program prints "rank R of N: C

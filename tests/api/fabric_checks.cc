@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Link-counter checks over a fabric (fabric_checks.hh).
 //
 // Measuring one call. A rank's counters also move when other ranks' traffic passes through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks of where the bytes go over a fabric (loomrun --fabric: fwd:<driver>), read from the
 // link counters of loom_comm_link_stats around single calls. Failures are recorded in the
 // rank_context like the sweep's.

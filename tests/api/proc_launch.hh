@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fork-based launcher for the multi-process C API suites: N real processes, each with a
 // communicator created from a config (rank, size, a file rendezvous in a fresh directory,
 // a job id unique to the launch, the transport under test), running one workload. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inputs and independently computed references for the multi-process C API sweep.
 //
 // Every rank can generate every rank's input (a hash of seed, rank and element index), so

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # loomrun --fabric SHAPE --link-stats over TRANSPORT: the multi-process sweep through the
 # forwarding driver (every collective and algorithm, the lattice ones on the fabric itself),
 # then the link-counter checks of fabric_checks.hh (--fabric-checks: links only between

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # In-network collectives end to end: real loom-switch processes, real ranks (loomrun), the
 # C API. Each case prints the ranks' summaries; a case passes when loomrun exits 0 and every
 # rank reported "0 failed".

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the API workload (every rank: loom_comm_create(NULL), then the collective sweep)
 # under a launcher loom does not control, so nothing loom-specific is set up:
 #   run_launcher.sh openmpi LOOMRUN PROGRAM   mpirun.openmpi -n 4 PROGRAM --from-env

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The tuner end to end (test_api_tuner.cc under loomrun): agreement and identical choices
 # over shm (4 ranks) and tcp (3 ranks); the automatic light calibration writes a missing
 # file once and the next communicator reads it; a malformed file is reported and the

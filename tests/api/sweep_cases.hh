@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rank-side cases of the multi-process C API sweep: each runs one call (and its
 // in-place twin) through the C API and checks the result against reference.hh. Run by every
 // rank of a launch in the same order; failures are recorded in the rank_context.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API's error paths on one rank (self driver): every invalid argument is
 // LOOM_ERR_INVALID_ARGUMENT with the output untouched; LOOM_ALGO's one grammar and the
 // attribute's algorithm name fail with the allowed names, never a silent fallback; requests,

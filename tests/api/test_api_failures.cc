@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failure semantics of calls across real processes (fork; the transport in argv[1]):
 // mismatched calls end with LOOM_ERR_MISMATCH on every rank, promptly (long before the
 // deadline), with receive buffers as loom.h promises; a rank that times out makes a late

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // In-network collectives through a running loom-switch, across real processes (started by
 // loomrun --switch, or by run_inc.sh beside its own switch). Each rank runs allreduce,
 // reduce and broadcast with algorithm "inc" over every dtype × op the node reduces, counts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API across real processes (fork; shm by default, the transport in argv[1]): every
 // collective × every algorithm that applies × N ∈ {1, 2, 3, 4, 5, 8} × counts {0, 1, 7, N,
 // 65539, 4194305}, with every dtype and every op among the reductions (all pairs for small

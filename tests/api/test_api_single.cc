@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API on one rank (self driver, config rank 0 of 1): every collective and every
 // algorithm that applies on star:1 runs, blocking and not, in place and not; bad arguments
 // are the right status with NOTHING written (outputs filled with a pattern stay intact);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuner through the C API, rank by rank under loomrun (run_tuner.sh):
 //  - every rank starts with its own calibration file holding different figures; the
 //    communicator agrees on rank 0's, so loom_comm_calibration reports rank 0's figures

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prints what bootstrap::discover() makes of this process's environment, one line:
 //   ok rank=R size=S source=X job=J bootstrap=B timeout=T
 //   error code=C message=M

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The program the loomrun and bootstrap tests launch as every rank. Modes:
 //   print            two stdout lines and one stderr line naming the rank
 //   env              the LOOM_* variables loomrun set

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real processes for the bootstrap and loomrun tests: forked ranks that report back through a
 // pipe, and programs run with a chosen environment, their output captured. Every wait has a
 // deadline; a child still running at the deadline is killed and reported as hung.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bootstrap::discover() under each launcher's variables (loomrun, Open MPI, MPICH/Hydra,
 // Slurm, PMIx, none), and connect_store()'s address checks. Each case runs the probe program
 // in a child with exactly the variables it names, so the registry reads a real environment.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun with real ranks (the loomrun_probe program): the environment each rank gets,
 // output prefixing, exit-status propagation, timeout, a killed rank, SIGINT, --version, and
 // the bootstrap store end to end through the rendezvous loomrun hands out.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun --hosts netns: two ranks in separate network namespaces meet through the
 // bootstrap store at rank 0's address and talk over TCP between 10.77.0.1 and 10.77.0.2;
 // afterwards (also after a failing rank and after SIGINT) no namespace or link is left.

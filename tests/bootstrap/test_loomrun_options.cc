@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun's command line (options.cc) and its "[rank] " line prefixing (output.cc), without
 // starting any rank.
 #include <fcntl.h>

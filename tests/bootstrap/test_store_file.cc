@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The file store between real processes: 8 ranks exchange keys in one directory; duplicate
 // rank and wrong size are refused; a timeout names the key and the ranks never registered;
 // rank 0 removes the job's files once the others are done. And the rule that makes

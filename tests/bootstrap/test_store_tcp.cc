@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP key/value store between real processes: 8 ranks exchange keys (set, get, wait, a
 // get parked until a late set); registration errors (duplicate rank, wrong size, wrong job);
 // timeouts that name the key and the ranks that never registered; an unreachable

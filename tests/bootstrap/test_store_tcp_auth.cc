@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The TCP rendezvous against outsiders and unlucky clients, over real sockets: a client
 // without the job's secret, with a wrong one, or replaying a recorded hello is refused and
 // learns neither the job's id nor its size nor any key; no secret at all is a clear error on

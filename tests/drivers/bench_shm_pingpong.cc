@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_shm_pingpong: shm driver latency and bandwidth between two processes (a program
 // that prints figures, not a test).
 //   8-byte ping-pong: one-way latency = round trip / 2, median and mean over --iters;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for driver tests with real processes: fork N ranks, open and connect an endpoint
 // in each, wait for completions with a deadline (spin -> yield -> sleep, so 8 ranks share 2
 // cores), and fill/check buffers with a pattern that depends on (seed, offset).

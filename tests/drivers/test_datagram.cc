@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The drivers' datagram endpoints (drivers/datagram.hh) over real sockets and shared memory,
 // between real processes (fork): over tcp and shm both sides exchange thousands of frames of
 // every size up to datagram_max_frame, each checked on arrival, in order; a frame over the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reliable tagged endpoint's contract (drivers/driver.hh), one source run over each
 // transport, as one set of conformance tests serves every provider. Arguments: the driver's
 // registry name (shm, tcp, fault:shm, ...), then NAME=VALUE parameters set before the tests

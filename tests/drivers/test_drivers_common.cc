@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/common: the pieces every driver matches through, tested on their own (the driver
 // suites test them again through real endpoints). The loopback matcher: match before and
 // after, mismatch by imm and by length, control tags, cancel of each kind, pool exhaustion,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/self: the loopback driver, and the reference for matching semantics
 // (drivers/common/loopback.hh):
 // receives before and after their send, tags matched not FIFO, length/immediate mismatch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shm doorbell's protocol (drivers/shm/shm_doorbell.hh) under stress: two threads play
 // ping-pong through mailboxes, each sleeping on its own doorbell between messages, with
 // random pauses so a message lands before the announcement, between it and the futex wait,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/shm with real processes, where its behaviour is its own (the endpoint contract
 // every driver keeps is test_driver_contract.cc, run over shm with CMA and with the bounce
 // buffer): cancel of a rendezvous send the peer has not read, over CMA and over the bounce

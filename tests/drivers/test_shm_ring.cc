@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/shm/shm_ring.hh: the lock-free SPSC ring. Empty/full edges, wrap-around of the
 // free-running 32-bit counters, back-pressure (peek without release), and a stress run of
 // millions of items between two threads with every item checked in order (run it under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the waker tests share (drivers/waker.hh, with real processes): a rank sleeps on its
 // endpoint (arm, one poll pass, sleep with a 5 s timeout) and must be woken by its peer's
 // event within milliseconds, not at the timeout. The peer acts 200 ms after the sleeper

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fwd:<driver> between forked processes (drivers/forward/forward.hh): every rank of a torus
 // or mesh sends to every other rank through its neighbours only; the data arrives intact and
 // the per-link counters equal what dimension-ordered routing predicts. A mismatch two hops

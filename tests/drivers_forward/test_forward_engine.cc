@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine over fwd:shm on torus:2x2x2 (8 forked ranks) with a progress thread per rank
 // (progress_mode::thread, what LOOM_PROGRESS=thread selects): every all-reduce algorithm of
 // the catalogue, at sizes that take one chunk and several, through ranks that forward for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prints the tcp driver's 8-byte one-way latency (half the round trip) and its 64 MiB
 // bandwidth (ping-pong and a one-way stream) between two forked processes over 127.0.0.1.
 // Both ranks busy-poll (the driver alone), then repeat everything spinning 100 empty polls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One rank of a tcp exchange, as its own program, so ranks can run in separate network
 // namespaces (test_tcp_netns.sh): connects through a file store, sends an eager and a
 // rendezvous message to every peer, checks what arrives, and prints the address it published.

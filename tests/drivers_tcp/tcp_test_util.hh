@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the tcp and fault driver tests and the endpoint contract: open and connect tcp
 // for one forked rank, find the tcp endpoint inside a fault wrapper, post with retry on
 // NO_RESOURCE, and count completions per cookie so "exactly once" is checked, not assumed.

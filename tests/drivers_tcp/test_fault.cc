@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/fault with real processes: with delay and reorder on, a two-process exchange over
 // fault:tcp (and fault:shm) still delivers every message exactly once with the right
 // content; drop and duplicate happen at the configured rates, are counted in fault_stats,

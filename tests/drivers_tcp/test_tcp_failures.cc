@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/tcp where its behaviour is its own (the endpoint contract every driver keeps is
 // tests/drivers/test_driver_contract.cc): what capabilities() says, and failure behaviour
 // with real processes and sockets: a peer killed with SIGKILL (every operation toward it

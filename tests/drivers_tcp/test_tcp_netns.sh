@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tcp between network namespaces: N ranks, each in its own namespace with its own address
 # (10.77.<run>.<rank+1>/24 on a veth joined to a bridge in a hub namespace), exchange eager
 # and rendezvous messages with tcp_rank_probe. The driver picks each rank's address itself

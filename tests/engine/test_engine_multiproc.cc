@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine over real drivers between real processes: every algorithm of the catalogue
 // (all primitives) for N in {1, 2, 3, 4, 5, 8} and several counts, run by forked ranks that
 // each compile their own schedule and check every output element against a reference

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thread mode hands a call over to a sleeping progress thread: start() rings the waker the
 // thread sleeps on (drivers/waker.hh), so the call does not wait out the sleep.
 //

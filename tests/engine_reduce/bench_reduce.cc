@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Micro-benchmark of the reduction kernels (a program that prints figures, not a test):
 // GB/s of float32 sum, float16/bfloat16 sum and int32 max, next to memcpy measured by the
 // same program, on 64 MiB buffers (memory-bound) and 256 KiB buffers (cache-resident, the

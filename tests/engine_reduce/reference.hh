@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Straightforward scalar references for the reduction kernels, written independently of
 // runtime/kernels/reduce.cc: 16-bit floats are decoded with ldexp from their fields and
 // rounded by searching a table of every finite value and comparing with the exact midpoint

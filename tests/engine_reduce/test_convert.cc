@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float16 / bfloat16 <-> float32 conversions of runtime/kernels/reduce.hh: every 16-bit
 // pattern widens exactly and survives a round trip; narrowing rounds to nearest even at every
 // midpoint between adjacent codes, overflows to infinity, keeps subnormals and NaNs; random

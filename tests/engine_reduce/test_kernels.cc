@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reduction kernels of runtime/kernels/reduce.hh against a straightforward scalar reference
 // (reference.hh): every dtype × op, lengths 0, 1, 7, 33, 4099 and 1000003 (odd, so every
 // block and chunk loop has a tail), out of place and in place (dst == a, dst == b, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rest of reduce.hh's contract: finish_average per dtype, invalid (dtype, op) pairs,
 // IEEE 754-2019 minimum/maximum (NaN propagates, -0 < +0, commutative bit for bit), and
 // copy_bytes. Registered in test_kernels.cc's group.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the fabric_sim suites: a fabric with "generic" α and BW (no accidental
 // ties between different mixes of α and bytes), simulating a call or a schedule with the
 // failure text in the test's message, and the comparison with algorithms::predict().

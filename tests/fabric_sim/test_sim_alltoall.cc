@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // All-to-all on tori and meshes against fabric/routing's counts.
 //  - dor-relay and the fabric-routed pairwise schedule: the simulated busiest link carries
 //    exactly routing::count_all_to_all's busiest-link load L (chunks), and the time is at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator reproduces every exact closed form (relative error < 1e-9 in time, n_alpha
 // and n_beta), under the port model the formula states, over many N and shapes. Counts are
 // multiples of N (and of P) so blocks and segments are equal, as the forms assume.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's model on schedules small enough to time by hand: α per hop and bytes once
 // (cut-through), FIFO sharing of a link direction in head-arrival order, full duplex, the two port
 // models, the rendezvous, dimension-ordered paths, aggregation slots, efficiency, γ, the critical

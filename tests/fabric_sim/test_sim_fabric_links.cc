@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-link α and BW (sim::on_fabric, fabric files): one slow link makes ring all-reduce
 // exactly the closed form at the bottleneck's BW; a uniform fabric file gives bit for bit
 // the time of the shape with the same α and BW; the shape a file's ranks form is inferred

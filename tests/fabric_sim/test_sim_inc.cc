@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-network family ("inc": allreduce, reduce, broadcast through an aggregation node)
 // against its closed form 2·α_switch + (1+1/P)·M/BW (runtime/algorithms/inc.cc), exactly
 // (relative error < 1e-9 in time, n_alpha, n_alpha_switch and n_beta): every N and P of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipelined schedules on the simulator.
 //  - Per-edge, the finite-P forms (L+P-1)(α + M/(P·BW)) of chains, binomial trees, the
 //    reduce-broadcast all-reduce and the dims trees are exact for every P.

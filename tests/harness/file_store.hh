@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tiny file-based kv_store for driver tests: a directory of files, one per key, published
 // by an atomic link() (so a reader sees a whole value or nothing, and a key is set once),
 // read by polling until a deadline. Processes forked by a test share it through the

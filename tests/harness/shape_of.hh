@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fabric shape from its text, failing the running test when the text does not parse; the
 // axis of a move between neighbours; a status or result checked in one line, ok or an error.
 #pragma once

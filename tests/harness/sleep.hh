@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pause for tests that must let time pass: a rank that stays silent, peers that settle, a
 // poll loop that waits for another process.
 #pragma once

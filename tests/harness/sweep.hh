@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verification sweep shared by the algorithm suites: generate an algorithm's schedule
 // for a call, verify it, and report the first failure with the whole call in the message.
 // Also the small helpers every suite needs (look-up, call construction, byte comparison),

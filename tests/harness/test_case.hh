@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A table of cases over one body: LOOM_CASE(name, statement) is a CMocka entry named `name`
 // that runs `statement`, so cases that differ only in an argument are rows of the suite's
 // table, each still its own case in the TAP output.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test harness helpers: CMocka with TAP output (docs/architecture.md#rule-tests), printed seeds,
 // one place for "run these tests".
 #pragma once

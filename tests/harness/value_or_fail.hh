@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The value of a result a test cannot go on without: the test fails with the error otherwise.
 #pragma once
 

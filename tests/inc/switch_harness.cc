@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the loom-switch tests (switch_harness.hh).
 #include "switch_harness.hh"
 

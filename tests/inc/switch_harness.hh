@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the loom-switch tests: start and stop a real loom-switch process, and run one
 // rank of a collective through it (a link, a join, an inc::client) — in a thread, so a test
 // runs several ranks and several switches at once. Every wait has a timeout.

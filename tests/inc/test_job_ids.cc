@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Jobs at an aggregation node are told apart by 64-bit ids of their whole names
 // (inc/node/ticket.hh): two jobs whose names share a prefix, such as exp.sweep and
 // exp.stuff, each get a quota of their own at one node, and the ids of many names that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator's in-network offload (runtime/comm/inc_offload.hh) wakes its engine: an
 // all-reduce whose node answers late (the other rank contributes 100 ms after this one)
 // completes with this rank asleep on its link between the client's retransmissions, not

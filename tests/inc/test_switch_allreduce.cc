@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-switch as a process, over real tcp and shm links: four ranks (threads, each with its
 // own link and inc::client) all-reduce through it exactly (int32 sums; float32 sums in
 // deterministic mode, bitwise the rank-order sum), also with loss and duplication injected

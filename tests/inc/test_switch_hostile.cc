@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-switch against hostile and unlucky peers, each a real process or real socket beside a
 // real job: a process that never joined sprays contributions claiming the job's members
 // (results stay exact, the packets are counted as forged); joins without the job's ticket,

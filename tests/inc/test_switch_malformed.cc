@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Malformed and misaddressed packets sent to a running loom-switch (wrong magic, wrong
 // version, truncated, bad checksum, slot out of range; unknown job and contributor outside
 // the communicator, which are not the sender's membership: forged) are dropped and counted

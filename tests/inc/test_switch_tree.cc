@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A two-level tree of real loom-switch processes: two leaves with --parent pointing at a
 // root, four ranks (two per leaf) over tcp and shm. All-reduce (int32; float32 deterministic:
 // bitwise (r0 + r1) + (r2 + r3), the tree's fixed order), reduce to a rank under the other

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `meson install` gives a package that works from any prefix. Installs into a scratch prefix,
 # then, each step a line "install check: ..." (the first failure stops it):
 #  - pkg-config finds loom.pc with no other .pc file on its path (it requires none);

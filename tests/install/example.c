@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API of the README as a whole program: an all-reduce, then a non-blocking all-gather
 // overlapped with other work, on a communicator made from the environment (rank 0 of 1 when
 // started alone; `loomrun -n 4 -- ./example` runs four ranks). Exits 0 when both results

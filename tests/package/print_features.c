@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prints loom_build_features() of libloom.so, the text every tool's --version must repeat.
 #include <loom/loom.h>
 #include <stdio.h>

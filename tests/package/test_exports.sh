@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # libloom.so exports exactly the C API (TAP): every dynamic symbol it defines is a function
 # declared LOOM_API in loom.h, each at version LOOM_0.1, and every such function is there.
 #

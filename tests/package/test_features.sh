@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Back ends are reported honestly (TAP): loom_build_features() calls a back end "enabled"
 # only when loom's code for it is in the tree (drivers/NAME/ with sources), and each tool's
 # --version prints the library's text unchanged on its "features: " line.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # TAP for the tools' script tests, sourced by each: a scratch directory $tmp (removed at
 # exit), the case counter $n and $failures, pass / fail / skip, and expect_refusal. The
 # script ends with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The parameter registry as users meet it (TAP): docs/environment.md's table is the one
 # `loomrun --config --markdown` prints; a misspelt LOOM_* variable gets one warning naming
 # the closest parameter, in loomrun and in every rank; the variables loomrun exports to its

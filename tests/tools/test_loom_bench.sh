@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # loom-bench, smoke (TAP): two ranks under loomrun run the checked allreduce sweep with no
 # wrong element in either half, printed as nccl-tests prints it, and bad arguments end with
 # exit 2 and ONE line "loom-bench: <reason>".

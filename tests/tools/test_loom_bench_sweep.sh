@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # loom-bench, the whole tool (TAP): -c finds 0 wrong elements for every collective, out of
 # place and in place (4 ranks over shm); the output is nccl-tests' (its header line, 13
 # columns, type and op names, -d all, -o all, -c 0, the trailer's average bus bandwidth);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # loom-sim's command line, end to end (TAP): every verb on good input, and every kind of bad
 # input the tool promises to reject with a non-zero exit and exactly ONE line
 # "loom-sim: <reason>" on stderr — never a crash, a signal or an exception trace.

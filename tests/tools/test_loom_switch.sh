@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # loom-switch's command line (TAP): --version like the other tools, and the flags that
 # contradict each other or name an output it cannot write refused at start, with one line
 # "loom-switch: <reason>" and exit 2, before the node listens.

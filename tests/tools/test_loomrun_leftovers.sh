@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A job that ends badly leaves nothing behind (TAP): over several trials, a rank SIGKILLed
 # during start-up or mid-collective, and loomrun itself SIGKILLed (with --switch, so a
 # loom-switch too). Afterwards: no process loomrun started still runs (ranks and loom-switch

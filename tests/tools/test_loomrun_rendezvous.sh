@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The rendezvous as a user meets it (TAP): a missing peer is waited for
 # LOOM_BOOTSTRAP_TIMEOUT (not LOOM_TIMEOUT), named with the variable; and no loom-bootstrap-*
 # directory outlives its job: a killed rank of a job on the user's file rendezvous, ranks of a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # loomrun keeps the user's LOOM_* settings or refuses them with the reason (TAP): a job under
 # LOOM_TRANSPORT=tcp or fault:tcp runs over it (as the ranks report), self runs one rank, the
 # user's rendezvous and job id are the ones the ranks use, impossible combinations exit 2

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The tools' one size grammar (tools/common/size_grammar.hh), end to end (TAP): one table of
 # cases, each given to loom-bench (-b SIZE -e 1: its refusal names the size it read) and to
 # loom-sim (predict --bytes SIZE --json: the bytes it predicts for); both must read the same

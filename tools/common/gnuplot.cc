@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gnuplot writer (gnuplot.hh): the script text, and gnuplot run on it.
 #include "tools/common/gnuplot.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one gnuplot writer of loom's tools (loom-bench --plot, loom-sim compare --plot): every
 // plot has a title, axis labels with their units and a legend, drawn in one style (PNG,
 // 960x640, log-log, lines with points, the legend outside on the right, a grid).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The size grammar (size_grammar.hh): a number, then an optional unit from one table.
 #include "tools/common/size_grammar.hh"
 

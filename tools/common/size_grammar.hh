@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one size grammar of loom's tools (loom-bench -b/-e, loom-sim --bytes/--count): a
 // whole number of bytes, optionally with a unit. K, M, G, T and KiB, MiB, GiB, TiB are
 // 1024-based, as nccl-tests reads "-b 1K" and users paste its size lists; KB, MB, GB, TB are

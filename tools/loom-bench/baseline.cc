@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --baseline: this run against an earlier --json file, point by point (collective,
 // algorithm, type, op, root, half, bytes). A regression gate for scripts: exit 3 when a
 // point got slower by more than the tolerance. Only the same experiment compares: a file of

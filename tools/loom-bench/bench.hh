@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-bench: collective bandwidth and latency under loomrun, its output and flags those of
 // nccl-tests (all_reduce_perf and friends), so their parsers read it. One job per file:
 // options.cc (command line), names.cc (nccl-tests' names), calls.cc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `loom-bench calibrate`: measures the machine parameters the tuner predicts with
 // (loom_comm_calibrate: α, BW, the reduction throughput) and shows them, so a user can see
 // what the predictions in the pred column rest on, and refresh the calibration file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The calls loom-bench times: how a size in bytes becomes each primitive's count (nccl-tests'
 // sizes, loom.h's count conventions), where in- and out-of-place calls read and write, one
 // call of each primitive, and nccl-tests' bus-bandwidth factors.

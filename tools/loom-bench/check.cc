@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inputs and -c: every rank's input is a pattern of small integers, exact in every type, so
 // every result can be predicted exactly and compared element by element (nccl-tests checks
 // against a tolerance; loom's reductions of small integers leave no rounding to tolerate).

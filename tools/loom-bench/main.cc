@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-bench: how fast loom's collectives run here, printed as nccl-tests prints it.
 //
 // Each rank is one process under loomrun; the communicator comes from the environment

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timing methods. Per size, W warm-up calls first; then either
 //  loop (nccl-tests' way): a barrier, ITERS calls back to back between two CLOCK_MONOTONIC
 //    readings, the mean per call on each rank, combined across ranks as -a says;

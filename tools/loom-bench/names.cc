@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names loom-bench reads and prints: collectives as loom calls them, types and ops as
 // nccl-tests prints them (its parsers key on them), loom's own type names accepted too.
 #include "bench.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-bench's command line, nccl-tests' flags: `loom-bench COLLECTIVE [flags]`. CLI11
 // splits it (as in loom-sim, loomrun and loom-switch); every value is kept as text and
 // checked here, so each kind of bad input gets one line saying what is allowed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Summaries of per-iteration times. The median is what the table's time column shows (one
 // slow iteration, a preempted rank on a shared machine, moves the mean but not the median);
 // p99 shows the tail.

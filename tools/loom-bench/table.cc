@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What rank 0 prints: the header, one nccl-tests row per measured point (nccl-tests' columns
 // first, in its order, so scripts that read nccl-tests output read these; loom's own columns
 // after), the --algo all comparison and the progress line.

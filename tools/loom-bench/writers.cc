@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine-readable outputs: --csv (one row per measured point and half), --json (the
 // experiment and its rows; also what --baseline reads) and --plot (tools/common's gnuplot
 // writer: the script beside the PNG, then gnuplot). Rank 0 writes them after the sweep, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --calibration FILE [--host H] [--transport T]: the machine parameters the runtime's tuner
 // uses (runtime/tuner/calibration.hh), so loom-sim predicts, simulates and explains this
 // machine with the same α and BW (loom-bench calibrate writes the file).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim call flags: --collective, --algorithm, --ranks, --topology … → algorithms::call.
 //
 // The checks here are the ones a command line needs before the library is asked anything

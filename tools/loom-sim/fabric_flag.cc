@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim: --topology FILE.json, a fabric file in place of a shape (run, predict, compare).
 //
 // A fabric file (fabric/topology/fabric.hh; topology::names_fabric_file: ends in .json or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim: what the tool's files share (docs/architecture.md#rule-thin-mains: main.cc +
 // options.cc).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim's own variable: the system's PATH, where compare --plot looks for gnuplot.
 #pragma once
 

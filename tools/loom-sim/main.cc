@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim: print, verify and predict collective schedules (docs/architecture.md#layout, tools/).
 //
 // A thin main: CLI11 parses, one verb runs, and its status becomes the exit status. Every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim options: flag text → library values, one clear message per kind of bad input.
 //
 // Units follow docs/architecture.md#conventions: sizes in bytes, times in seconds, rates in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim predictions: every algorithm × every size through algorithms::predict() (the
 // closed forms, routed over the physical links for oblivious algorithms on a lattice)
 // (t = n_alpha·α + n_beta·M/BW, algorithm.hh), as a table or as JSON objects. Shared by

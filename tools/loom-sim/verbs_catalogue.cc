@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim algorithms: the catalogue (algorithms::catalogue()), every algorithm with its
 // primitive, summary, constraints and cost formula, as text or JSON. Generic over the
 // catalogue: a family that registers more algorithms shows up here with no change.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim compare: the closed forms against the simulator, every eligible algorithm.
 //
 //   loom-sim compare --collective C --topology T --bytes 1K,1M,1G [--algorithm all|A,B]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim explain: what a communicator's tuner would choose for a call, offline, on any
 // fabric — the candidates ranked by predicted time, why the others are excluded, the
 // choice. The same code as the runtime (runtime/tuner): the choice is made at the middle

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim predict / overview: the algorithms' closed-form α-β costs for a call.
 //
 // predict: one algorithm at one size prints n_alpha, n_beta and the time (cost::time_s);

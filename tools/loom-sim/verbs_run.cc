@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim run: simulate a schedule on a modeled fabric (fabric/sim,
 // docs/architecture.md#executors, executor 3).
 //

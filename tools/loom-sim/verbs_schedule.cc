@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim schedule / verify: print an algorithm's schedule (schedule::to_text / to_json), or
 // prove one — generated from the same flags, or read from a file in either form — with the
 // verifier (schedule::verify) and print its statistics.

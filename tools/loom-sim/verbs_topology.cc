@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim topology: what a fabric looks like and how a chunk crosses it.
 //
 //   loom-sim topology T [--route A B] [--ties toward-plus|source-parity] [--json]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-sim verify's output: the one-line summary, the --stats block and the JSON object.
 //
 // Observed figures come from schedule::schedule_stats (verifier.hh): rounds is the observed

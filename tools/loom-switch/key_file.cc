@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node key file (key_file.hh).
 #include "key_file.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node key of loom-switch (inc/node/ticket.hh): read from a file only its owner can
 // read, or created there with a fresh random key.
 #pragma once

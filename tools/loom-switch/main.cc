@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-switch: the software aggregation node (inc/node/switch_node.hh) as a process.
 //
 // Runs the node until SIGINT or SIGTERM, then prints its statistics and exits 0. The

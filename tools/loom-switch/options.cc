@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-switch options (options.hh).
 #include "options.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loom-switch options: the flags, and their checks (one clear message per bad value).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job: fork/exec N ranks, then one poll() loop over a signalfd and the ranks' stdout and
 // stderr pipes until every rank is reaped and its output drained.
 //

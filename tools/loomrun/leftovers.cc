@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a job leaves behind when it ends badly. The shm driver unlinks a rank's segment as
 // soon as every peer has mapped it, so only a job ended during start-up (a rank killed, a
 // timeout) can leave segments; they are named after the job ("loom-<job>-<rank>.<pid>", and

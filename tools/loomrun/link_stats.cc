@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun --link-stats: the directory the ranks' communicators write their link counters to
 // (LOOM_LINK_STATS_DIR, runtime/comm/comm.cc) and the table loomrun prints after the job.
 #include <stdlib.h>

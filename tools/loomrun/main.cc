@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun: start N loom ranks and watch them (docs/architecture.md#layout, tools/loomrun).
 //
 // A thin main: options.cc parses, launcher.cc runs the job; every failure of loomrun itself

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --hosts netns: each rank in its own network namespace, so the tcp driver runs between
 // separately addressed hosts. Topology (one run, pid P, N ranks):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun's command line. Flags are bound as strings and checked here, so each kind of bad
 // input gets one line that says what is allowed (docs/architecture.md#conventions).
 #include <CLI/CLI.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // "[rank] " before every line a rank writes. Whole lines go out in one write(2), so lines of
 // different ranks never interleave mid-line on loomrun's stdout or stderr.
 #include <errno.h>

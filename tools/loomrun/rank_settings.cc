@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which transport, rendezvous and job id the ranks get, and who chose each: the user's
 // LOOM_* settings win over loomrun's defaults, and a setting that cannot work with the flags
 // given is refused with the reason, never silently replaced.

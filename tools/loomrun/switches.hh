@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // loomrun --switch: the aggregation nodes (loom-switch processes) a job's ranks use for
 // in-network collectives. Started before the ranks, parents before their children, each
 // reporting its address through a ready file; stopped (SIGTERM, so each prints its

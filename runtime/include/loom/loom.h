@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* loom — poll-mode collective communication for switch and torus fabrics.
  *
  * The public C ABI. Only C types cross this boundary (docs/architecture.md#conventions); every

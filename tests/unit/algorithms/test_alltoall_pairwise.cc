@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pairwise all-to-all: verified over the sweep; its counted rounds and bytes equal
 // (N-1)α + (N-1)/N·M/BW under both port models (Lu-CA §7.2: N = 4 is 3α + 3/4·M/BW); step k
 // pairs rank r with r+k (send) and r-k (receive).

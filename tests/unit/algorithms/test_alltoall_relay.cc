@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Relay all-to-all (ring-relay, dor-relay) and the dimension-ordered routes under them.
 //  - routing: routes are dimension-ordered shortest paths with the docs/references.md#dor-ties tie
 //  rules; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binomial family: verified over the sweep and over pipelined calls; its counted
 // rounds and bytes equal the closed forms stated in binomial.cc (per-edge and single-port),
 // and it reproduces Lu-CA's N = 4 traces (§3.2 broadcast, §4.2 reduce: 2 rounds, 2·M).

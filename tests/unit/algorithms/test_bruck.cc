@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bruck all-to-all: verified over the sweep; counted rounds/bytes equal the closed
 // form ⌈log2N⌉α + Σ_k c_k/N·M/BW (c_k = slots j < N with bit k set; log2N/2 at N = 2^k,
 // Lu-CA App. B.5, docs/references.md#bruck-crossover); the post-rotation is out[j] = work[(i - j)

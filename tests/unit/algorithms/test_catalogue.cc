@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalogue contract: every algorithm the foundation issue names is registered under
 // its exact name, each entry documents itself, (primitive, name) is unique, and every
 // algorithm rejects an invalid call with an invalid-argument status (not a crash).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Double binary tree all-reduce: verified over the sweep (P = 1) and a pipelined
 // sweep; counted rounds/bytes equal the stated per-edge form (Lu-CA §5.2 at P = 1: N=4 is
 // 4α + 2·M/BW, not ring's 1.5, docs/references.md#dbt-n4-vs-ring); the single-port count is exact

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PAT family: verified over the sweep; counted rounds/bytes equal the closed form
 // ⌈log2N⌉α + (N-1)/N·M/BW (Lu-CA App. A) for powers of two and other N alike; the per-round
 // payload grows 1, 2, 4 blocks per link at N = 8 (docs/references.md#pat-payload), not a constant

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rabenseifner all-reduce: verified over the sweep; counted rounds and bytes equal
 // 2⌈log2N⌉α + 2(N-1)/N·M/BW for every N under both port models; Lu-CA B.2's N = 4 numbers
 // (4α + 1.5·M/BW, payloads M/2, M/4 | M/4, M/2) with Ring-Tree's partner order and rank r owning

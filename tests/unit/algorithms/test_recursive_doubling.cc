@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive-doubling family: verified over the sweep; counted rounds and bytes equal
 // the stated closed forms for powers of two and for the fold / dissemination forms of other
 // N, under both port models; the partners follow the documented patterns; Lu-CA B.1 / B.4 at

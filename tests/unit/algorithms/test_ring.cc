@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring family: verified over the sweep, and its counted rounds/bytes equal the
 // stated closed forms (Lu-CA §5.1: N=4 all-reduce is 6α + 1.5·M/BW).
 #include "sweep.hh"

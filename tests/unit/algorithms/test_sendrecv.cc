@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sendrecv direct: verified over the sweep and every (root, peer) pair of small
 // groups; one message of M bytes in one round (Lu-CA §8: α + M/BW), nothing when root == peer.
 #include "sweep.hh"

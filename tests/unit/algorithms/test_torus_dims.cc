@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dimension-decomposed family `dims`: verified over the lattice sweep, counted
 // rounds and bytes equal the stated closed forms on many shapes (including the all-to-all
 // per-phase forms and the mesh all-gather's lockstep form), the texts' known numbers

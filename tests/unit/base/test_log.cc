@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // runtime/base/log: every line carries the UTC time (microseconds), the host, the pid and the
 // rank (`-` until one is set) in one fixed form; a forked child names its own pid;
 // LOOM_LOG_SUBSYSTEMS picks the subsystems of debug lines (errors, warnings and info always

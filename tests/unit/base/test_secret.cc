@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // runtime/base/secret: SHA-256 and HMAC-SHA-256 against the published test vectors
 // (FIPS 180-4 examples, RFC 4231 cases 1, 2, 6), constant-time equality, hex, and secrets.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // runtime/base: status strings for every code, results, and the parameter registry: typed
 // handles, validation (an invalid value is an error that says what is allowed, never
 // ignored), the catalog of every component's declarations, the misspelling check.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // read_text_file: what every reader of a whole input file goes through. A FIFO (or any
 // non-regular file) is refused at once instead of blocking the reader for ever; a file
 // above the limit is refused before it is read; a missing one reports its errno.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The wire tag's layout: the fields tile the 64 bits without overlap, every field reads back
 // what was written into it, the sequence field is never zero (so the mismatch rule always
 // applies to engine traffic), communicator ids and sequence numbers wrap where the layout

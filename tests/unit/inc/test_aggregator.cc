@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inc/aggregator: contributions from every member in any order, with duplicates, give one
 // multicast result equal to the reference; deterministic mode is bitwise the same for any
 // arrival order; a lost result is resent to the member that asks again; slots are reused

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inc/client with inc/aggregator over an in-memory network that drops, duplicates and
 // reorders packets on a virtual clock: every member ends with the exact result for any
 // size (0, one element, chunk boundaries, many windows), integer sums exactly, float sums in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The member's side of a join (inc/node/join.hh joiner), in-process against a recording sink:
 // nothing is sent before the node's challenge; the join then sent carries the request and a
 // MAC over the challenge's nonce (none without a ticket); it is sent again every resend_s,

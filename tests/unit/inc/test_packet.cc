@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inc/protocol: packets survive encode → parse for every kind and dtype, the header is
 // big-endian at the documented offsets, CRC32C matches its check value, and every kind of
 // malformed packet is refused with its own reason.

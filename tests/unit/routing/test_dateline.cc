@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fabric/routing dateline VCs and the channel-dependency (deadlock) check: route_hops
 // follows route() and switches to VC1 exactly after the wraparound; with VCs the graph is
 // acyclic on every shape tried, both tie rules; without them a ring whose arcs reach two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fabric/routing route tables: walking the per-router tables hop by hop (next, port, VC
 // rule applied to how the chunk arrived) reproduces route() and route_hops() for every pair,
 // on several shapes, both tie rules, with and without dateline VCs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inputs the schedule fuzz targets (fuzz/) turned up, and their neighbours: each is a clear
 // LOOM_ERR_PARSE naming the line or the field, never a crash, an exception out of a
 // printer, undefined behaviour or a schedule that prints differently from what was read.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The text and JSON forms: every generated schedule round-trips through both; a schedule
 // written by hand in JSON parses and verifies; malformed input is a parse error that says
 // where, never a crash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verifier rejects deliberately broken schedules, each with a message that names the
 // rank, the step and (for values) the element. A correct schedule of the same shape passes,
 // so every rejection below is caused by the one defect the test introduces.

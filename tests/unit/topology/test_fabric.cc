@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fabric/topology fabrics: the links a shape implies (with uniform α/BW), the fabric file
 // (a full example, then one rejected file per check, each error naming the bad item), and
 // load_fabric choosing between a shape and a file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fabric/topology metrics checked against brute force: neighbour counts (torus
 // Σ min(d_i − 1, 2), mesh boundary ranks fewer), diameter and hops against breadth-first
 // search, bisection against every balanced cut of small shapes, per-dimension lines.

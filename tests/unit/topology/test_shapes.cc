@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fabric/topology: parsing, row-major coordinates, neighbours, diameter, bisection.
 #include <string>
 

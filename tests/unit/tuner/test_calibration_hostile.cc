@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calibration files as an attacker or an unlucky operator writes them: inputs the
 // calibration fuzz target (fuzz/) turned up, a FIFO where the file should be, a huge file.
 // Each is a clear error naming the line and the field, never undefined behaviour or a hang.

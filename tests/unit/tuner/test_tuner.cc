@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuner's pure parts: the calibration file (round trip, look-up, atomic replace keeping
 // other lines, malformed lines named, the record of a measurement, an unwritable file), the
 // judge of figures (bounds, spread, shm against tcp, staleness, load), the ranking (sorted by
