@@ -15,18 +15,29 @@ BENCH=${2:?usage: test_loomrun_settings.sh LOOMRUN LOOM_BENCH}
 unset LOOM_TRANSPORT LOOM_BOOTSTRAP LOOM_JOB LOOM_TCP_ADDR
 small=("$BENCH" allreduce -b 8 -e 8 -n 1 -w 0)
 
-# runs NAME WANT_IN_OUTPUT ENV... -- LOOMRUN_ARGS...: exit 0 and a line containing WANT.
-runs() {
-    local name=$1 want=$2
-    shift 2
-    local envs=()
+# launch LOOMRUN_FLAG... ENV... -- LOOMRUN_ARGS...: loomrun under those variables (flags are
+# the words before the first NAME=VALUE or --); stdout and stderr in $tmp/out and $tmp/err,
+# the status in $rc.
+launch() {
+    local flags=() envs=()
+    while [ "$1" != "--" ] && [[ "$1" != *=* ]]; do
+        flags+=("$1")
+        shift
+    done
     while [ "$1" != "--" ]; do
         envs+=("$1")
         shift
     done
     shift
-    env "${envs[@]}" "$LOOMRUN" --timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
+    env "${envs[@]}" "$LOOMRUN" "${flags[@]}" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+# runs NAME WANT_IN_OUTPUT ENV... -- LOOMRUN_ARGS...: exit 0 and a line containing WANT.
+runs() {
+    local name=$1 want=$2
+    shift 2
+    launch --timeout 60 "$@"
     if [ "$rc" -eq 0 ] && grep -qF -- "$want" "$tmp/out" "$tmp/err"; then
         pass "$name"
     else
@@ -38,14 +49,7 @@ runs() {
 refused() {
     local name=$1 want=$2
     shift 2
-    local envs=()
-    while [ "$1" != "--" ]; do
-        envs+=("$1")
-        shift
-    done
-    shift
-    env "${envs[@]}" "$LOOMRUN" "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
+    launch "$@"
     if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "$want" "$tmp/err" &&
         [ ! -s "$tmp/out" ]; then
         pass "$name"

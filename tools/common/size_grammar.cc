@@ -6,25 +6,16 @@
 #include <cmath>
 #include <string>
 
+#include "base/check.hh"
+
 namespace loom::tools {
 namespace {
-
-struct unit {
-    std::string_view name;
-    double factor;
-};
 
 constexpr unit size_units[] = {
     {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
     {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
     {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
 };
-
-std::string_view trim(std::string_view s) {
-    const auto first = s.find_first_not_of(" \t");
-    return first == s.npos ? std::string_view{}
-                           : s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
 
 bool iequal(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) {
@@ -45,14 +36,22 @@ std::string quoted(std::string_view s) {
 
 }  // namespace
 
-result<int64_t> parse_size(std::string_view flag, std::string_view text) {
+std::string_view trim(std::string_view s) {
+    const auto first = s.find_first_not_of(" \t");
+    return first == s.npos ? std::string_view{}
+                           : s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+
+result<double> parse_with_unit(std::string_view flag, std::string_view text,
+                               std::span<const unit> units, unit_rules rules) {
     const std::string name(flag);
     std::string_view s = trim(text);
     double value       = 0;
     auto [end, ec]     = std::from_chars(s.data(), s.data() + s.size(), value);
     if (ec != std::errc() || s.empty()) {
-        return invalid_argument(name + ": expected a number (" + size_grammar_help + "), got " +
-                                quoted(text));
+        return invalid_argument(name + ": expected a number" +
+                                (rules.allowed[0] ? std::string(" (") + rules.allowed + ")" : "") +
+                                ", got " + quoted(text));
     }
     if (!std::isfinite(value)) {
         return invalid_argument(name + ": " + quoted(text) + " is not finite");
@@ -61,21 +60,35 @@ result<int64_t> parse_size(std::string_view flag, std::string_view text) {
         return invalid_argument(name + " must not be negative, got " + quoted(text));
     }
     std::string_view suffix = trim(s.substr(static_cast<size_t>(end - s.data())));
-    for (const unit& u : size_units) {
-        if (!iequal(suffix, u.name)) {
-            continue;
+    for (const unit& u : units) {
+        std::string_view unit_name = u.name;
+        bool match = rules.exact_case ? suffix == unit_name : iequal(suffix, unit_name);
+        if (!match && rules.strip_per_second && unit_name.size() > 2 && unit_name.ends_with("/s")) {
+            unit_name.remove_suffix(2);
+            match = suffix == unit_name;
         }
-        double bytes = value * u.factor;
-        if (!(bytes <= static_cast<double>(max_size_bytes))) {
-            return invalid_argument(name + ": " + quoted(text) + " is too large");
+        if (match) {
+            if (!std::isfinite(value * u.factor)) {  // 1e308 with a unit: past double
+                return invalid_argument(name + ": " + quoted(text) + " is too large");
+            }
+            return value * u.factor;
         }
-        if (std::floor(bytes) != bytes) {
-            return invalid_argument(name + ": " + quoted(text) + " is not a whole number");
-        }
-        return static_cast<int64_t>(bytes);
     }
     return invalid_argument(name + ": unknown unit " + quoted(suffix) + " in " + quoted(text) +
-                            " (" + size_grammar_help + ")");
+                            " (" + rules.allowed + ")");
+}
+
+result<int64_t> parse_size(std::string_view flag, std::string_view text) {
+    LOOM_ASSIGN(double bytes,
+                parse_with_unit(flag, text, size_units, {.allowed = size_grammar_help}));
+    const std::string name(flag);
+    if (!(bytes <= static_cast<double>(max_size_bytes))) {
+        return invalid_argument(name + ": " + quoted(text) + " is too large");
+    }
+    if (std::floor(bytes) != bytes) {
+        return invalid_argument(name + ": " + quoted(text) + " is not a whole number");
+    }
+    return static_cast<int64_t>(bytes);
 }
 
 }  // namespace loom::tools

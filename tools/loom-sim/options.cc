@@ -17,10 +17,9 @@
 namespace loom::sim_tool {
 namespace {
 
-struct unit {
-    std::string_view name;
-    double factor;
-};
+using tools::parse_with_unit;
+using tools::trim;
+using tools::unit;
 
 constexpr unit time_units[] = {
     {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"ns", 1e-9},
@@ -47,65 +46,8 @@ constexpr unit rate_units[] = {
     {"Tbps", 1e12 / 8},
 };
 
-std::string_view trim(std::string_view s) {
-    const auto first = s.find_first_not_of(" \t");
-    return first == s.npos ? std::string_view{}
-                           : s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
-
-bool iequal(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) {
-        return false;
-    }
-    for (size_t i = 0; i < a.size(); ++i) {
-        auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; };
-        if (lower(a[i]) != lower(b[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
 std::string quoted(std::string_view s) {
     return "'" + std::string(s) + "'";
-}
-
-// A number followed by an optional unit from `units`; the number must be finite and >= 0.
-// `exact_case` keeps bit/byte apart in rates ("Gb" vs "GB").
-template <size_t N>
-result<double> parse_with_unit(std::string_view flag, std::string_view text, const unit (&units)[N],
-                               bool exact_case, bool strip_per_second, const char* allowed) {
-    std::string_view s = trim(text);
-    double value       = 0;
-    auto [end, ec]     = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (ec != std::errc() || s.empty()) {
-        return invalid_argument(std::string(flag) + ": expected a number" +
-                                (allowed[0] ? std::string(" (") + allowed + ")" : "") + ", got " +
-                                quoted(text));
-    }
-    if (!std::isfinite(value)) {
-        return invalid_argument(std::string(flag) + ": " + quoted(text) + " is not finite");
-    }
-    if (value < 0) {
-        return invalid_argument(std::string(flag) + " must not be negative, got " + quoted(text));
-    }
-    std::string_view suffix = trim(s.substr(static_cast<size_t>(end - s.data())));
-    for (const unit& u : units) {
-        std::string_view name = u.name;
-        bool match            = exact_case ? suffix == name : iequal(suffix, name);
-        if (!match && strip_per_second && name.size() > 2 && name.ends_with("/s")) {
-            name.remove_suffix(2);
-            match = suffix == name;
-        }
-        if (match) {
-            if (!std::isfinite(value * u.factor)) {  // 1e308 with a unit: past double
-                return invalid_argument(std::string(flag) + ": " + quoted(text) + " is too large");
-            }
-            return value * u.factor;
-        }
-    }
-    return invalid_argument(std::string(flag) + ": unknown unit " + quoted(suffix) + " in " +
-                            quoted(text) + " (" + allowed + ")");
 }
 
 }  // namespace
@@ -151,12 +93,15 @@ result<std::vector<int64_t>> parse_size_list(std::string_view flag, std::string_
 }
 
 result<double> parse_seconds(std::string_view flag, std::string_view text) {
-    return parse_with_unit(flag, text, time_units, true, false, "seconds, or s/ms/us/ns");
+    return parse_with_unit(flag, text, time_units,
+                           {.exact_case = true, .allowed = "seconds, or s/ms/us/ns"});
 }
 
 result<double> parse_rate(std::string_view flag, std::string_view text) {
-    auto v = parse_with_unit(flag, text, rate_units, true, true,
-                             "bytes/s, or B/s, KB/s, MB/s, GB/s, GiB/s, Gbit/s, Gbps");
+    auto v = parse_with_unit(flag, text, rate_units,
+                             {.exact_case       = true,
+                              .strip_per_second = true,
+                              .allowed = "bytes/s, or B/s, KB/s, MB/s, GB/s, GiB/s, Gbit/s, Gbps"});
     if (v && *v <= 0) {
         return invalid_argument(std::string(flag) + " must be positive, got " + quoted(text));
     }
