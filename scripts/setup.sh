@@ -7,9 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # cmake: meson writes the CMake package's version file with it, and the install check
-# builds the example through find_package(loom).
+# builds the example through find_package(loom). libfabric and rdma-core: the ofi and verbs
+# drivers (libfabric-bin brings fi_info, which the docs use to list providers).
 packages=(g++ meson ninja-build pkg-config python3 libcmocka-dev nlohmann-json3-dev
-          libcli11-dev clang-format gnuplot-nox openmpi-bin iproute2 cmake)
+          libcli11-dev clang-format gnuplot-nox openmpi-bin iproute2 cmake
+          libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev)
 scripts/install_packages.sh "${packages[@]}"
 
 build_dir=${1:-build}
