@@ -6,13 +6,14 @@
 #include "drivers/forward/forward_params.hh"
 #include "drivers/shm/shm_params.hh"
 #include "drivers/tcp/tcp_params.hh"
+#include "drivers/verbs/verbs_params.hh"
 
 namespace loom::drivers {
 
 std::span<const loom::params::component* const> parameter_components() {
     static const loom::params::component* const list[] = {
         &common::params::component, &shm::params::component,     &tcp::params::component,
-        &fault::params::component,  &forward::params::component,
+        &fault::params::component,  &forward::params::component, &verbs::params::component,
     };
     return list;
 }

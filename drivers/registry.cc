@@ -3,6 +3,7 @@
 // (docs/architecture.md#rule-capabilities).
 #include "drivers/forward/forward.hh"
 #include "drivers/registry_internal.hh"
+#include "loom_config.h"
 
 namespace loom::drivers {
 
@@ -16,6 +17,14 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
     if (name == "tcp") {
         return open_tcp(config);
     }
+    if (name == "verbs") {
+#if LOOM_BUILT_VERBS
+        return open_verbs(config);
+#else
+        return not_supported("verbs: this loom was built without the verbs driver (" +
+                             std::string(LOOM_FEATURES) + ")");
+#endif
+    }
     if (name.substr(0, 6) == "fault:") {
         auto inner = open(name.substr(6), config);
         if (!inner) {
@@ -27,11 +36,17 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
         return forward::open(name.substr(4), config);  // opens the inner one itself
     }
     return invalid_argument("unknown driver '" + std::string(name) +
-                            "' (available: self, shm, tcp, fault:<driver>, fwd:<driver>)");
+                            "' (available: self, shm, tcp, " + (LOOM_BUILT_VERBS ? "verbs, " : "") +
+                            "fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
-    return {"self", "shm", "tcp", "fault", "fwd"};
+    std::vector<std::string> names = {"self", "shm", "tcp"};
+    if (LOOM_BUILT_VERBS) {
+        names.push_back("verbs");
+    }
+    names.insert(names.end(), {"fault", "fwd"});
+    return names;
 }
 
 }  // namespace loom::drivers
