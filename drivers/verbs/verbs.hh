@@ -31,6 +31,10 @@
 // receive is posted. Beyond the depth, the sender's HCA retries (RNR retry, unbounded) until a
 // buffer is reposted: that is the back-pressure.
 //
+// Close sends every live peer a goodbye, which fails this rank toward it at once: a peer
+// waiting only on receives would otherwise not notice (RC reports a dead peer to the side
+// that sends).
+//
 // Failure. A work completion with an error status (retry exceeded, remote access, flush)
 // fails its peer: every operation toward it completes with LOOM_ERR_PEER_FAILURE, later posts
 // complete the same way, and an error line names this rank, the peer and the status
@@ -68,6 +72,7 @@ enum class msg_type : uint32_t {
     cts     = 3,  // the receive is posted: write into addr/rkey, immediate = recv_index
     nack    = 4,  // the receive expects another length or immediate: drop the message
     control = 5,  // an unsolicited control notice (tag with control_tag_bit, imm only)
+    bye     = 6,  // the sender closed its endpoint
 };
 
 /// Host byte order: both ends of a queue pair run this driver on hosts of one job, and
@@ -279,7 +284,11 @@ class verbs_endpoint final : public endpoint {
     op* take(int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len, uint64_t cookie);
     uint32_t index(const op* o) { return uint32_t(o - match_.at(0)); }
     bool is_send(const op* o) const { return o->state >= op_state::send_eager; }
-    void fail_peer(peer& p, const std::string& why);
+    /// Completes every operation toward `p` with PEER_FAILURE; `graceful`: it said goodbye
+    /// (logged as information, not as an error).
+    void fail_peer(peer& p, const std::string& why, bool graceful = false);
+    /// Tells every live peer this endpoint closes, and waits briefly for the notices to go.
+    void say_goodbye();
     bool cancel_send(op* o);
     bool cancel_recv(op* o);
     /// Polls until `o` is no longer in flight, or the deadline: false at the deadline.

@@ -91,6 +91,9 @@ void verbs_endpoint::close() {
         return;
     }
     closed_ = true;
+    if (connected_) {
+        say_goodbye();
+    }
     for (int r : peer_ranks_) {
         peer& p = peers_[size_t(r)];
         if (!p.failed) {
@@ -296,7 +299,39 @@ int verbs_endpoint::poll(completion* out, int max) {
 
 // ---- failure ----
 
-void verbs_endpoint::fail_peer(peer& p, const std::string& why) {
+void verbs_endpoint::say_goodbye() {
+    constexpr double grace_s = 0.2;  // a goodbye that cannot go is not waited for longer
+    int going                = 0;
+    for (int r : peer_ranks_) {
+        peer& p = peers_[size_t(r)];
+        if (!p.failed && !p.free_sends.empty()) {
+            uint32_t slot = p.free_sends.back();
+            p.free_sends.pop_back();
+            wire_header h{};
+            h.type = uint32_t(msg_type::bye);
+            std::memcpy(send_buf(slot), &h, sizeof h);
+            send_slot_op_[slot] = nullptr;
+            going += post_buf(p, slot, sizeof h) ? 1 : 0;
+        }
+    }
+    // Each goodbye's completion returns its buffer: done when every peer has all of its
+    // send buffers back (or has failed).
+    double deadline = now_s() + grace_s;
+    auto all_back   = [&] {
+        for (int r : peer_ranks_) {
+            const peer& p = peers_[size_t(r)];
+            if (!p.failed && p.free_sends.size() < settings_.send_queue) {
+                return false;
+            }
+        }
+        return true;
+    };
+    while (going > 0 && !all_back() && now_s() < deadline) {
+        progress();
+    }
+}
+
+void verbs_endpoint::fail_peer(peer& p, const std::string& why, bool graceful) {
     if (p.failed) {
         return;
     }
@@ -304,7 +339,9 @@ void verbs_endpoint::fail_peer(peer& p, const std::string& why) {
     errors_[size_t(p.rank)] =
         status(LOOM_ERR_PEER_FAILURE, "verbs: rank " + std::to_string(config_.rank) + ": peer " +
                                           std::to_string(p.rank) + " failed: " + why);
-    if (!closed_) {
+    if (graceful) {
+        LOOM_LOG_INFO(log::subsystem::net, "%s", errors_[size_t(p.rank)].message().c_str());
+    } else if (!closed_) {
         LOOM_LOG_ERROR(log::subsystem::net, "%s", errors_[size_t(p.rank)].message().c_str());
     }
     // The queue pair to the error state: nothing it has posted runs any more, and no write

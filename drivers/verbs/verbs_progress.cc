@@ -111,6 +111,9 @@ void verbs_endpoint::on_message(peer& p, uint32_t slot, uint32_t byte_len) {
         case msg_type::control:
             on_control(p, h);
             break;
+        case msg_type::bye:
+            fail_peer(p, "it closed its endpoint", true);
+            return;
         default:
             fail_peer(p, "a message of unknown type " + std::to_string(h.type));
             return;

@@ -539,6 +539,49 @@ void test_close_fails_pending(void**) {
     assert_int_equal(mock::live_objects(), 0);  // everything created was destroyed
 }
 
+void test_closed_peer_fails_receives(void**) {
+    // RC tells only a sender that its peer is gone: the goodbye of close() tells a rank that
+    // waits on receives alone.
+    job j(2);
+    j.connect_ok();
+    auto& f = j[0].fast();
+    char in[8];
+    post_ok(f.post_recv(f.ctx, 1, 1, 0, in, 8, 3));
+    j[1].close();
+    completion c{};
+    assert_int_equal(j.wait(0, &c, 1), 1);
+    assert_int_equal(c.status, LOOM_ERR_PEER_FAILURE);
+    assert_int_equal(c.cookie, 3);
+    test::expect_has(j[0].peer_status(1).message(), "peer 1 failed: it closed its endpoint");
+}
+
+void test_more_early_arrivals_than_buffers(void**) {
+    // 200 eager messages with no receive posted: 128 wait in receive buffers (the default
+    // depth), the rest wait at the sender's HCA (RNR retry) until receives free buffers.
+    job j(2);
+    j.connect_ok();
+    constexpr int n = 200;
+    auto& s         = j[0].fast();
+    auto& r         = j[1].fast();
+    std::vector<std::vector<char>> got(n, std::vector<char>(64, 0));
+    auto data = pattern(64, 1);
+    for (int i = 0; i < n; ++i) {
+        post_ok(s.post_send(s.ctx, 1, 5000 + uint64_t(i), 0, data.data(), 64, uint64_t(i)));
+    }
+    j.settle();
+    for (int i = n; i-- > 0;) {
+        post_ok(
+            r.post_recv(r.ctx, 0, 5000 + uint64_t(i), 0, got[size_t(i)].data(), 64, uint64_t(i)));
+    }
+    std::vector<completion> c(n);
+    assert_int_equal(j.wait(1, c.data(), n), n);
+    for (const completion& x : c) {
+        assert_int_equal(x.status, LOOM_SUCCESS);
+        assert_memory_equal(got[size_t(x.cookie)].data(), data.data(), 64);
+    }
+    assert_int_equal(j.wait(0, c.data(), n), n);
+}
+
 // ---- dmabuf ----
 
 void test_dmabuf_present(void**) {
@@ -601,6 +644,8 @@ int main(int argc, char** argv) {
         cmocka_unit_test(test_three_ranks_all_pairs),
         cmocka_unit_test(test_error_completion_fails_peer),
         cmocka_unit_test(test_close_fails_pending),
+        cmocka_unit_test(test_closed_peer_fails_receives),
+        cmocka_unit_test(test_more_early_arrivals_than_buffers),
         cmocka_unit_test(test_dmabuf_present),
         cmocka_unit_test(test_dmabuf_absent),
     };
