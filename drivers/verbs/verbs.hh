@@ -7,7 +7,8 @@
 // registered buffer rings, the registration cache's backend, dmabuf), verbs_qp.cc (queue
 // pairs: connection data through the kv_store, RESET -> INIT -> RTR -> RTS),
 // verbs_endpoint.cc (open, the fast path, matching, cancel, peer failure, close),
-// verbs_progress.cc (the completion queue: arrivals, clear-to-send, writes, errors).
+// verbs_progress.cc (the completion queue: arrivals, clear-to-send, writes, errors),
+// verbs_wait.cc (the idle waker: the completion channel's descriptor and an eventfd).
 //
 // Connections. Each rank creates one RC queue pair per peer and publishes, for each, the
 // key "verbs/<rank>/<peer>" = "<qpn>:<lid>:<gid>:<psn>" in the job's kv_store; it reads the
@@ -243,6 +244,12 @@ class verbs_endpoint final : public endpoint {
     int poll(completion* out, int max);
     bool pending() const { return match_.pending() || loop_->pending(); }
     bool cancel(uint64_t cookie);
+    // The waker (verbs_wait.cc): sleeps on the completion channel and on an eventfd that
+    // ring() writes. Null where the device gives no completion channel.
+    waker idle_waker() override;
+    uint64_t arm_sleep();
+    void sleep(uint64_t token, int64_t timeout_ns);
+    void ring();
 
   private:
     verbs_endpoint(const endpoint_config& config, settings s, const verbs_api& api);
@@ -300,10 +307,12 @@ class verbs_endpoint final : public endpoint {
     fast_path fast_{};
     std::string device_name_;
     port_info port_;
-    ibv_context* ctx_ = nullptr;
-    ibv_pd* pd_       = nullptr;
-    ibv_cq* cq_       = nullptr;
-    size_t buf_bytes_ = 0;  // one ring buffer: header + eager limit
+    ibv_context* ctx_          = nullptr;
+    ibv_pd* pd_                = nullptr;
+    ibv_cq* cq_                = nullptr;
+    ibv_comp_channel* channel_ = nullptr;  // completion events for the waker, or null
+    int bell_fd_               = -1;       // eventfd: ring() from another thread
+    size_t buf_bytes_          = 0;        // one ring buffer: header + eager limit
     std::unique_ptr<char[]> recv_ring_;
     std::unique_ptr<char[]> send_ring_;
     ibv_mr* recv_mr_ = nullptr;

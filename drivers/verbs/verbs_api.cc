@@ -24,6 +24,9 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 int poll_cq(ibv_cq* cq, int max, ibv_wc* out) {
     return ibv_poll_cq(cq, max, out);
 }
+int req_notify_cq(ibv_cq* cq, int solicited_only) {
+    return ibv_req_notify_cq(cq, solicited_only);
+}
 
 using reg_dmabuf_fn = ibv_mr* (*)(ibv_pd*, uint64_t, size_t, uint64_t, int, int);
 
@@ -35,27 +38,32 @@ reg_dmabuf_fn find_reg_dmabuf() {
 
 verbs_api make_real() {
     return verbs_api{
-        .get_device_list  = ibv_get_device_list,
-        .free_device_list = ibv_free_device_list,
-        .get_device_name  = ibv_get_device_name,
-        .open_device      = ibv_open_device,
-        .close_device     = ibv_close_device,
-        .query_port       = query_port,
-        .query_gid        = ibv_query_gid,
-        .alloc_pd         = ibv_alloc_pd,
-        .dealloc_pd       = ibv_dealloc_pd,
-        .create_cq        = ibv_create_cq,
-        .destroy_cq       = ibv_destroy_cq,
-        .create_qp        = ibv_create_qp,
-        .modify_qp        = ibv_modify_qp,
-        .destroy_qp       = ibv_destroy_qp,
-        .reg_mr           = reg_mr,
-        .reg_dmabuf_mr    = find_reg_dmabuf(),
-        .dereg_mr         = ibv_dereg_mr,
-        .post_send        = post_send,
-        .post_recv        = post_recv,
-        .poll_cq          = poll_cq,
-        .wc_status_str    = ibv_wc_status_str,
+        .get_device_list      = ibv_get_device_list,
+        .free_device_list     = ibv_free_device_list,
+        .get_device_name      = ibv_get_device_name,
+        .open_device          = ibv_open_device,
+        .close_device         = ibv_close_device,
+        .query_port           = query_port,
+        .query_gid            = ibv_query_gid,
+        .alloc_pd             = ibv_alloc_pd,
+        .dealloc_pd           = ibv_dealloc_pd,
+        .create_cq            = ibv_create_cq,
+        .destroy_cq           = ibv_destroy_cq,
+        .create_qp            = ibv_create_qp,
+        .modify_qp            = ibv_modify_qp,
+        .destroy_qp           = ibv_destroy_qp,
+        .reg_mr               = reg_mr,
+        .reg_dmabuf_mr        = find_reg_dmabuf(),
+        .dereg_mr             = ibv_dereg_mr,
+        .post_send            = post_send,
+        .post_recv            = post_recv,
+        .poll_cq              = poll_cq,
+        .wc_status_str        = ibv_wc_status_str,
+        .create_comp_channel  = ibv_create_comp_channel,
+        .destroy_comp_channel = ibv_destroy_comp_channel,
+        .req_notify_cq        = req_notify_cq,
+        .get_cq_event         = ibv_get_cq_event,
+        .ack_cq_events        = ibv_ack_cq_events,
     };
 }
 

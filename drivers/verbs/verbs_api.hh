@@ -1,8 +1,8 @@
 // The verbs calls the driver makes, as one table of function pointers. The real table
 // (verbs_api.cc) forwards to libibverbs, wrapping what verbs.h defines inline or as macros
-// (ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_query_port, ibv_reg_mr); a test installs
-// a table of its own (a simulated HCA) before it opens endpoints, so the driver's protocol
-// runs without an RDMA device.
+// (ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq, ibv_query_port, ibv_reg_mr); a
+// test installs a table of its own (a simulated HCA) before it opens endpoints, so the driver's
+// protocol runs without an RDMA device.
 //
 // ibv_reg_dmabuf_mr is looked up when the table is built (rdma-core 34 and later have it):
 // a null entry means this libibverbs cannot register dmabuf memory, and the driver says so
@@ -41,6 +41,12 @@ struct verbs_api {
     int (*post_recv)(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
     int (*poll_cq)(ibv_cq* cq, int max, ibv_wc* out);
     const char* (*wc_status_str)(ibv_wc_status status);
+    // The idle waker: completion events through a channel's file descriptor.
+    ibv_comp_channel* (*create_comp_channel)(ibv_context* context);
+    int (*destroy_comp_channel)(ibv_comp_channel* channel);
+    int (*req_notify_cq)(ibv_cq* cq, int solicited_only);
+    int (*get_cq_event)(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
+    void (*ack_cq_events)(ibv_cq* cq, unsigned int n);
 };
 
 /// The table libibverbs provides.

@@ -1,6 +1,9 @@
 // The verbs endpoint's device side: settings, the device and port it uses, the protection
 // domain and completion queue, the registered rings of eager buffers, registration of user
 // buffers (the cache's backend) and of dmabuf memory.
+#include <fcntl.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -152,7 +155,13 @@ status verbs_endpoint::create_rings() {
     size_t recvs   = peers * settings_.recv_depth;
     size_t sends   = peers * 2 * settings_.send_queue;
     int cq_entries = int(recvs + sends + 2 * settings_.send_queue * peers + 16);
-    cq_            = api_.create_cq(ctx_, cq_entries, nullptr, nullptr, 0);
+    // An idle caller sleeps on completion events (verbs_wait.cc); without a channel it naps.
+    channel_ = api_.create_comp_channel(ctx_);
+    if (channel_ != nullptr) {
+        int flags = ::fcntl(channel_->fd, F_GETFL);
+        ::fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK);  // events are read after poll(2)
+    }
+    cq_ = api_.create_cq(ctx_, cq_entries, nullptr, channel_, 0);
     if (cq_ == nullptr) {
         return system_error("verbs: ibv_create_cq of " + std::to_string(cq_entries) +
                             " entries on " + device_name_ + " failed");

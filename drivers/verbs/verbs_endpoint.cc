@@ -1,5 +1,7 @@
 // The verbs endpoint: open, connect, the fast-path entry points (post send, post receive,
 // poll), cancel, peer failure and close.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -126,6 +128,14 @@ void verbs_endpoint::close() {
     if (cq_ != nullptr) {
         api_.destroy_cq(cq_);
         cq_ = nullptr;
+    }
+    if (channel_ != nullptr) {
+        api_.destroy_comp_channel(channel_);
+        channel_ = nullptr;
+    }
+    if (bell_fd_ >= 0) {
+        ::close(bell_fd_);
+        bell_fd_ = -1;
     }
     if (pd_ != nullptr) {
         api_.dealloc_pd(pd_);

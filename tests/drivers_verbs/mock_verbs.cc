@@ -3,6 +3,9 @@
 // frees the way.
 #include "mock_verbs.hh"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -15,9 +18,16 @@ namespace {
 
 struct mock_qp;
 
+struct mock_channel {
+    ibv_comp_channel channel{};
+    std::deque<ibv_cq*> events;  // one per event raised, read by get_cq_event
+};
+
 struct mock_cq {
     ibv_cq cq{};
     std::deque<ibv_wc> wcs;
+    mock_channel* channel = nullptr;
+    bool armed            = false;  // req_notify_cq: the next completion raises an event
 };
 
 struct mock_mr {
@@ -59,6 +69,7 @@ struct hca {
     std::vector<std::unique_ptr<ibv_context>> contexts;
     std::vector<std::unique_ptr<ibv_pd>> pds;
     std::vector<std::unique_ptr<mock_cq>> cqs;
+    std::vector<std::unique_ptr<mock_channel>> channels;
     std::map<uint32_t, std::unique_ptr<mock_qp>> qps;
     std::vector<std::unique_ptr<mock_mr>> mrs;
     std::map<int, ibv_wc_status> failing;  // host -> the status its deliveries end with
@@ -115,7 +126,14 @@ void push_wc(ibv_cq* cq, uint64_t wr_id, ibv_wc_status st, ibv_wc_opcode opcode,
     wc.byte_len = bytes;
     wc.imm_data = imm;
     wc.wc_flags = flags;
-    reinterpret_cast<mock_cq*>(cq)->wcs.push_back(wc);
+    auto* m     = reinterpret_cast<mock_cq*>(cq);
+    m->wcs.push_back(wc);
+    if (m->armed && m->channel != nullptr) {
+        m->armed = false;
+        m->channel->events.push_back(cq);
+        uint64_t one = 1;
+        (void)!::write(m->channel->channel.fd, &one, sizeof one);
+    }
 }
 
 // `q` goes to ERR: the request at the front ends with `st`, every other one flushes.
@@ -258,11 +276,12 @@ int dealloc_pd(ibv_pd*) {
     --the().live;
     return 0;
 }
-ibv_cq* create_cq(ibv_context* c, int, void*, ibv_comp_channel*, int) {
+ibv_cq* create_cq(ibv_context* c, int, void*, ibv_comp_channel* channel, int) {
     hca& h = the();
     std::lock_guard lock(h.mu);
     h.cqs.push_back(std::make_unique<mock_cq>());
     h.cqs.back()->cq.context = c;
+    h.cqs.back()->channel    = reinterpret_cast<mock_channel*>(channel);
     ++h.live;
     return &h.cqs.back()->cq;
 }
@@ -429,6 +448,47 @@ int poll_cq(ibv_cq* cq, int max, ibv_wc* out) {
     return n;
 }
 
+ibv_comp_channel* create_comp_channel(ibv_context* c) {
+    hca& h = the();
+    std::lock_guard lock(h.mu);
+    auto m             = std::make_unique<mock_channel>();
+    m->channel.context = c;
+    m->channel.fd      = ::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC);
+    if (m->channel.fd < 0) {
+        return nullptr;
+    }
+    ++h.live;
+    h.channels.push_back(std::move(m));
+    return &h.channels.back()->channel;
+}
+int destroy_comp_channel(ibv_comp_channel* channel) {
+    std::lock_guard lock(the().mu);
+    ::close(channel->fd);
+    channel->fd = -1;
+    --the().live;
+    return 0;
+}
+int req_notify_cq(ibv_cq* cq, int) {
+    std::lock_guard lock(the().mu);
+    reinterpret_cast<mock_cq*>(cq)->armed = true;
+    return 0;
+}
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** ctx) {
+    std::lock_guard lock(the().mu);
+    auto* m = reinterpret_cast<mock_channel*>(channel);
+    if (m->events.empty()) {
+        errno = EAGAIN;
+        return -1;
+    }
+    uint64_t v = 0;
+    (void)!::read(channel->fd, &v, sizeof v);
+    *cq = m->events.front();
+    m->events.pop_front();
+    *ctx = nullptr;
+    return 0;
+}
+void ack_cq_events(ibv_cq*, unsigned int) {}
+
 drivers::verbs::verbs_api table;
 
 }  // namespace
@@ -440,6 +500,12 @@ const drivers::verbs::verbs_api& reset(const settings& s) {
     h.contexts.clear();
     h.pds.clear();
     h.cqs.clear();
+    for (auto& c : h.channels) {
+        if (c->channel.fd >= 0) {
+            ::close(c->channel.fd);
+        }
+    }
+    h.channels.clear();
     h.qps.clear();
     h.mrs.clear();
     h.failing.clear();
@@ -448,27 +514,32 @@ const drivers::verbs::verbs_api& reset(const settings& s) {
     h.sends = h.regs = h.dmabuf_regs = 0;
     h.live                           = 0;
     table                            = drivers::verbs::verbs_api{
-                                   .get_device_list  = get_device_list,
-                                   .free_device_list = free_device_list,
-                                   .get_device_name  = get_device_name,
-                                   .open_device      = open_device,
-                                   .close_device     = close_device,
-                                   .query_port       = query_port,
-                                   .query_gid        = query_gid,
-                                   .alloc_pd         = alloc_pd,
-                                   .dealloc_pd       = dealloc_pd,
-                                   .create_cq        = create_cq,
-                                   .destroy_cq       = destroy_cq,
-                                   .create_qp        = create_qp,
-                                   .modify_qp        = modify_qp,
-                                   .destroy_qp       = destroy_qp,
-                                   .reg_mr           = reg_mr,
-                                   .reg_dmabuf_mr    = s.dmabuf ? reg_dmabuf_mr : nullptr,
-                                   .dereg_mr         = dereg_mr,
-                                   .post_send        = post_send,
-                                   .post_recv        = post_recv,
-                                   .poll_cq          = poll_cq,
-                                   .wc_status_str    = ibv_wc_status_str,
+                                   .get_device_list      = get_device_list,
+                                   .free_device_list     = free_device_list,
+                                   .get_device_name      = get_device_name,
+                                   .open_device          = open_device,
+                                   .close_device         = close_device,
+                                   .query_port           = query_port,
+                                   .query_gid            = query_gid,
+                                   .alloc_pd             = alloc_pd,
+                                   .dealloc_pd           = dealloc_pd,
+                                   .create_cq            = create_cq,
+                                   .destroy_cq           = destroy_cq,
+                                   .create_qp            = create_qp,
+                                   .modify_qp            = modify_qp,
+                                   .destroy_qp           = destroy_qp,
+                                   .reg_mr               = reg_mr,
+                                   .reg_dmabuf_mr        = s.dmabuf ? reg_dmabuf_mr : nullptr,
+                                   .dereg_mr             = dereg_mr,
+                                   .post_send            = post_send,
+                                   .post_recv            = post_recv,
+                                   .poll_cq              = poll_cq,
+                                   .wc_status_str        = ibv_wc_status_str,
+                                   .create_comp_channel  = create_comp_channel,
+                                   .destroy_comp_channel = destroy_comp_channel,
+                                   .req_notify_cq        = req_notify_cq,
+                                   .get_cq_event         = get_cq_event,
+                                   .ack_cq_events        = ack_cq_events,
     };
     return table;
 }

@@ -9,8 +9,9 @@
 // remote-write access, bounds). What it does: a SEND lands in the peer's oldest posted
 // receive (none posted: it waits, as RNR retry would); an RDMA write with immediate is one
 // memcpy into the registered target and consumes a posted receive that completes with the
-// immediate; signaled requests complete on the send queue's CQ. An injected failure turns a
-// host's next deliveries into error completions (the queue pair goes to ERR, the rest flush).
+// immediate; signaled requests complete on the send queue's CQ, and a CQ armed by
+// req_notify_cq raises one event on its completion channel (an eventfd). An injected failure turns
+// a host's next deliveries into error completions (the queue pair goes to ERR, the rest flush).
 #pragma once
 
 #include <infiniband/verbs.h>

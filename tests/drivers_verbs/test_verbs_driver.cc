@@ -7,7 +7,9 @@
 //
 // With the argument `missing_device`, only checks that LOOM_VERBS_DEVICE naming a device
 // that is not there fails open() with the devices found (meson sets the variable).
+#include <time.h>
 #include <algorithm>
+
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -582,6 +584,37 @@ void test_more_early_arrivals_than_buffers(void**) {
     assert_int_equal(j.wait(0, c.data(), n), n);
 }
 
+// ---- the waker ----
+
+void test_waker_woken_by_arrival_and_ring(void**) {
+    job j(2);
+    j.connect_ok();
+    drivers::waker w = j[1].idle_waker();
+    assert_true(bool(w));
+    assert_non_null(w.ring);
+    for (int round = 0; round < 2; ++round) {
+        uint64_t token = w.arm(w.ctx);
+        completion none[1];
+        assert_int_equal(j[1].poll(none, 1), 0);  // the pass after arming: nothing yet
+        double slept = now_s();
+        std::thread sender([&] {
+            timespec ts{0, 50'000'000};
+            ::nanosleep(&ts, nullptr);
+            if (round == 0) {  // a peer's message: the HCA raises a completion event
+                char b = 1;
+                j[0].fast().post_send(j[0].fast().ctx, 1, 1, 0, &b, 1, 1);
+            } else {  // work handed over in the process
+                w.ring(w.ctx);
+            }
+        });
+        w.sleep(w.ctx, token, 5'000'000'000);
+        double woke = now_s() - slept;
+        sender.join();
+        assert_true(woke >= 0.04);
+        assert_true(woke < 2.0);  // by the signal, not the timeout
+    }
+}
+
 // ---- dmabuf ----
 
 void test_dmabuf_present(void**) {
@@ -646,6 +679,7 @@ int main(int argc, char** argv) {
         cmocka_unit_test(test_close_fails_pending),
         cmocka_unit_test(test_closed_peer_fails_receives),
         cmocka_unit_test(test_more_early_arrivals_than_buffers),
+        cmocka_unit_test(test_waker_woken_by_arrival_and_ring),
         cmocka_unit_test(test_dmabuf_present),
         cmocka_unit_test(test_dmabuf_absent),
     };
