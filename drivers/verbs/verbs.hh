@@ -28,9 +28,10 @@
 // RTS is answered NACK (the send completes with LOOM_SUCCESS, as in drivers/common/loopback.hh).
 //
 // Receive buffers. LOOM_VERBS_RECV_DEPTH per peer, reposted as soon as their message is
-// handled; an eager message that came before its receive stays in its buffer until the
-// receive is posted. Beyond the depth, the sender's HCA retries (RNR retry, unbounded) until a
-// buffer is reposted: that is the back-pressure.
+// handled; an eager message that came before its receive is copied out (up to
+// LOOM_VERBS_UNEXPECTED_BYTES), past that it stays in its buffer until the receive is posted.
+// With every buffer taken, the sender's HCA retries (RNR retry, unbounded) until one is
+// reposted: that is the back-pressure.
 //
 // Close sends every live peer a goodbye, which fails this rank toward it at once: a peer
 // waiting only on receives would otherwise not notice (RC reports a dead peer to the side
@@ -170,8 +171,9 @@ struct early_msg {
     uint64_t imm    = 0;
     uint64_t len    = 0;
     msg_type type   = msg_type::eager;
-    uint32_t token  = 0;   // rts: the sender's operation
-    int32_t slot    = -1;  // eager: the receive buffer holding it
+    uint32_t token  = 0;     // rts: the sender's operation
+    int32_t slot    = -1;    // eager: the receive buffer holding it, or -1: copied into data
+    std::vector<char> data;  // an eager payload copied out (its capacity is kept for reuse)
 };
 
 /// A CTS or NACK that found no free send buffer: sent on the next poll.
@@ -202,13 +204,14 @@ constexpr uint32_t control_reserve = 256;
 
 struct settings {
     std::string device;
-    uint8_t port         = 1;
-    int gid_index        = -1;
-    uint64_t eager_limit = 0;
-    uint32_t recv_depth  = 0;
-    uint32_t send_queue  = 0;
-    uint32_t max_ops     = 0;
-    uint32_t mr_cache    = 0;
+    uint8_t port              = 1;
+    int gid_index             = -1;
+    uint64_t eager_limit      = 0;
+    uint32_t recv_depth       = 0;
+    uint32_t send_queue       = 0;
+    uint32_t max_ops          = 0;
+    uint32_t mr_cache         = 0;
+    uint64_t unexpected_bytes = 0;
 };
 result<settings> settings_from_params();
 
@@ -324,6 +327,7 @@ class verbs_endpoint final : public endpoint {
     std::vector<op*> send_slot_op_;  // by send buffer: the eager send it carries, or null
     common::matcher<op> match_;
     common::slab<early_msg> early_;
+    uint64_t held_bytes_ = 0;  // eager payloads copied out of their buffers, not yet taken
     std::unique_ptr<common::loopback> loop_;  // peer == own rank
     bool connected_ = false;
     bool closed_    = false;

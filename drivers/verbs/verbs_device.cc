@@ -32,6 +32,7 @@ result<settings> settings_from_params() {
     int64_t queue   = params::send_queue.get();
     int64_t max_ops = params::max_ops.get();
     int64_t cache   = params::mr_cache.get();
+    int64_t held    = params::unexpected_bytes.get();
     if (port < 1 || port > 255) {
         return invalid_argument("verbs: LOOM_VERBS_PORT=" + std::to_string(port) +
                                 " is not a port number (1 to 255)");
@@ -54,13 +55,18 @@ result<settings> settings_from_params() {
             "verbs: LOOM_VERBS_MAX_OPS must lie in 1..16777216 and LOOM_VERBS_MR_CACHE in "
             "1..65536");
     }
-    s.port        = uint8_t(port);
-    s.gid_index   = int(gid);
-    s.eager_limit = uint64_t(eager);
-    s.recv_depth  = uint32_t(depth);
-    s.send_queue  = uint32_t(queue);
-    s.max_ops     = uint32_t(max_ops);
-    s.mr_cache    = uint32_t(cache);
+    if (held < 0) {
+        return invalid_argument("verbs: LOOM_VERBS_UNEXPECTED_BYTES=" + std::to_string(held) +
+                                " is negative");
+    }
+    s.unexpected_bytes = uint64_t(held);
+    s.port             = uint8_t(port);
+    s.gid_index        = int(gid);
+    s.eager_limit      = uint64_t(eager);
+    s.recv_depth       = uint32_t(depth);
+    s.send_queue       = uint32_t(queue);
+    s.max_ops          = uint32_t(max_ops);
+    s.mr_cache         = uint32_t(cache);
     return s;
 }
 

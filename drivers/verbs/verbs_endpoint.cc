@@ -72,7 +72,10 @@ status verbs_endpoint::connect() {
         return invalid_argument(who + "connecting to peers needs a kv_store for addresses");
     }
     match_.open(settings_.max_ops + control_reserve);
-    early_.init(peer_ranks_.size() * (settings_.recv_depth + settings_.send_queue) + 1);
+    // Copied early arrivals (at most max_ops), those left in their receive buffer, and the
+    // rendezvous requests of every send the peers may have out.
+    early_.init(settings_.max_ops +
+                peer_ranks_.size() * (settings_.recv_depth + settings_.send_queue));
     LOOM_CHECK(create_rings());
     send_slot_op_.assign(peer_ranks_.size() * 2 * settings_.send_queue, nullptr);
     LOOM_CHECK(create_queue_pairs());
@@ -263,13 +266,17 @@ loom_status_t verbs_endpoint::post_recv(int peer_rank, uint64_t tag, uint64_t im
     o->state = op_state::recv_posted;
     if (early_msg* e = p.match.take_early(tag)) {
         if (e->type == msg_type::eager) {
+            const char* payload =
+                e->slot >= 0 ? recv_buf(uint32_t(e->slot)) + sizeof(wire_header) : e->data.data();
             if (agrees(o, e->len, e->imm)) {
                 if (e->len > 0) {
-                    std::memcpy(buf, recv_buf(uint32_t(e->slot)) + sizeof(wire_header), e->len);
+                    std::memcpy(buf, payload, e->len);
                 }
                 complete(o, LOOM_SUCCESS, e->len);
             }
-            if (!p.failed) {
+            if (e->slot < 0) {
+                held_bytes_ -= e->len;
+            } else if (!p.failed) {
                 repost(p, uint32_t(e->slot));
             }
         } else if (p.failed) {

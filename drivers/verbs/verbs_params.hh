@@ -33,6 +33,10 @@ inline const loom::params::int_param max_ops{
     component, "LOOM_VERBS_MAX_OPS", "16384", "operations",
     "verbs sends and receives posted and not yet completed per endpoint; one more is "
     "LOOM_ERR_NO_RESOURCE"};
+inline const loom::params::int_param unexpected_bytes{
+    component, "LOOM_VERBS_UNEXPECTED_BYTES", "268435456", "bytes",
+    "memory verbs may hold for eager messages that arrive before their receive (copied out of the "
+    "receive buffers); beyond, they wait in the buffers and then at the sender (back-pressure)"};
 inline const loom::params::int_param mr_cache{
     component, "LOOM_VERBS_MR_CACHE", "256", "regions",
     "user buffers the verbs driver keeps registered for large messages (a buffer used again is not "

@@ -133,13 +133,19 @@ bool verbs_endpoint::agrees(op* o, uint64_t len, uint64_t imm) {
 
 // A message with no receive for its tag: a receive of the same call expecting another
 // immediate completes with LOOM_ERR_MISMATCH (the ranks run other calls), and the message
-// waits for its own receive.
+// waits for its own receive. An eager payload is copied out, so its receive buffer goes back
+// to the peer at once, while the copies stay within LOOM_VERBS_MAX_OPS messages and
+// LOOM_VERBS_UNEXPECTED_BYTES; beyond, it waits in its buffer (the peer's HCA retries once
+// all are taken: back-pressure). A copy's storage stays with its entry, so once the entries
+// have grown to the sizes that come, keeping a message allocates nothing.
 void verbs_endpoint::keep_early(peer& p, const wire_header& h, int32_t slot) {
     if (op* r = p.match.take_posted_contradicting(h.tag, h.imm)) {
         match_.complete_mismatch(r, h.imm);
     }
+    bool copy = slot >= 0 && early_.in_use() < settings_.max_ops &&
+                held_bytes_ + h.len <= settings_.unexpected_bytes;
     early_msg* e = early_.take();
-    if (e == nullptr) {  // sized for every buffer and send the peer may have out
+    if (e == nullptr) {  // sized for the copies, every buffer and every send out
         fail_peer(p, "more early arrivals than its buffers and sends allow");
         return;
     }
@@ -148,8 +154,16 @@ void verbs_endpoint::keep_early(peer& p, const wire_header& h, int32_t slot) {
     e->len   = h.len;
     e->type  = msg_type(h.type);
     e->token = h.token;
-    e->slot  = slot;
+    e->slot  = copy ? -1 : slot;
+    if (copy) {
+        const char* payload = recv_buf(uint32_t(slot)) + sizeof h;
+        e->data.assign(payload, payload + h.len);
+        held_bytes_ += h.len;
+    }
     p.match.early.push_back(e);
+    if (copy) {
+        repost(p, uint32_t(slot));
+    }
 }
 
 void verbs_endpoint::on_eager(peer& p, const wire_header& h, uint32_t slot) {

@@ -8,8 +8,8 @@
 // With the argument `missing_device`, only checks that LOOM_VERBS_DEVICE naming a device
 // that is not there fails open() with the devices found (meson sets the variable).
 #include <time.h>
-#include <algorithm>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/clock.hh"
+#include "base/params.hh"
 #include "drivers/verbs/verbs.hh"
 #include "file_store.hh"
 #include "mock_verbs.hh"
@@ -557,9 +558,13 @@ void test_closed_peer_fails_receives(void**) {
     test::expect_has(j[0].peer_status(1).message(), "peer 1 failed: it closed its endpoint");
 }
 
-void test_more_early_arrivals_than_buffers(void**) {
-    // 200 eager messages with no receive posted: 128 wait in receive buffers (the default
-    // depth), the rest wait at the sender's HCA (RNR retry) until receives free buffers.
+// 200 eager messages with no receive posted: copied out of the receive buffers (`copies`),
+// or with no memory for copies, 128 wait in the buffers (the default depth) and the rest at
+// the sender's HCA (RNR retry) until receives free buffers.
+void check_early_arrivals_beyond_buffers(bool copies) {
+    assert_true(params::registry::global()
+                    .set("LOOM_VERBS_UNEXPECTED_BYTES", copies ? "268435456" : "0")
+                    .is_ok());
     job j(2);
     j.connect_ok();
     constexpr int n = 200;
@@ -582,6 +587,14 @@ void test_more_early_arrivals_than_buffers(void**) {
         assert_memory_equal(got[size_t(x.cookie)].data(), data.data(), 64);
     }
     assert_int_equal(j.wait(0, c.data(), n), n);
+    assert_true(params::registry::global().set("LOOM_VERBS_UNEXPECTED_BYTES", "268435456").is_ok());
+}
+
+void test_early_arrivals_copied_out(void**) {
+    check_early_arrivals_beyond_buffers(true);
+}
+void test_early_arrivals_back_pressure(void**) {
+    check_early_arrivals_beyond_buffers(false);
 }
 
 // ---- the waker ----
@@ -678,7 +691,8 @@ int main(int argc, char** argv) {
         cmocka_unit_test(test_error_completion_fails_peer),
         cmocka_unit_test(test_close_fails_pending),
         cmocka_unit_test(test_closed_peer_fails_receives),
-        cmocka_unit_test(test_more_early_arrivals_than_buffers),
+        cmocka_unit_test(test_early_arrivals_copied_out),
+        cmocka_unit_test(test_early_arrivals_back_pressure),
         cmocka_unit_test(test_waker_woken_by_arrival_and_ring),
         cmocka_unit_test(test_dmabuf_present),
         cmocka_unit_test(test_dmabuf_absent),
