@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -213,6 +214,76 @@ void test_qp_state_machine_ib(void**) {
 }
 void test_qp_state_machine_roce(void**) {
     check_state_machine(true);
+}
+
+// The transitions as a sequence of CMocka expectations: each modify_qp names the state it
+// goes to, in order, and the one told to fail stops the bring-up with the step named.
+const drivers::verbs::verbs_api* simulated = nullptr;
+
+int expecting_modify(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+    check_expected(attr->qp_state);
+    int rc = mock_type(int);
+    return rc != 0 ? rc : simulated->modify_qp(qp, attr, mask);
+}
+
+void test_qp_transitions_in_order(void**) {
+    namespace v          = drivers::verbs;
+    simulated            = &mock::reset();
+    v::verbs_api api     = *simulated;
+    api.modify_qp        = expecting_modify;
+    int n                = 0;
+    ibv_device** devices = api.get_device_list(&n);
+    ibv_context* ctx     = api.open_device(devices[0]);
+    ibv_pd* pd           = api.alloc_pd(ctx);
+    ibv_cq* cq           = api.create_cq(ctx, 16, nullptr, nullptr, 0);
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = cq;
+    init.qp_type                = IBV_QPT_RC;
+    ibv_qp* a                   = api.create_qp(pd, &init);
+    ibv_qp* b                   = api.create_qp(pd, &init);
+    v::port_info port;
+    v::conn_info la{a->qp_num, 1, {}, 11}, lb{b->qp_num, 2, {}, 22};
+
+    expect_value(expecting_modify, attr->qp_state, IBV_QPS_INIT);
+    will_return(expecting_modify, 0);
+    expect_value(expecting_modify, attr->qp_state, IBV_QPS_RTR);
+    will_return(expecting_modify, 0);
+    expect_value(expecting_modify, attr->qp_state, IBV_QPS_RTS);
+    will_return(expecting_modify, 0);
+    assert_true(v::to_init(api, a, port, 0, 1).is_ok());
+    assert_true(v::to_rtr_rts(api, a, port, la, lb, 0, 1).is_ok());
+    assert_int_equal(a->state, IBV_QPS_RTS);
+
+    // The last step refused: the error names the rank, the peer and the step.
+    expect_value(expecting_modify, attr->qp_state, IBV_QPS_INIT);
+    will_return(expecting_modify, 0);
+    expect_value(expecting_modify, attr->qp_state, IBV_QPS_RTR);
+    will_return(expecting_modify, 0);
+    expect_value(expecting_modify, attr->qp_state, IBV_QPS_RTS);
+    will_return(expecting_modify, EINVAL);
+    assert_true(v::to_init(api, b, port, 1, 0).is_ok());
+    status st = v::to_rtr_rts(api, b, port, lb, la, 1, 0);
+    assert_false(st.is_ok());
+    test::expect_has(st.message(), "verbs: rank 1: queue pair to rank 0: RTR -> RTS failed");
+    assert_int_equal(b->state, IBV_QPS_RTR);
+    api.free_device_list(devices);
+}
+
+void test_connection_data_round_trip(void**) {
+    drivers::verbs::conn_info c{123456, 77, {}, 0xabcdef};
+    for (int i = 0; i < 16; ++i) {
+        c.gid.raw[i] = uint8_t(i * 17);
+    }
+    drivers::verbs::conn_info back;
+    assert_true(drivers::verbs::parse_conn_info(drivers::verbs::to_string(c), &back));
+    assert_int_equal(back.qpn, c.qpn);
+    assert_int_equal(back.lid, c.lid);
+    assert_int_equal(back.psn, c.psn);
+    assert_memory_equal(back.gid.raw, c.gid.raw, 16);
+    for (const char* bad :
+         {"", "1:2:3", "1:2:zz:4", "1:70000:00112233445566778899aabbccddeeff:1"}) {
+        assert_false(drivers::verbs::parse_conn_info(bad, &back));
+    }
 }
 
 void test_failed_modify_named(void**) {
@@ -675,6 +746,8 @@ int main(int argc, char** argv) {
         cmocka_unit_test(test_no_device),
         cmocka_unit_test(test_qp_state_machine_ib),
         cmocka_unit_test(test_qp_state_machine_roce),
+        cmocka_unit_test(test_qp_transitions_in_order),
+        cmocka_unit_test(test_connection_data_round_trip),
         cmocka_unit_test(test_failed_modify_named),
         cmocka_unit_test(test_eager_round_trip),
         cmocka_unit_test(test_rendezvous_receive_first),
