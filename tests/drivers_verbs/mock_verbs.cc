@@ -344,7 +344,7 @@ int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     ibv_qp_state to = (mask & IBV_QP_STATE) != 0 ? attr->qp_state : qp->state;
     int need        = required_mask(qp->state, to);
     h.log.push_back({q->host, qp->qp_num, qp->state, to, mask, *attr});
-    if (need < 0 || (mask & need) != need || to == h.s.fail_to) {
+    if (need < 0 || (mask & need) != need || int(to) == h.s.fail_to) {
         return EINVAL;
     }
     if (to == IBV_QPS_RTR) {

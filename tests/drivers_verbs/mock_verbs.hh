@@ -44,10 +44,10 @@ struct write_record {
 };
 
 struct settings {
-    int devices          = 1;                 // 0: ibv_get_device_list finds none
-    bool dmabuf          = true;              // the library has ibv_reg_dmabuf_mr
-    bool ethernet        = false;             // RoCE port (GIDs) rather than InfiniBand
-    ibv_qp_state fail_to = ibv_qp_state(-1);  // a transition to this state fails
+    int devices   = 1;      // 0: ibv_get_device_list finds none
+    bool dmabuf   = true;   // the library has ibv_reg_dmabuf_mr
+    bool ethernet = false;  // RoCE port (GIDs) rather than InfiniBand
+    int fail_to   = -1;     // a transition to this state (an ibv_qp_state) fails
 };
 
 /// Resets the HCA (every object forgotten) with `s`, and returns the table to install.
