@@ -31,7 +31,10 @@
 // handled; an eager message that came before its receive is copied out (up to
 // LOOM_VERBS_UNEXPECTED_BYTES), past that it stays in its buffer until the receive is posted.
 // With every buffer taken, the sender's HCA retries (RNR retry, unbounded) until one is
-// reposted: that is the back-pressure.
+// reposted: that is the back-pressure. Registered memory per peer: (LOOM_VERBS_RECV_DEPTH +
+// 2 x LOOM_VERBS_SEND_QUEUE) x (48 + LOOM_VERBS_EAGER_LIMIT) bytes, about 5 MiB by default
+// (the second half of the send buffers carries clear-to-send answers, so a rank that sends
+// much never starves its answers to the peer).
 //
 // Close sends every live peer a goodbye, which fails this rank toward it at once: a peer
 // waiting only on receives would otherwise not notice (RC reports a dead peer to the side
