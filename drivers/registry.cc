@@ -17,6 +17,14 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
     if (name == "tcp") {
         return open_tcp(config);
     }
+    if (name == "ofi") {
+#if LOOM_BUILT_OFI
+        return open_ofi(config);
+#else
+        return not_supported("ofi: this loom was built without the ofi driver (" +
+                             std::string(LOOM_FEATURES) + ")");
+#endif
+    }
     if (name == "verbs") {
 #if LOOM_BUILT_VERBS
         return open_verbs(config);
@@ -36,12 +44,15 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
         return forward::open(name.substr(4), config);  // opens the inner one itself
     }
     return invalid_argument("unknown driver '" + std::string(name) +
-                            "' (available: self, shm, tcp, " + (LOOM_BUILT_VERBS ? "verbs, " : "") +
-                            "fault:<driver>, fwd:<driver>)");
+                            "' (available: self, shm, tcp" + (LOOM_BUILT_OFI ? ", ofi" : "") +
+                            (LOOM_BUILT_VERBS ? ", verbs" : "") + ", fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
-    std::vector<std::string> names = {"self", "shm", "tcp"};
+    std::vector<std::string> names{"self", "shm", "tcp"};
+    if (LOOM_BUILT_OFI) {
+        names.push_back("ofi");
+    }
     if (LOOM_BUILT_VERBS) {
         names.push_back("verbs");
     }

@@ -9,6 +9,7 @@ namespace loom::drivers {
 result<std::unique_ptr<endpoint>> open_self(const endpoint_config& config);  // self/
 result<std::unique_ptr<endpoint>> open_shm(const endpoint_config& config);   // shm/
 result<std::unique_ptr<endpoint>> open_tcp(const endpoint_config& config);   // tcp/
+result<std::unique_ptr<endpoint>> open_ofi(const endpoint_config& config);   // ofi/ (libfabric)
 /// rdma-core: "verbs: no RDMA device ..." where ibv_get_device_list finds none (verbs/).
 result<std::unique_ptr<endpoint>> open_verbs(const endpoint_config& config);
 /// Wraps `inner`: drops, duplicates, reorders or delays by parameters (fault/).
