@@ -178,5 +178,8 @@ class endpoint {
 result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_config& config);
 /// The driver names this build has.
 std::vector<std::string> available();
+/// The drivers that reach other hosts and can run here, best first (tcp always, last): what
+/// a communicator whose ranks span several hosts takes when no transport is named.
+std::vector<std::string> network_transports();
 
 }  // namespace loom::drivers

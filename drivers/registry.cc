@@ -34,4 +34,8 @@ std::vector<std::string> available() {
     return {"self", "shm", "tcp", "fault", "fwd"};
 }
 
+std::vector<std::string> network_transports() {
+    return {"tcp"};
+}
+
 }  // namespace loom::drivers

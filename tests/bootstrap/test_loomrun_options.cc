@@ -147,7 +147,13 @@ static void user_settings_win_or_are_refused(void**) {
     };
     const std::vector<row> rows = {
         {{"-n", "2"}, {}, "shm", "loomrun default", ""},
-        {{"-n", "2", "--hosts", "netns"}, {}, "tcp", "loomrun default", ""},
+        {{"-n", "2", "--hosts", "netns"},
+         {},
+         "",
+         "left to the ranks: LOOM_TRANSPORT unset, ranks on several hosts",
+         ""},
+        {{"-n", "2", "--hosts", "netns", "--fabric", "ring:2"}, {}, "tcp", "loomrun default", ""},
+        {{"-n", "2", "--hosts", "netns"}, {{"LOOM_TRANSPORT", "ofi"}}, "ofi", "LOOM_TRANSPORT", ""},
         {{"-n", "2"}, {{"LOOM_TRANSPORT", "tcp"}}, "tcp", "LOOM_TRANSPORT", ""},
         {{"-n", "2"}, {{"LOOM_TRANSPORT", "fault:tcp"}}, "fault:tcp", "LOOM_TRANSPORT", ""},
         {{"-n", "1"}, {{"LOOM_TRANSPORT", "self"}}, "self", "LOOM_TRANSPORT", ""},

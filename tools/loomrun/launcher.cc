@@ -197,7 +197,9 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     env.push_back("LOOM_JOB=" + job_id_);
     env.push_back("LOOM_BOOTSTRAP=" + bootstrap);
     env.push_back("LOOM_JOB_SECRET=" + secret_);
-    if (o_.fabric.empty() || !forwarded(o_.fabric)) {
+    if (chosen_.transport.empty()) {
+        // The ranks choose (rank_settings.cc): nothing to set.
+    } else if (o_.fabric.empty() || !forwarded(o_.fabric)) {
         env.push_back("LOOM_TRANSPORT=" + chosen_.transport);
     } else {
         env.push_back("LOOM_TRANSPORT=fwd:" + chosen_.transport);
@@ -553,7 +555,8 @@ int run_job(const options& given) {
     // What killed jobs left (a killed loomrun cannot tidy up): reclaimed by the next start.
     bootstrap::remove_stale_rendezvous();
     LOOM_LOG_INFO(log::subsystem::init, "loomrun: %d %s, transport %s (%s), bootstrap %s (%s)",
-                  opts.ranks, opts.ranks == 1 ? "rank" : "ranks", chosen->transport.c_str(),
+                  opts.ranks, opts.ranks == 1 ? "rank" : "ranks",
+                  chosen->transport.empty() ? "unset" : chosen->transport.c_str(),
                   chosen->transport_from.c_str(), bootstrap.c_str(),
                   chosen->bootstrap_from.c_str());
     std::unique_ptr<switch_set> switches;  // --switch: up before the ranks, down after

@@ -11,6 +11,8 @@ namespace loom::loomrun {
 namespace {
 
 constexpr const char* default_source = "loomrun default";
+constexpr const char* ranks_choose_source =
+    "left to the ranks: LOOM_TRANSPORT unset, ranks on several hosts";
 
 const std::string* find(const user_settings& user, const char* name) {
     auto it = user.find(name);
@@ -37,9 +39,9 @@ status check_transport(const options& o, const std::string& transport, const std
         }
         inner = innermost(inner.substr(4));
     }
-    if (inner != "self" && inner != "shm" && inner != "tcp") {
+    if (inner != "self" && inner != "shm" && inner != "tcp" && inner != "ofi") {
         return invalid_argument(said +
-                                ": unknown transport (allowed: shm, tcp, self with -n 1, "
+                                ": unknown transport (allowed: shm, tcp, ofi, self with -n 1, "
                                 "fault:<transport>, fwd:<transport> with LOOM_FABRIC)");
     }
     if (inner == "self" && o.ranks != 1) {
@@ -76,12 +78,19 @@ result<rank_settings> resolve_rank_settings(const options& o, const user_setting
     } else if (env_transport != nullptr && !env_transport->empty()) {
         s.transport      = *env_transport;
         s.transport_from = "LOOM_TRANSPORT";
+    } else if (o.hosts == "netns" && o.fabric.empty()) {
+        // Namespaces stand for hosts, which share no memory: the ranks see that they are on
+        // several hosts and pick a network transport themselves (LOOM_TRANSPORT unset), as
+        // ranks that mpirun or srun start across real hosts do.
+        s.transport_from = ranks_choose_source;
     } else {
-        // Namespaces stand for hosts, which share no memory.
+        // Under --fabric the driver below fwd: is named here.
         s.transport      = o.hosts == "netns" ? "tcp" : "shm";
         s.transport_from = default_source;
     }
-    LOOM_CHECK(check_transport(o, s.transport, s.transport_from));
+    if (!s.transport.empty()) {
+        LOOM_CHECK(check_transport(o, s.transport, s.transport_from));
+    }
 
     const std::string* env_bootstrap = find(user, "LOOM_BOOTSTRAP");
     if (env_bootstrap != nullptr && !env_bootstrap->empty()) {
