@@ -39,10 +39,11 @@ status check_transport(const options& o, const std::string& transport, const std
         }
         inner = innermost(inner.substr(4));
     }
-    if (inner != "self" && inner != "shm" && inner != "tcp" && inner != "ofi") {
-        return invalid_argument(said +
-                                ": unknown transport (allowed: shm, tcp, ofi, self with -n 1, "
-                                "fault:<transport>, fwd:<transport> with LOOM_FABRIC)");
+    if (inner != "self" && inner != "shm" && inner != "tcp" && inner != "ofi" && inner != "verbs") {
+        return invalid_argument(
+            said +
+            ": unknown transport (allowed: shm, tcp, ofi, verbs, self with -n 1, "
+            "fault:<transport>, fwd:<transport> with LOOM_FABRIC)");
     }
     if (inner == "self" && o.ranks != 1) {
         return invalid_argument(said + " connects a rank only to itself, but -n is " +
