@@ -1,0 +1,54 @@
+// The ofi driver (libfabric): which provider, where a tcp-like provider binds, message
+// limits and queue sizes, the registration cache.
+#pragma once
+
+#include "base/params.hh"
+
+namespace loom::drivers::ofi::params {
+
+/// Each handle below names it, and so registers itself there.
+inline loom::params::component component{"ofi"};
+
+inline const loom::params::string_param provider{
+    component, "LOOM_OFI_PROVIDER", "",
+    "libfabric provider the ofi driver opens (as fi_info -l names it: tcp;ofi_rxm, shm, "
+    "udp;ofi_rxd, net, verbs;ofi_rxm, efa, cxi, ...); unset: the best available, hardware first "
+    "(cxi, efa, verbs;ofi_rxm, psm3), then tcp;ofi_rxm, net, udp;ofi_rxd, sockets, shm. A "
+    "provider that is not available is an error naming those that are"};
+inline const loom::params::string_param addr{
+    component, "LOOM_OFI_ADDR", "",
+    "address a network provider (tcp;ofi_rxm, udp;ofi_rxd, net, sockets, verbs) binds to, so each "
+    "rank of a host or network namespace uses its own; unset: the address of LOOM_OFI_IFACE, else "
+    "the provider's own choice; ignored by shm"};
+inline const loom::params::string_param iface{
+    component, "LOOM_OFI_IFACE", "",
+    "network interface (e.g. eth0, veth1) whose IPv4 address a network provider binds to when "
+    "LOOM_OFI_ADDR is unset; an interface without one is an error"};
+inline const loom::params::int_param eager_limit{
+    component, "LOOM_OFI_EAGER_LIMIT", "8192", "bytes",
+    "largest ofi message sent eagerly (copied into a pre-posted receive buffer); larger ones are a "
+    "rendezvous: the receiver reads the sender's registered buffer straight into its own (RMA "
+    "read), or, without FI_RMA, the sender sends into the receive once it is posted; all ranks "
+    "must agree"};
+inline const loom::params::int_param send_queue{
+    component, "LOOM_OFI_SEND_QUEUE", "256", "messages",
+    "ofi messages in flight per endpoint (registered send buffers); one more is "
+    "LOOM_ERR_NO_RESOURCE until a send completes"};
+inline const loom::params::int_param recv_buffers{
+    component, "LOOM_OFI_RECV_BUFFERS", "256", "buffers",
+    "receive buffers of LOOM_OFI_EAGER_LIMIT bytes each the ofi driver keeps posted for arriving "
+    "messages"};
+inline const loom::params::int_param max_messages{
+    component, "LOOM_OFI_MAX_MESSAGES", "32768", "messages",
+    "ofi operations posted plus early arrivals held per endpoint; beyond, posting is "
+    "LOOM_ERR_NO_RESOURCE"};
+inline const loom::params::int_param mr_cache{
+    component, "LOOM_OFI_MR_CACHE", "256", "regions",
+    "memory registrations the ofi driver keeps (rendezvous buffers, by page-aligned range); the "
+    "least recently used unused one is released at the cap"};
+inline const loom::params::choice_param rma{
+    component, "LOOM_OFI_RMA", "auto", "auto|off",
+    "large ofi messages by RMA read where the provider offers FI_RMA (auto), or always by a "
+    "clear-to-send and one tagged send into the posted receive (off)"};
+
+}  // namespace loom::drivers::ofi::params
