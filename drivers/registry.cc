@@ -47,7 +47,14 @@ std::vector<std::string> available() {
 }
 
 std::vector<std::string> network_transports() {
-    return {"tcp"};
+    std::vector<std::string> names;
+#if LOOM_BUILT_OFI
+    if (ofi_reaches_other_hosts()) {
+        names.push_back("ofi");
+    }
+#endif
+    names.push_back("tcp");
+    return names;
 }
 
 }  // namespace loom::drivers

@@ -10,6 +10,9 @@ result<std::unique_ptr<endpoint>> open_self(const endpoint_config& config);  // 
 result<std::unique_ptr<endpoint>> open_shm(const endpoint_config& config);   // shm/
 result<std::unique_ptr<endpoint>> open_tcp(const endpoint_config& config);   // tcp/
 result<std::unique_ptr<endpoint>> open_ofi(const endpoint_config& config);   // ofi/ (libfabric)
+/// True when libfabric offers a provider that reaches other hosts (LOOM_OFI_PROVIDER's, or
+/// any besides shm when it is unset): ofi/ofi_reach.cc.
+bool ofi_reaches_other_hosts();
 /// Wraps `inner`: drops, duplicates, reorders or delays by parameters (fault/).
 result<std::unique_ptr<endpoint>> open_fault(std::unique_ptr<endpoint> inner,
                                              const endpoint_config& config);

@@ -203,6 +203,11 @@ static void user_settings_win_or_are_refused(void**) {
          nullptr,
          "unset LOOM_TCP_ADDR",
          ""},
+        {{"-n", "2", "--hosts", "netns"},
+         {{"LOOM_OFI_ADDR", "10.0.0.1"}},
+         nullptr,
+         "unset LOOM_OFI_ADDR",
+         ""},
         {{"-n", "2", "--switch"}, {{"LOOM_SWITCH", "tcp:127.0.0.1:9"}}, nullptr, "--switch", ""},
     };
     for (const auto& r : rows) {

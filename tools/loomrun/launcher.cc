@@ -48,15 +48,15 @@ constexpr int netns_bootstrap_port = 29500;
 
 // The variables loomrun always sets for every rank (an inherited value is replaced: they
 // number the ranks and name loomrun's rendezvous). The user's LOOM_TRANSPORT, LOOM_JOB,
-// LOOM_BOOTSTRAP and LOOM_TCP_ADDR are kept or refused (rank_settings.cc), never replaced.
+// LOOM_BOOTSTRAP, LOOM_TCP_ADDR and LOOM_OFI_ADDR are kept or refused (rank_settings.cc),
+// never replaced.
 constexpr const char* rank_vars[] = {"LOOM_RANK",      "LOOM_SIZE",      "LOOM_JOB",
                                      "LOOM_BOOTSTRAP", "LOOM_TRANSPORT", "LOOM_JOB_SECRET"};
 // The variables of loomrun's environment the user may set in place of loomrun's defaults.
-constexpr const char* user_vars[] = {"LOOM_RANK",           "LOOM_SIZE",   "LOOM_TRANSPORT",
-                                     "LOOM_BOOTSTRAP",      "LOOM_JOB",    "LOOM_JOB_SECRET",
-                                     "LOOM_TCP_ADDR",       "LOOM_FABRIC", "LOOM_PROGRESS",
-                                     "LOOM_LINK_STATS_DIR", "LOOM_SWITCH", "LOOM_SWITCH_FABRIC",
-                                     "LOOM_INC_TICKET"};
+constexpr const char* user_vars[] = {
+    "LOOM_RANK",           "LOOM_SIZE",     "LOOM_TRANSPORT",     "LOOM_BOOTSTRAP", "LOOM_JOB",
+    "LOOM_JOB_SECRET",     "LOOM_TCP_ADDR", "LOOM_OFI_ADDR",      "LOOM_FABRIC",    "LOOM_PROGRESS",
+    "LOOM_LINK_STATS_DIR", "LOOM_SWITCH",   "LOOM_SWITCH_FABRIC", "LOOM_INC_TICKET"};
 // A lattice fabric is forwarded hop by hop (fwd:<transport>); a star or a fabric file
 // given with --switch only places the aggregation nodes.
 bool forwarded(const std::string& fabric) {
@@ -187,7 +187,7 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
             ours = ours || (o_.with_switch && sets(entry, v));
         }
         ours = ours || (o_.link_stats && sets(entry, "LOOM_LINK_STATS_DIR")) ||
-               (net_ != nullptr && sets(entry, "LOOM_TCP_ADDR"));
+               (net_ != nullptr && (sets(entry, "LOOM_TCP_ADDR") || sets(entry, "LOOM_OFI_ADDR")));
         if (!ours) {
             env.emplace_back(entry);
         }
@@ -211,7 +211,9 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     }
     env.insert(env.end(), o_.switch_env.begin(), o_.switch_env.end());
     if (net_ != nullptr) {
+        // Each rank binds its own namespace's address, whichever network driver it opens.
         env.push_back("LOOM_TCP_ADDR=" + net_->address(rank));
+        env.push_back("LOOM_OFI_ADDR=" + net_->address(rank));
     }
     return env;
 }

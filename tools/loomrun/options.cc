@@ -109,11 +109,13 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
     app.footer(
         "Usage: loomrun -n N [flags] -- PROGRAM ARGS\n"
         "Each rank gets LOOM_RANK, LOOM_SIZE, LOOM_JOB, LOOM_BOOTSTRAP and LOOM_TRANSPORT (and\n"
-        "LOOM_TCP_ADDR under --hosts netns); its output lines are prefixed with \"[rank] \"\n"
-        "(--no-tag-output: bare lines, whole lines never interleaved).\n"
-        "LOOM_TRANSPORT, LOOM_BOOTSTRAP, LOOM_JOB_SECRET, LOOM_TCP_ADDR and LOOM_JOB set\n"
-        "in loomrun's environment win over its defaults; a setting that cannot work with the\n"
-        "flags given is refused (LOOM_LOG_LEVEL=info shows what the job uses and why).\n"
+        "LOOM_TCP_ADDR and LOOM_OFI_ADDR under --hosts netns, where LOOM_TRANSPORT stays unset\n"
+        "unless given); its output lines are prefixed with \"[rank] \" (--no-tag-output:\n"
+        "bare lines, whole lines never interleaved).\n"
+        "LOOM_TRANSPORT, LOOM_BOOTSTRAP, LOOM_JOB_SECRET, LOOM_TCP_ADDR, LOOM_OFI_ADDR and\n"
+        "LOOM_JOB set in loomrun's environment win over its defaults; a setting that cannot\n"
+        "work with the flags given is refused (LOOM_LOG_LEVEL=info shows what the job uses\n"
+        "and why).\n"
         "Exit status: 0 all ranks succeeded; else the first failing rank's status (128+signal\n"
         "when killed); 124 timeout; 2 bad command line; 1 loomrun could not start the job.");
 }

@@ -109,11 +109,13 @@ result<rank_settings> resolve_rank_settings(const options& o, const user_setting
     if (const std::string* secret = find(user, "LOOM_JOB_SECRET"); secret != nullptr) {
         s.secret = *secret;  // authenticates loomrun's rendezvous as well as a fresh one
     }
-    if (const std::string* tcp_addr = find(user, "LOOM_TCP_ADDR");
-        tcp_addr != nullptr && o.hosts == "netns") {
-        return invalid_argument("LOOM_TCP_ADDR=" + *tcp_addr +
-                                " with --hosts netns: each rank gets its namespace's own "
-                                "address; unset LOOM_TCP_ADDR");
+    for (const char* name : {"LOOM_TCP_ADDR", "LOOM_OFI_ADDR"}) {
+        if (const std::string* addr = find(user, name); addr != nullptr && o.hosts == "netns") {
+            return invalid_argument(std::string(name) + "=" + *addr +
+                                    " with --hosts netns: each rank gets its namespace's own "
+                                    "address; unset " +
+                                    name);
+        }
     }
     if (const std::string* job = find(user, "LOOM_JOB"); job != nullptr && !job->empty()) {
         s.job      = *job;
