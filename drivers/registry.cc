@@ -49,7 +49,7 @@ std::vector<std::string> available() {
 std::vector<std::string> network_transports() {
     std::vector<std::string> names;
 #if LOOM_BUILT_OFI
-    if (ofi_reaches_other_hosts()) {
+    if (ofi_preferred_across_hosts()) {
         names.push_back("ofi");
     }
 #endif

@@ -6,7 +6,8 @@
 #   run_transport_choice.sh netns LOOMRUN PROBE   loomrun --hosts netns -n 3 with no
 #       transport named (each rank its own namespace, so its own host): loomrun leaves
 #       LOOM_TRANSPORT unset, rank 0 says "transport <network>: ranks on 3 hosts" and every
-#       rank runs over that network transport; with LOOM_TRANSPORT=tcp nothing is chosen.
+#       rank runs over that network transport; with LOOM_OFI_PROVIDER=tcp;ofi_rxm (ofi
+#       built) the choice is ofi; with LOOM_TRANSPORT=tcp nothing is chosen.
 # Exit 77 (meson: skipped, with the reason) where network namespaces cannot be made.
 set -u
 kind=$1 loomrun=$2 probe=$3
@@ -62,6 +63,17 @@ netns)
         fail "every rank ran over a network transport" "$out"
     [ -n "$chosen" ] && [ "$(grep -c "rank [0-2] of 3: $chosen communicator up" <<<"$out")" = 3 ] &&
         pass "every rank opened $chosen" || fail "every rank opened the chosen transport" "$out"
+    # A network provider named for ofi (LOOM_OFI_PROVIDER) makes ofi the choice.
+    if "$loomrun" --version | grep -q "ofi: enabled"; then
+        out=$(LOOM_OFI_PROVIDER='tcp;ofi_rxm' "$loomrun" -n 2 --hosts netns --timeout 60 -- "$probe" 2>&1)
+        code=$?
+        [ "$code" = 0 ] && grep -q "INFO init: transport ofi: ranks on 2 hosts (LOOM_TRANSPORT unset)$" <<<"$out" &&
+            [ "$(grep -c "rank [01] of 2: ofi communicator up" <<<"$out")" = 2 ] &&
+            pass "LOOM_OFI_PROVIDER=tcp;ofi_rxm: the ranks take ofi" ||
+            fail "LOOM_OFI_PROVIDER=tcp;ofi_rxm: the ranks take ofi (exit $code)" "$out"
+    else
+        echo "ok: # SKIP ofi not built: the LOOM_OFI_PROVIDER case is not run"
+    fi
     out=$(LOOM_TRANSPORT=tcp "$loomrun" -n 2 --hosts netns --timeout 60 -- "$probe" 2>&1)
     code=$?
     [ "$code" = 0 ] && ! grep -q "LOOM_TRANSPORT unset" <<<"$out" &&
