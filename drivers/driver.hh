@@ -178,5 +178,10 @@ class endpoint {
 result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_config& config);
 /// The driver names this build has.
 std::vector<std::string> available();
+/// The drivers that reach other hosts and can run here, best first (tcp always, last): what
+/// a communicator whose ranks span several hosts takes when no transport is named. ofi comes
+/// first where LOOM_OFI_PROVIDER names a network provider or libfabric offers a fabric of its
+/// own (cxi, efa, verbs;ofi_rxm, …); over sockets loom's tcp is the faster of the two.
+std::vector<std::string> network_transports();
 
 }  // namespace loom::drivers

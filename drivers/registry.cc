@@ -60,4 +60,15 @@ std::vector<std::string> available() {
     return names;
 }
 
+std::vector<std::string> network_transports() {
+    std::vector<std::string> names;
+#if LOOM_BUILT_OFI
+    if (ofi_preferred_across_hosts()) {
+        names.push_back("ofi");
+    }
+#endif
+    names.push_back("tcp");
+    return names;
+}
+
 }  // namespace loom::drivers

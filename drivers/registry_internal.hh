@@ -12,6 +12,10 @@ result<std::unique_ptr<endpoint>> open_tcp(const endpoint_config& config);   // 
 result<std::unique_ptr<endpoint>> open_ofi(const endpoint_config& config);   // ofi/ (libfabric)
 /// rdma-core: "verbs: no RDMA device ..." where ibv_get_device_list finds none (verbs/).
 result<std::unique_ptr<endpoint>> open_verbs(const endpoint_config& config);
+/// True when ranks on several hosts should take ofi by themselves: LOOM_OFI_PROVIDER names a
+/// provider other than shm, or, unset, libfabric offers one on a fabric of its own (cxi, efa,
+/// verbs;ofi_rxm, …; not over sockets, where tcp serves): ofi/ofi_reach.cc.
+bool ofi_preferred_across_hosts();
 /// Wraps `inner`: drops, duplicates, reorders or delays by parameters (fault/).
 result<std::unique_ptr<endpoint>> open_fault(std::unique_ptr<endpoint> inner,
                                              const endpoint_config& config);

@@ -32,6 +32,7 @@ struct dial {
     stage st        = stage::idle;
     double retry_at = 0, backoff_s = first_backoff_s;
     std::string last_error = "never tried";
+    int attempts           = 0;
     hello out{}, in{};
     size_t sent = 0, got = 0;
 };
@@ -45,14 +46,17 @@ struct inbound {
 
 class handshaker {
   public:
-    handshaker(int rank, int size, uint64_t job, const settings& s)
+    // `listened`: the address this rank published, which lower ranks dial.
+    handshaker(int rank, int size, uint64_t job, const settings& s, const std::string& listened)
         : rank_(rank),
           size_(size),
           job_(job),
           settings_(s),
           fds_(size_t(size), -1),
           expect_in_(size_t(size), false),
-          who_("tcp: rank " + std::to_string(rank) + ": ") {}
+          host_(net::host_name()),
+          listened_(listened),
+          who_("tcp: rank " + std::to_string(rank) + " on host " + host_ + ": ") {}
     ~handshaker();
 
     result<std::vector<int>> run(int lfd, const std::vector<int>& ranks, kv_store& store,
@@ -78,6 +82,8 @@ class handshaker {
     std::vector<bool> expect_in_;  // by rank: a lower peer that connects to us
     std::vector<dial> dials_;
     std::vector<inbound> inbound_;
+    std::string host_;      // this host's name, for messages
+    std::string listened_;  // the address this rank published
     std::string who_;
     bool handed_over_ = false;
 };
@@ -145,7 +151,8 @@ status handshaker::resolve(kv_store& store, const deadline& dl, double timeout_s
 
 void handshaker::start(dial& d) {
     d.sent = d.got = 0;
-    d.fd           = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    ++d.attempts;
+    d.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (d.fd < 0) {
         retry(d, std::string("socket(): ") + std::strerror(errno));
         return;
@@ -331,21 +338,32 @@ bool handshaker::all_done() const {
 
 status handshaker::timeout_error(double timeout_s) const {
     std::string missing;
+    bool dialed = false;
     for (const auto& d : dials_) {
         if (d.st != dial::stage::done) {
             missing += std::string(missing.empty() ? "" : "; ") + "connecting to rank " +
-                       std::to_string(d.rank) + " at " + d.addr_text +
-                       " (last error: " + d.last_error + ")";
+                       std::to_string(d.rank) + " at " + d.addr_text + " (tried " +
+                       std::to_string(d.attempts) + (d.attempts == 1 ? " time" : " times") +
+                       ", last error: " + d.last_error + ")";
+            dialed = true;
         }
     }
     for (size_t r = 0; r < fds_.size(); ++r) {
         if (expect_in_[r] && fds_[r] < 0) {
             missing += std::string(missing.empty() ? "" : "; ") + "rank " + std::to_string(r) +
-                       " never connected to this rank";
+                       " never connected to this rank (it dials " + listened_ +
+                       ", the address published here)";
         }
     }
+    // What to look at: the peers' published addresses come from LOOM_TCP_ADDR or
+    // LOOM_TCP_IFACE on their hosts (else the host's own name), and must be reachable here.
+    std::string check = dialed ? ". Check that those ranks run, and that the address each "
+                                 "published (LOOM_TCP_ADDR or LOOM_TCP_IFACE on its host) is "
+                                 "reachable from " +
+                                     host_
+                               : "";
     return {LOOM_ERR_TIMEOUT,
-            who_ + "timed out after " + net::seconds_text(timeout_s) + ": " + missing};
+            who_ + "timed out after " + net::seconds_text(timeout_s) + ": " + missing + check};
 }
 
 result<std::vector<int>> handshaker::run(int lfd, const std::vector<int>& ranks, kv_store& store,
@@ -449,7 +467,7 @@ status tcp_endpoint::connect() {
             ::close(lfd);
             return st.prefix(who + "publishing the address: ");
         }
-        handshaker h(rank, config_.size, job_hash(config_.job), settings_);
+        handshaker h(rank, config_.size, job_hash(config_.job), settings_, published_);
         auto fds = h.run(lfd, ranks, *config_.store, config_.timeout_s);
         ::close(lfd);  // every peer is connected (or never will be)
         if (!fds) {

@@ -30,6 +30,14 @@ std::string seconds_text(double seconds) {
     return text;
 }
 
+std::string host_name() {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') {
+        return "localhost";
+    }
+    return buf;
+}
+
 const char* parse_host_port(std::string_view text, host_port* out, unsigned min_port) {
     size_t colon = text.rfind(':');
     if (colon == std::string_view::npos) {
@@ -80,6 +88,24 @@ result<std::vector<socket_address>> resolve(const host_port& where, bool passive
         out.push_back(a);
     }
     ::freeaddrinfo(list);
+    return out;
+}
+
+std::string socket_address_text(const socket_address& a) {
+    char host[NI_MAXHOST] = {}, port[NI_MAXSERV] = {};
+    if (::getnameinfo(reinterpret_cast<const sockaddr*>(&a.addr), a.len, host, sizeof host, port,
+                      sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        return "(an address of family " + std::to_string(a.addr.ss_family) + ")";
+    }
+    bool v6 = a.addr.ss_family == AF_INET6;
+    return (v6 ? "[" : "") + std::string(host) + (v6 ? "]:" : ":") + port;
+}
+
+std::string socket_addresses_text(const std::vector<socket_address>& addresses) {
+    std::string out;
+    for (const auto& a : addresses) {
+        out += (out.empty() ? "" : ", ") + socket_address_text(a);
+    }
     return out;
 }
 

@@ -30,6 +30,10 @@ std::string errno_text(int err);
 /// "2.5 s", "0.05 s": how timeouts read in messages.
 std::string seconds_text(double seconds);
 
+/// This host's name (gethostname), "localhost" when it has none: the host a connect
+/// error names, so a message from one of many hosts says where it was written.
+std::string host_name();
+
 struct host_port {
     std::string host;  // without brackets
     uint16_t port = 0;
@@ -50,6 +54,12 @@ struct socket_address {
 /// Every address of `where` (numeric port; passive: for bind), or an invalid argument that
 /// says why the host does not resolve. May block on DNS.
 result<std::vector<socket_address>> resolve(const host_port& where, bool passive);
+
+/// "10.0.0.1:29500", "[fe80::1]:29500": a resolved address as a message names what was tried.
+std::string socket_address_text(const socket_address& a);
+
+/// The resolved addresses, "a, b, c".
+std::string socket_addresses_text(const std::vector<socket_address>& addresses);
 
 /// A listening TCP socket on the first address of `where` that binds (port 0: one the kernel
 /// picks; reuse_address: a restarted server gets its port back despite TIME_WAIT). The

@@ -54,6 +54,15 @@ struct identity {
 /// The most ranks a job may have: sizes beyond it are refused before anything is allocated.
 constexpr int max_ranks = 1 << 16;  // LOOM_MAX_RANKS in loom.h
 
+/// What tells this process's host from another's: "host=<hostname> netns=<inode>
+/// boot=<boot id>". Two processes share a host when these are equal, so ranks in separate
+/// network namespaces (loomrun --hosts netns) count as separate hosts, as do containers of
+/// one machine that do not share their network; a part the system does not show is "-".
+std::string host_identity();
+
+/// The hostname in a host_identity() text ("host=NAME …"), or the whole text when it has none.
+std::string host_of_identity(std::string_view identity);
+
 /// Fills secret, listen, timeout_s and linger_s from LOOM_JOB_SECRET, LOOM_BOOTSTRAP_LISTEN,
 /// LOOM_BOOTSTRAP_TIMEOUT and LOOM_BOOTSTRAP_LINGER (discover() does; so does a communicator
 /// whose config names rank, size, job and rendezvous itself).

@@ -88,17 +88,33 @@ namespace {
 
 // One connection attempt to any address of `where`, bounded by `until` (and by one second,
 // so a host that drops SYNs does not eat the whole budget in one try): fd, or -1 and *why.
-int try_connect(const host_port& where, const deadline& until, std::string* why) {
+// *tried gets the addresses the name resolved to (or "nothing: the name did not resolve").
+int try_connect(const host_port& where, const deadline& until, std::string* why,
+                std::string* tried) {
     auto addresses = net::resolve(where, false);
     if (!addresses) {
-        *why = addresses.error().message();
+        *why   = addresses.error().message();
+        *tried = "nothing (the name did not resolve)";
         return -1;
     }
+    *tried = net::socket_addresses_text(*addresses);
     int fd = net::connect_tcp(*addresses, until, 1.0, why);
     if (fd >= 0) {
         net::set_nodelay(fd);  // requests are small and answered one at a time
     }
     return fd;
+}
+
+// What a rank that could not reach rank 0's store says: this host, the rendezvous, the
+// addresses it resolved to, how often they were tried, the last error and what to check.
+std::string unreachable_text(const host_port& where, const identity& me, double timeout_s,
+                             const std::string& tried, int attempts, const std::string& why) {
+    return "bootstrap: rank " + std::to_string(me.rank) + " on host " + net::host_name() +
+           " could not reach the rendezvous " + address_text(where) + " within " +
+           seconds_text(timeout_s) + ": tried " + tried + ", " + std::to_string(attempts) +
+           (attempts == 1 ? " attempt" : " attempts") + ", last error: " + why +
+           " (check that rank 0 runs, that LOOM_BOOTSTRAP names an address of rank 0's host "
+           "that this host can reach, and that no firewall drops the port)";
 }
 
 std::string io_error_text(int rc) {
@@ -266,9 +282,11 @@ result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const i
     }
     deadline until(timeout_s);
     backoff wait(0.1);
-    std::string why = "no attempt";
+    std::string why = "no attempt", tried = "nothing";
+    int attempts = 0;
     for (;;) {
-        int fd = try_connect(where, until, &why);
+        ++attempts;
+        int fd = try_connect(where, until, &why, &tried);
         if (fd >= 0) {
             auto store = std::make_unique<client_store>(fd, where, me, timeout_s);
             status st  = store->hello(key);
@@ -283,13 +301,12 @@ result<std::unique_ptr<kv_store>> open_tcp_store(const host_port& where, const i
             LOOM_CHECK(st);
             return std::unique_ptr<kv_store>(std::move(store));
         }
-        if (until.expired()) {
-            return timeout_error("bootstrap: rank " + std::to_string(me.rank) +
-                                 " could not reach the rendezvous " + address_text(where) +
-                                 " within " + seconds_text(timeout_s) + " (last error: " + why +
-                                 ")");
-        }
+        // No attempt after the pause that used up the budget: it could only time out at
+        // once and would hide the last real error (refused, unreachable).
         wait.pause(until.remaining_s());
+        if (until.expired()) {
+            return timeout_error(unreachable_text(where, me, timeout_s, tried, attempts, why));
+        }
     }
 }
 

@@ -109,6 +109,9 @@ result<std::unique_ptr<communicator>> communicator::create(settings s,
 }
 
 status communicator::connect() {
+    if (settings_.transport_auto) {
+        LOOM_CHECK(pick_transport());
+    }
     drivers::endpoint_config ec;
     ec.rank  = settings_.rank;
     ec.size  = settings_.size;

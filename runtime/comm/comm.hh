@@ -172,6 +172,9 @@ struct settings {
     int rank = 0;
     int size = 1;
     std::string transport;  // driver name for drivers::open
+    // Neither loom_config_t.transport nor LOOM_TRANSPORT named one and there are several
+    // ranks: connect() picks it from where the ranks are (transport_choice.cc).
+    bool transport_auto = false;
     std::string job;
     // The world communicator's job, which a split keeps (its `job` gets a suffix): the job
     // an aggregation node charges the communicator's slots to.
@@ -291,6 +294,10 @@ class communicator {
   private:
     communicator(settings s, std::shared_ptr<kv_store> store);
     status connect();
+    /// transport_choice.cc: with settings_.transport_auto, every rank publishes its host
+    /// identity; rank 0 picks shm when all share one host, else the first network transport
+    /// every rank can run, and says which and why; all ranks take its choice.
+    status pick_transport();
     result<cached_plan> plan_for(const call_args& a, const call_options& o);
     result<cached_plan> build_plan(const algorithms::call& c, const algorithms::algorithm& algo,
                                    call_kind kind, loom_dtype_t dtype, loom_op_t op);

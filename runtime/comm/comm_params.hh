@@ -11,9 +11,11 @@ inline loom::params::component component{"comm"};
 
 inline const loom::params::string_param transport{
     component, "LOOM_TRANSPORT", "",
-    "driver of a new communicator: shm, tcp, self, fault:<driver> or fwd:<driver> (routes over "
-    "LOOM_FABRIC; needs LOOM_PROGRESS=thread); unset: self for one rank, shm otherwise "
-    "(loom_config_t.transport overrides)"};
+    "driver of a new communicator: shm, tcp, ofi, self, fault:<driver> or fwd:<driver> (routes "
+    "over LOOM_FABRIC; needs LOOM_PROGRESS=thread); unset: self for one rank, shm when all ranks "
+    "share a host, else the first network transport every rank can run (ofi where built and "
+    "LOOM_OFI_PROVIDER names a network provider or libfabric offers cxi, efa, verbs or psm, else "
+    "tcp), said at info level (loom_config_t.transport overrides)"};
 inline const loom::params::string_param link_stats_dir{
     component, "LOOM_LINK_STATS_DIR", "",
     "directory where the world communicator of a fwd:<driver> transport writes its link counters "

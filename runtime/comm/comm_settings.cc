@@ -113,8 +113,10 @@ status resolve_numbers(const loom_config_t* c, settings* s) {
 
 status resolve_shapes(const loom_config_t* c, settings* s) {
     std::string transport = param_or(LOOM_CONFIG_TEXT(c, transport), params::transport);
-    s->transport          = !transport.empty() ? transport : s->size == 1 ? "self" : "shm";
-    std::string topo      = param_or(LOOM_CONFIG_TEXT(c, topology), params::topology);
+    // Unset with several ranks: shm until connect() has seen where the ranks are.
+    s->transport      = !transport.empty() ? transport : s->size == 1 ? "self" : "shm";
+    s->transport_auto = transport.empty() && s->size > 1;
+    std::string topo  = param_or(LOOM_CONFIG_TEXT(c, topology), params::topology);
     if (topo.empty()) {
         // Over a fabric (LOOM_FABRIC) the communicator's topology is that fabric, so the
         // lattice algorithms (dims, dor-relay) apply and route as the forwarder does.

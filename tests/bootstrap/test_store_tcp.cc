@@ -2,14 +2,18 @@
 // The TCP key/value store between real processes: 8 ranks exchange keys (set, get, wait, a
 // get parked until a late set); registration errors (duplicate rank, wrong size, wrong job);
 // timeouts that name the key and the ranks that never registered; an unreachable
-// rendezvous fails within its deadline.
+// rendezvous (closed port, a name that does not resolve, no route) fails within its
+// deadline with a report naming this host, what was tried and what to check.
+#include <sched.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "base/clock.hh"
+#include "base/net.hh"
 #include "bootstrap/bootstrap.hh"
 #include "proc.hh"
 #include "test_main.hh"
@@ -31,6 +35,19 @@ bootstrap::identity rank_of(int rank, int size, const char* job = "tcp-test") {
 
 std::string address(int port) {
     return "127.0.0.1:" + std::to_string(port);
+}
+
+// A report of a rank that could not reach rank 0 names its host, what it tried, how many
+// attempts, the last error and what to check.
+void expect_connect_report(const std::string& msg, const std::string& tried,
+                           const std::string& last_error) {
+    for (const std::string& part :
+         {"rank 1 on host " + net::host_name() + " ", tried, std::string(" attempt"), last_error,
+          std::string("check that rank 0 runs")}) {
+        if (msg.find(part) == std::string::npos) {
+            LOOM_FAIL("the report lacks '" + part + "': " + msg);
+        }
+    }
 }
 
 // Rank body for the exchange: publishes "addr/<rank>", reads every other rank's, waits for
@@ -187,6 +204,45 @@ static void an_unreachable_rendezvous_fails_within_the_deadline(void**) {
     assert_non_null(std::strstr(msg.c_str(), "could not reach the rendezvous"));
     assert_non_null(std::strstr(msg.c_str(), where.c_str()));
     assert_non_null(std::strstr(msg.c_str(), "rank 1"));
+    // Where it was written, what was tried and how often, and what to check.
+    expect_connect_report(msg, "tried " + where + ", ", "last error: Connection refused");
+}
+
+static void a_rendezvous_name_that_does_not_resolve_says_so(void**) {
+    std::string where = "no-such-host.invalid:29500";
+    auto store        = bootstrap::connect_store(where, rank_of(1, 2), 0.3);
+    assert_false(store.is_ok());
+    assert_int_equal(store.error().code(), LOOM_ERR_TIMEOUT);
+    const std::string& msg = store.error().message();
+    assert_non_null(std::strstr(msg.c_str(), "could not reach the rendezvous "));
+    assert_non_null(std::strstr(msg.c_str(), where.c_str()));
+    expect_connect_report(msg, "tried nothing (the name did not resolve)",
+                          "cannot resolve the host 'no-such-host.invalid'");
+}
+
+// A host with no route to the rendezvous: the rank runs in a fresh network namespace whose
+// only interface is a loopback that is down, so every address is unreachable at once.
+static void a_rendezvous_without_a_route_says_so(void**) {
+    auto out = test::run_ranks(
+        1,
+        [](int, std::string* report) {
+            if (::unshare(CLONE_NEWNET) != 0) {
+                *report = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+                return 77;
+            }
+            auto store = bootstrap::connect_store("10.77.0.1:29500", rank_of(1, 2), 0.5);
+            *report    = store ? "connected" : store.error().message();
+            return store ? 1 : 0;
+        },
+        deadline_s);
+    if (out[0].code == 77) {
+        std::printf("# no network namespace here (%s): the unreachable case is not run\n",
+                    out[0].text.c_str());
+        skip();
+    }
+    assert_int_equal(out[0].code, 0);
+    expect_connect_report(out[0].text, "tried 10.77.0.1:29500, ",
+                          "last error: Network is unreachable");
 }
 
 static void rank_0_cannot_listen_on_a_taken_port(void**) {
@@ -204,4 +260,6 @@ LOOM_TEST_MAIN("bootstrap_store_tcp", cmocka_unit_test(eight_ranks_exchange_keys
                cmocka_unit_test(a_rank_with_another_size_or_job_is_refused),
                cmocka_unit_test(a_timeout_names_the_key_and_the_ranks_never_registered),
                cmocka_unit_test(an_unreachable_rendezvous_fails_within_the_deadline),
+               cmocka_unit_test(a_rendezvous_name_that_does_not_resolve_says_so),
+               cmocka_unit_test(a_rendezvous_without_a_route_says_so),
                cmocka_unit_test(rank_0_cannot_listen_on_a_taken_port))

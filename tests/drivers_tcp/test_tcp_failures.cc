@@ -7,13 +7,17 @@
 // but dead, never connected), and handshakes that name a wrong or duplicate rank or come
 // from another job; and cancel (driver.hh): withdrawn sends are
 // delivered whole or not at all, withdrawn receives drain, and the stream stays in step.
+#include <net/if.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <vector>
 
+#include "base/net.hh"
 #include "tcp_test_util.hh"
 #include "test_case.hh"
 
@@ -433,6 +437,75 @@ static void connect_times_out_naming_the_rank(void**) {
                  "rank 0 never connected to this rank");
 }
 
+// The parts of a connect report that say where and what to look at (besides the rank).
+void assert_reports(const status& st, const std::vector<std::string>& parts) {
+    for (const auto& part : parts) {
+        if (st.message().find(part) == std::string::npos) {
+            LOOM_FAIL("the report lacks '" + part + "': " + st.to_string());
+        }
+    }
+}
+
+static void connect_reports_name_the_host_the_address_and_what_was_tried(void**) {
+    std::string here = "rank 1 on host " + net::host_name() + ": ";
+    // A closed port: rank 2 published an address where nobody listens.
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family      = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len      = sizeof sa;
+    assert_int_equal(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    assert_int_equal(::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+    ::close(fd);
+    std::string closed = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+    test::store_dir dir("report");
+    file_store store(dir.path);
+    assert_true(store.set("tcp/2", closed).is_ok());
+    status st = lonely_connect(1, 3, store, 0.5);
+    assert_reports(st, {here, "connecting to rank 2 at " + closed + " (tried ", " times",
+                        "last error: Connection refused", "Check that those ranks run",
+                        "reachable from " + net::host_name()});
+    std::printf("# %s\n", st.message().c_str());
+    // Nobody dials this rank: the report says which address the others were to dial.
+    test::store_dir dir2("report2");
+    file_store store2(dir2.path);
+    st = lonely_connect(1, 2, store2, 0.5);
+    assert_reports(st, {here, "rank 0 never connected to this rank (it dials 127.0.0.1:"});
+    // No route to the published address: this rank runs in a fresh network namespace, with
+    // only its loopback (brought up for its own listener).
+    std::string why = test::run_ranks(1, 30, [](int) {
+        if (::unshare(CLONE_NEWNET) != 0) {
+            std::printf(
+                "# no network namespace here (unshare: %s): the unreachable case is "
+                "not run\n",
+                std::strerror(errno));
+            return 77;
+        }
+        int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+        ifreq ifr{};
+        std::strcpy(ifr.ifr_name, "lo");
+        ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+        ::ioctl(s, SIOCSIFFLAGS, &ifr);
+        ::close(s);
+        test::store_dir d("report3");
+        file_store st3(d.path);
+        (void)st3.set("tcp/2", "10.77.0.3:5000");
+        status r = lonely_connect(1, 3, st3, 0.5);
+        std::printf("# %s\n", r.message().c_str());
+        for (const char* part : {"connecting to rank 2 at 10.77.0.3:5000 (tried ",
+                                 "last error: Network is unreachable"}) {
+            if (r.message().find(part) == std::string::npos) {
+                std::printf("# the report lacks '%s'\n", part);
+                return 1;
+            }
+        }
+        return 0;
+    });
+    if (why != "" && why != "rank 0 exited 77; ") {
+        LOOM_FAIL("no route: " + why);
+    }
+}
+
 static void handshake_with_wrong_rank_is_an_error(void**) {
     test::store_dir dir("wrong");
     file_store store(dir.path);
@@ -508,6 +581,7 @@ int main() {
         cmocka_unit_test(capabilities_describe_tcp),
         cmocka_unit_test(killed_peer_fails_every_operation),
         cmocka_unit_test(connect_times_out_naming_the_rank),
+        cmocka_unit_test(connect_reports_name_the_host_the_address_and_what_was_tried),
         cmocka_unit_test(handshake_with_wrong_rank_is_an_error),
         cmocka_unit_test(handshake_with_duplicate_rank_is_an_error),
         cmocka_unit_test(another_jobs_connection_is_refused_not_fatal),

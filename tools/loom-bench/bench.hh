@@ -221,6 +221,9 @@ struct header_info {
     int n;
     double memcpy_gbps;                // 0: not measured
     std::vector<std::string> devices;  // per rank: "Pid P on HOST"
+    // What the tuner's figures say carries the messages ("shm", "tcp": any network): with
+    // LOOM_TRANSPORT unset, loom chose the transport from where the ranks are.
+    std::string carrier;
 };
 void print_header(const header_info& h);
 /// One line: the point's out-of-place and in-place halves (either may be null: N/A), then

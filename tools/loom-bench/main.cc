@@ -442,7 +442,11 @@ int run(options o) {
     }
     std::vector<std::string> devices = gather_devices(s);
     if (c.rank == 0) {
-        print_header({&o, c.n, memcpy, devices});
+        loom_calibration_t cal{};
+        cal.struct_size = sizeof cal;
+        std::string carrier =
+            loom_comm_calibration(s.comm, &cal) == LOOM_SUCCESS ? cal.transport : "";
+        print_header({&o, c.n, memcpy, devices, carrier});
     }
 
     // Settle before the first size: right after start-up the kernel often has the ranks

@@ -66,11 +66,17 @@ std::string half_columns(const row* r) {
     return text;
 }
 
-std::string transport_text(int n) {
+std::string transport_text(int n, const std::string& carrier) {
     std::string transport = comm::params::transport.get();
-    return !transport.empty() ? transport + " (LOOM_TRANSPORT)"
-           : n == 1           ? std::string("self (default for one rank)")
-                              : std::string("shm (default)");
+    if (!transport.empty()) {
+        return transport + " (LOOM_TRANSPORT)";
+    }
+    if (n == 1) {
+        return "self (default for one rank)";
+    }
+    return carrier == "shm" ? std::string("shm (default: ranks on one host)")
+                            : "a network transport (default: ranks on several hosts; "
+                              "LOOM_LOG_LEVEL=info names it)";
 }
 
 std::string names_of(const std::vector<loom_dtype_t>& dtypes) {
@@ -102,7 +108,7 @@ void print_header(const header_info& h) {
         o.factor > 1 ? "factor" : "bytes", o.warmup, o.iters, o.check ? 1 : 0);
     std::printf("#\n");
     std::printf("# loom-bench %s, loom %s: N = %d ranks, transport %s\n", collective_name(o.coll),
-                loom_version(), h.n, transport_text(h.n).c_str());
+                loom_version(), h.n, transport_text(h.n, h.carrier).c_str());
     std::printf("# algorithm: %s%s\n", algo_origin(o),
                 o.mode == algo_mode::named ? (" " + o.algo).c_str() : "");
     std::printf("# dtype %s", names_of(o.dtypes).c_str());
@@ -138,7 +144,7 @@ void print_header(const header_info& h) {
     std::printf("#\n# Using devices\n");
     for (size_t r = 0; r < h.devices.size(); ++r) {
         std::printf("#  Rank %2zu Group  0 %s device  0 [cpu] loom %s\n", r, h.devices[r].c_str(),
-                    transport_text(h.n).c_str());
+                    transport_text(h.n, h.carrier).c_str());
     }
     std::printf("#\n");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %-36s  %-36s\n", "", "", "", "", "",

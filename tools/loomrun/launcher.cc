@@ -48,15 +48,15 @@ constexpr int netns_bootstrap_port = 29500;
 
 // The variables loomrun always sets for every rank (an inherited value is replaced: they
 // number the ranks and name loomrun's rendezvous). The user's LOOM_TRANSPORT, LOOM_JOB,
-// LOOM_BOOTSTRAP and LOOM_TCP_ADDR are kept or refused (rank_settings.cc), never replaced.
+// LOOM_BOOTSTRAP, LOOM_TCP_ADDR and LOOM_OFI_ADDR are kept or refused (rank_settings.cc),
+// never replaced.
 constexpr const char* rank_vars[] = {"LOOM_RANK",      "LOOM_SIZE",      "LOOM_JOB",
                                      "LOOM_BOOTSTRAP", "LOOM_TRANSPORT", "LOOM_JOB_SECRET"};
 // The variables of loomrun's environment the user may set in place of loomrun's defaults.
-constexpr const char* user_vars[] = {"LOOM_RANK",           "LOOM_SIZE",   "LOOM_TRANSPORT",
-                                     "LOOM_BOOTSTRAP",      "LOOM_JOB",    "LOOM_JOB_SECRET",
-                                     "LOOM_TCP_ADDR",       "LOOM_FABRIC", "LOOM_PROGRESS",
-                                     "LOOM_LINK_STATS_DIR", "LOOM_SWITCH", "LOOM_SWITCH_FABRIC",
-                                     "LOOM_INC_TICKET"};
+constexpr const char* user_vars[] = {
+    "LOOM_RANK",           "LOOM_SIZE",     "LOOM_TRANSPORT",     "LOOM_BOOTSTRAP", "LOOM_JOB",
+    "LOOM_JOB_SECRET",     "LOOM_TCP_ADDR", "LOOM_OFI_ADDR",      "LOOM_FABRIC",    "LOOM_PROGRESS",
+    "LOOM_LINK_STATS_DIR", "LOOM_SWITCH",   "LOOM_SWITCH_FABRIC", "LOOM_INC_TICKET"};
 // A lattice fabric is forwarded hop by hop (fwd:<transport>); a star or a fabric file
 // given with --switch only places the aggregation nodes.
 bool forwarded(const std::string& fabric) {
@@ -187,7 +187,7 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
             ours = ours || (o_.with_switch && sets(entry, v));
         }
         ours = ours || (o_.link_stats && sets(entry, "LOOM_LINK_STATS_DIR")) ||
-               (net_ != nullptr && sets(entry, "LOOM_TCP_ADDR"));
+               (net_ != nullptr && (sets(entry, "LOOM_TCP_ADDR") || sets(entry, "LOOM_OFI_ADDR")));
         if (!ours) {
             env.emplace_back(entry);
         }
@@ -197,7 +197,9 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     env.push_back("LOOM_JOB=" + job_id_);
     env.push_back("LOOM_BOOTSTRAP=" + bootstrap);
     env.push_back("LOOM_JOB_SECRET=" + secret_);
-    if (o_.fabric.empty() || !forwarded(o_.fabric)) {
+    if (chosen_.transport.empty()) {
+        // The ranks choose (rank_settings.cc): nothing to set.
+    } else if (o_.fabric.empty() || !forwarded(o_.fabric)) {
         env.push_back("LOOM_TRANSPORT=" + chosen_.transport);
     } else {
         env.push_back("LOOM_TRANSPORT=fwd:" + chosen_.transport);
@@ -209,7 +211,9 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     }
     env.insert(env.end(), o_.switch_env.begin(), o_.switch_env.end());
     if (net_ != nullptr) {
+        // Each rank binds its own namespace's address, whichever network driver it opens.
         env.push_back("LOOM_TCP_ADDR=" + net_->address(rank));
+        env.push_back("LOOM_OFI_ADDR=" + net_->address(rank));
     }
     return env;
 }
@@ -553,7 +557,8 @@ int run_job(const options& given) {
     // What killed jobs left (a killed loomrun cannot tidy up): reclaimed by the next start.
     bootstrap::remove_stale_rendezvous();
     LOOM_LOG_INFO(log::subsystem::init, "loomrun: %d %s, transport %s (%s), bootstrap %s (%s)",
-                  opts.ranks, opts.ranks == 1 ? "rank" : "ranks", chosen->transport.c_str(),
+                  opts.ranks, opts.ranks == 1 ? "rank" : "ranks",
+                  chosen->transport.empty() ? "unset" : chosen->transport.c_str(),
                   chosen->transport_from.c_str(), bootstrap.c_str(),
                   chosen->bootstrap_from.c_str());
     std::unique_ptr<switch_set> switches;  // --switch: up before the ranks, down after

@@ -66,7 +66,9 @@ using user_settings = std::map<std::string, std::string>;
 /// What every rank gets that the user may choose, and who chose it ("--transport",
 /// "LOOM_TRANSPORT", "loomrun default", …).
 struct rank_settings {
-    std::string transport, transport_from;  // as given: --fabric wraps it in fwd:
+    // As given (--fabric wraps it in fwd:); empty: LOOM_TRANSPORT stays unset and the ranks
+    // choose (--hosts netns without a transport named).
+    std::string transport, transport_from;
     std::string bootstrap, bootstrap_from;  // bootstrap empty: loomrun makes the rendezvous
     std::string job, job_from;              // job empty: loomrun makes a fresh id
     std::string secret;  // the user's LOOM_JOB_SECRET; empty: a fresh one per launch

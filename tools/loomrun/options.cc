@@ -60,17 +60,20 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
     app.add_option("-n,--ranks", text.ranks,
                    "number of ranks to start (1.." + std::to_string(max_ranks) + ")");
     app.add_option("--transport", o.transport,
-                   "LOOM_TRANSPORT of every rank: shm, tcp, self (-n 1) or fault:<transport>; "
-                   "default: LOOM_TRANSPORT of loomrun's environment, else shm (tcp under "
-                   "--hosts netns)")
+                   "LOOM_TRANSPORT of every rank: shm, tcp, ofi, verbs, self (-n 1) or "
+                   "fault:<transport>; default: LOOM_TRANSPORT of loomrun's environment, else "
+                   "shm; under --hosts netns unset, so the ranks, on several hosts, pick a "
+                   "network transport themselves (tcp under --fabric)")
         ->check(CLI::Validator(
             [](const std::string& t) {
                 std::string_view inner = t;
                 while (inner.starts_with("fault:")) {
                     inner.remove_prefix(6);
                 }
-                bool ok = inner == "shm" || inner == "tcp" || inner == "self";
-                return ok ? std::string() : t + " not in {shm, tcp, self, fault:<transport>}";
+                bool ok = inner == "shm" || inner == "tcp" || inner == "ofi" || inner == "verbs" ||
+                          inner == "self";
+                return ok ? std::string()
+                          : t + " not in {shm, tcp, ofi, verbs, self, fault:<transport>}";
             },
             "TRANSPORT"));
     app.add_option("--fabric", o.fabric,
@@ -106,11 +109,13 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
     app.footer(
         "Usage: loomrun -n N [flags] -- PROGRAM ARGS\n"
         "Each rank gets LOOM_RANK, LOOM_SIZE, LOOM_JOB, LOOM_BOOTSTRAP and LOOM_TRANSPORT (and\n"
-        "LOOM_TCP_ADDR under --hosts netns); its output lines are prefixed with \"[rank] \"\n"
-        "(--no-tag-output: bare lines, whole lines never interleaved).\n"
-        "LOOM_TRANSPORT, LOOM_BOOTSTRAP, LOOM_JOB_SECRET, LOOM_TCP_ADDR and LOOM_JOB set\n"
-        "in loomrun's environment win over its defaults; a setting that cannot work with the\n"
-        "flags given is refused (LOOM_LOG_LEVEL=info shows what the job uses and why).\n"
+        "LOOM_TCP_ADDR and LOOM_OFI_ADDR under --hosts netns, where LOOM_TRANSPORT stays unset\n"
+        "unless given); its output lines are prefixed with \"[rank] \" (--no-tag-output:\n"
+        "bare lines, whole lines never interleaved).\n"
+        "LOOM_TRANSPORT, LOOM_BOOTSTRAP, LOOM_JOB_SECRET, LOOM_TCP_ADDR, LOOM_OFI_ADDR and\n"
+        "LOOM_JOB set in loomrun's environment win over its defaults; a setting that cannot\n"
+        "work with the flags given is refused (LOOM_LOG_LEVEL=info shows what the job uses\n"
+        "and why).\n"
         "Exit status: 0 all ranks succeeded; else the first failing rank's status (128+signal\n"
         "when killed); 124 timeout; 2 bad command line; 1 loomrun could not start the job.");
 }

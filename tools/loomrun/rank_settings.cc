@@ -11,6 +11,8 @@ namespace loom::loomrun {
 namespace {
 
 constexpr const char* default_source = "loomrun default";
+constexpr const char* ranks_choose_source =
+    "left to the ranks: LOOM_TRANSPORT unset, ranks on several hosts";
 
 const std::string* find(const user_settings& user, const char* name) {
     auto it = user.find(name);
@@ -37,10 +39,11 @@ status check_transport(const options& o, const std::string& transport, const std
         }
         inner = innermost(inner.substr(4));
     }
-    if (inner != "self" && inner != "shm" && inner != "tcp") {
-        return invalid_argument(said +
-                                ": unknown transport (allowed: shm, tcp, self with -n 1, "
-                                "fault:<transport>, fwd:<transport> with LOOM_FABRIC)");
+    if (inner != "self" && inner != "shm" && inner != "tcp" && inner != "ofi" && inner != "verbs") {
+        return invalid_argument(
+            said +
+            ": unknown transport (allowed: shm, tcp, ofi, verbs, self with -n 1, "
+            "fault:<transport>, fwd:<transport> with LOOM_FABRIC)");
     }
     if (inner == "self" && o.ranks != 1) {
         return invalid_argument(said + " connects a rank only to itself, but -n is " +
@@ -76,12 +79,19 @@ result<rank_settings> resolve_rank_settings(const options& o, const user_setting
     } else if (env_transport != nullptr && !env_transport->empty()) {
         s.transport      = *env_transport;
         s.transport_from = "LOOM_TRANSPORT";
+    } else if (o.hosts == "netns" && o.fabric.empty()) {
+        // Namespaces stand for hosts, which share no memory: the ranks see that they are on
+        // several hosts and pick a network transport themselves (LOOM_TRANSPORT unset), as
+        // ranks that mpirun or srun start across real hosts do.
+        s.transport_from = ranks_choose_source;
     } else {
-        // Namespaces stand for hosts, which share no memory.
+        // Under --fabric the driver below fwd: is named here.
         s.transport      = o.hosts == "netns" ? "tcp" : "shm";
         s.transport_from = default_source;
     }
-    LOOM_CHECK(check_transport(o, s.transport, s.transport_from));
+    if (!s.transport.empty()) {
+        LOOM_CHECK(check_transport(o, s.transport, s.transport_from));
+    }
 
     const std::string* env_bootstrap = find(user, "LOOM_BOOTSTRAP");
     if (env_bootstrap != nullptr && !env_bootstrap->empty()) {
@@ -99,11 +109,13 @@ result<rank_settings> resolve_rank_settings(const options& o, const user_setting
     if (const std::string* secret = find(user, "LOOM_JOB_SECRET"); secret != nullptr) {
         s.secret = *secret;  // authenticates loomrun's rendezvous as well as a fresh one
     }
-    if (const std::string* tcp_addr = find(user, "LOOM_TCP_ADDR");
-        tcp_addr != nullptr && o.hosts == "netns") {
-        return invalid_argument("LOOM_TCP_ADDR=" + *tcp_addr +
-                                " with --hosts netns: each rank gets its namespace's own "
-                                "address; unset LOOM_TCP_ADDR");
+    for (const char* name : {"LOOM_TCP_ADDR", "LOOM_OFI_ADDR"}) {
+        if (const std::string* addr = find(user, name); addr != nullptr && o.hosts == "netns") {
+            return invalid_argument(std::string(name) + "=" + *addr +
+                                    " with --hosts netns: each rank gets its namespace's own "
+                                    "address; unset " +
+                                    name);
+        }
     }
     if (const std::string* job = find(user, "LOOM_JOB"); job != nullptr && !job->empty()) {
         s.job      = *job;

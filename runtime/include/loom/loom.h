@@ -152,8 +152,10 @@ typedef struct loom_config {
     int rank;              /**< this rank; -1: from the environment (LOOM_RANK, mpirun…) */
     int size;              /**< the number of ranks; -1: from the environment */
     const char* bootstrap; /**< "host:port" or "file:DIR"; NULL: LOOM_BOOTSTRAP */
-    const char* transport; /**< "shm", "tcp", "self", "fault:<t>"; NULL: LOOM_TRANSPORT,
-                                else "self" for one rank and "shm" otherwise */
+    const char* transport; /**< "shm", "tcp", "ofi", "verbs", "self", "fault:<t>"; NULL:
+                                LOOM_TRANSPORT, else "self" for one rank, "shm" when all
+                                ranks share a host, else a network transport every rank
+                                can run (ofi with a network provider, else tcp) */
     const char* job;       /**< job id shared by all ranks; NULL: LOOM_JOB / launcher */
     const char* topology;  /**< "star:N", "torus:2x4" …; NULL: LOOM_TOPOLOGY, else star */
     double timeout_s;      /**< default deadline of every call; <= 0: LOOM_TIMEOUT */
