@@ -429,7 +429,9 @@ void ofi_endpoint::close() {
             }
         }
     }
-    loop_->fail_all(LOOM_ERR_PEER_FAILURE);
+    if (loop_ != nullptr) {  // null when the endpoint failed to open
+        loop_->fail_all(LOOM_ERR_PEER_FAILURE);
+    }
     cache_.clear();
     fabric_.reset();  // the endpoint first: nothing completes into the buffers any more
     release_block(recv_block_);
