@@ -155,7 +155,8 @@ typedef struct loom_config {
     const char* transport; /**< "shm", "tcp", "ofi", "verbs", "self", "fault:<t>"; NULL:
                                 LOOM_TRANSPORT, else "self" for one rank, "shm" when all
                                 ranks share a host, else a network transport every rank
-                                can run (ofi with a network provider, else tcp) */
+                                can run (ofi on a hardware fabric or a network
+                                LOOM_OFI_PROVIDER, else tcp) */
     const char* job;       /**< job id shared by all ranks; NULL: LOOM_JOB / launcher */
     const char* topology;  /**< "star:N", "torus:2x4" …; NULL: LOOM_TOPOLOGY, else star */
     double timeout_s;      /**< default deadline of every call; <= 0: LOOM_TIMEOUT */
