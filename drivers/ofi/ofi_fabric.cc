@@ -151,8 +151,8 @@ result<std::string> bind_node(int rank) {
 }
 
 result<std::unique_ptr<fabric>> fabric::open(const fabric_request& request) {
-    std::string who                    = who_of(request);
-    std::string requested              = requested_provider();
+    std::string who       = who_of(request);
+    std::string requested = request.provider.empty() ? requested_provider() : request.provider;
     std::vector<std::string> available = available_providers(request);
     std::string provider               = requested;
     if (provider.empty()) {
@@ -170,8 +170,10 @@ result<std::unique_ptr<fabric>> fabric::open(const fabric_request& request) {
                                  "with tagged messages");
         }
     } else if (std::find(available.begin(), available.end(), provider) == available.end()) {
-        return not_supported(who + "LOOM_OFI_PROVIDER='" + provider +
-                             "' is not available here (available: " + join(available) + ")");
+        std::string asked = request.provider.empty() ? "LOOM_OFI_PROVIDER='" + provider + "'"
+                                                     : "provider '" + provider + "'";
+        return not_supported(who + asked + " is not available here (available: " + join(available) +
+                             ")");
     }
     std::string node;
     if (network_provider(provider)) {

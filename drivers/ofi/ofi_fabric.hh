@@ -53,6 +53,9 @@ struct fabric_request {
     size_t rx_size     = 0;
     int rank           = 0;      // for messages
     const char* what   = "ofi";  // for messages: "ofi", "ofi datagram"
+    /// The provider to open, where the caller was told one (an ofi: datagram address names
+    /// it); "" takes requested_provider().
+    std::string provider;
 };
 
 /// The provider's name to ask for: LOOM_OFI_PROVIDER, or "" for the best available.
