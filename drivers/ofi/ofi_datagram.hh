@@ -16,6 +16,10 @@
 //   keepalive  either way, after a quarter of the idle timeout without sending
 //   goodbye    either way, when an endpoint is destroyed
 //
+// A peer is gone after its goodbye, a send to it that the provider failed, or silence for
+// LOOM_OFI_DATAGRAM_IDLE_TIMEOUT: no provider reports a peer's end reliably (udp never;
+// tcp;ofi_rxm reconnects), and keep-alives go only from an endpoint's send() and recv().
+//
 // No allocation and no blocking call per frame: receives go into buffers posted once (each
 // handed out in place and reposted at the next recv), sends are copied into a fixed pool of
 // send slots freed by their completions; no free slot drops the frame and counts it.
@@ -43,8 +47,8 @@ constexpr size_t max_message     = header_bytes + datagram_max_frame;
 constexpr size_t max_address     = 256;  // a fabric address in a hello (sockaddr, shm name)
 constexpr uint8_t wire_magic     = 'L';
 constexpr uint8_t wire_version   = 1;
-constexpr uint32_t receive_count = 256;  // buffers posted per hub
-constexpr uint32_t send_slots    = 128;  // sends in flight per hub
+constexpr uint32_t receive_count = 256;            // buffers posted per hub
+constexpr uint32_t send_slots    = 128;            // sends in flight per hub
 constexpr uint32_t peer_queue    = receive_count;  // frames waiting per peer: all, at most
 
 enum class kind : uint8_t { hello = 1, welcome = 2, data = 3, keepalive = 4, goodbye = 5 };
@@ -61,7 +65,8 @@ struct peer_state {
     // Received frames waiting: buffer indices, [head, tail) modulo peer_queue.
     uint32_t queue[peer_queue] = {};
     uint32_t head = 0, tail = 0;
-    uint32_t held = UINT32_MAX;  // the buffer handed out by the last recv()
+    uint32_t held      = UINT32_MAX;  // the buffer handed out by the last recv()
+    uint32_t in_flight = 0;           // its sends not completed yet
     datagram_stats stats;
 };
 
@@ -93,7 +98,8 @@ class hub {
 
     void send(uint32_t peer, kind k, const uint8_t* payload, size_t len);
     bool recv(uint32_t peer, const uint8_t** frame, size_t* len);
-    bool alive(uint32_t peer) const;
+    /// Not gone, not closed, and heard from within the idle timeout where that applies.
+    bool alive(uint32_t peer);
     /// Sends a keep-alive where a quarter of the idle timeout passed without sending.
     void keep_alive(uint32_t peer);
     /// The endpoint of `peer` is going: a goodbye, and frames naming it are strangers.
@@ -123,6 +129,7 @@ class hub {
     hub(std::unique_ptr<fabric> f, bool listening);
     status setup();
     void post_receive(uint32_t index);
+    void repost();
     void on_received(buffer& b, size_t len);
     void on_hello(const uint8_t* raw, size_t len);
     void on_send_failed(buffer& b);
@@ -136,6 +143,7 @@ class hub {
     fid_mr* mr_ = nullptr;               // where the provider wants local buffers registered
     void* desc_ = nullptr;
     std::vector<uint32_t> free_sends_;
+    std::vector<uint32_t> unposted_;  // receive buffers the provider had no room for yet
     std::vector<peer_state> peers_;
     std::unordered_map<std::string, uint32_t> by_address_;
     uint32_t accepted_upto_ = 0;
@@ -144,6 +152,8 @@ class hub {
     int wait_fd_            = -1;
     int64_t max_sleep_ns_   = INT64_MAX;  // manual-progress providers need polling
     double idle_timeout_s_;
+    double silent_after_s_;  // a peer silent this long is gone (HUGE_VAL: never)
+    double keep_alive_s_;    // sent after this long without sending
 };
 
 /// The datagram endpoint of one peer of a hub.

@@ -6,6 +6,7 @@
 #include <rdma/fi_errno.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/byte_order.hh"
@@ -53,7 +54,12 @@ hub::hub(std::unique_ptr<fabric> f, bool listening)
       wait_fd_(fabric_->wait_fd()),
       max_sleep_ns_(fabric_->info()->domain_attr->data_progress == FI_PROGRESS_MANUAL ? 1'000'000
                                                                                       : INT64_MAX),
-      idle_timeout_s_(datagram_params::idle_timeout.get()) {}
+      idle_timeout_s_(datagram_params::idle_timeout.get()) {
+    // A provider may report a peer's end on a send to it (the keep-alives make one), but
+    // none reports it reliably (udp never, tcp;ofi_rxm reconnects): silence decides.
+    silent_after_s_ = idle_timeout_s_ > 0 ? idle_timeout_s_ : HUGE_VAL;
+    keep_alive_s_   = idle_timeout_s_ > 0 ? idle_timeout_s_ / 4 : HUGE_VAL;
+}
 
 hub::~hub() {
     // The endpoint goes before the registration it may still use.
@@ -115,6 +121,7 @@ status hub::setup() {
         buffers_[i].is_send = i >= receive_count;
     }
     free_sends_.reserve(send_slots);
+    unposted_.reserve(receive_count);
     for (uint32_t i = receive_count + send_slots; i > receive_count; --i) {
         free_sends_.push_back(i - 1);
     }
@@ -125,17 +132,22 @@ status hub::setup() {
 }
 
 void hub::post_receive(uint32_t index) {
-    buffer& b = buffers_[index];
-    // EAGAIN: the provider's queue is momentarily full; progress frees it.
-    for (int tries = 0; tries < 100; ++tries) {
-        ssize_t rc =
-            fi_recv(fabric_->ep(), b.bytes, max_message, desc_, FI_ADDR_UNSPEC, &b.context);
-        if (rc != -FI_EAGAIN) {
-            return;
-        }
-        fi_cq_tagged_entry e[1];
-        (void)fi_cq_read(fabric_->cq(), e, 0);
+    buffer& b  = buffers_[index];
+    ssize_t rc = fi_recv(fabric_->ep(), b.bytes, max_message, desc_, FI_ADDR_UNSPEC, &b.context);
+    if (rc != 0) {
+        unposted_.push_back(index);  // the provider's queue is full: the next progress retries
     }
+}
+
+void hub::repost() {
+    size_t still = 0;
+    for (uint32_t index : unposted_) {
+        buffer& b = buffers_[index];
+        if (fi_recv(fabric_->ep(), b.bytes, max_message, desc_, FI_ADDR_UNSPEC, &b.context) != 0) {
+            unposted_[still++] = index;
+        }
+    }
+    unposted_.resize(still);
 }
 
 result<uint32_t> hub::add_listener_peer(const std::string& raw) {
@@ -158,9 +170,12 @@ void hub::send_hello(uint32_t peer) {
 
 bool hub::post_send(uint32_t peer, kind k, const uint8_t* payload, size_t len) {
     peer_state& p = peers_[peer];
-    if (free_sends_.empty()) {
+    // A listener's peer gets a quarter of the slots: sends a dead peer never completes
+    // (udp;ofi_rxd retransmits them) starve nobody else.
+    uint32_t share = listening_ ? send_slots / 4 : send_slots;
+    if (free_sends_.empty() || p.in_flight >= share) {
         progress();  // completions may have freed a slot
-        if (free_sends_.empty()) {
+        if (free_sends_.empty() || p.in_flight >= share) {
             return false;
         }
     }
@@ -180,6 +195,7 @@ bool hub::post_send(uint32_t peer, kind k, const uint8_t* payload, size_t len) {
         return false;
     }
     free_sends_.pop_back();
+    ++p.in_flight;
     p.last_sent_s = now_s();
     return true;
 }
@@ -195,6 +211,9 @@ void hub::send(uint32_t peer, kind k, const uint8_t* payload, size_t len) {
 }
 
 void hub::progress() {
+    if (!unposted_.empty()) {
+        repost();
+    }
     fi_cq_tagged_entry done[completions_per_read];
     for (;;) {
         ssize_t n = fi_cq_read(fabric_->cq(), done, completions_per_read);
@@ -219,6 +238,7 @@ void hub::progress() {
             buffer& b = *static_cast<buffer*>(done[i].op_context);
             if (b.is_send) {
                 free_sends_.push_back(b.index);
+                --peers_[b.peer].in_flight;
             } else {
                 on_received(b, done[i].len);
             }
@@ -232,6 +252,7 @@ void hub::progress() {
 void hub::on_send_failed(buffer& b) {
     free_sends_.push_back(b.index);
     peer_state& p = peers_[b.peer];
+    --p.in_flight;
     // A reliable provider gave up on the peer (its process went, its connection was
     // refused). A connecting side's hello may fail so while the listener is not up yet: the
     // connect resends it.
@@ -358,14 +379,17 @@ bool hub::recv(uint32_t peer, const uint8_t** frame, size_t* len) {
     return true;
 }
 
-bool hub::alive(uint32_t peer) const {
-    const peer_state& p = peers_[peer];
-    return !p.gone && !p.closed && now_s() - p.last_heard_s < idle_timeout_s_;
+bool hub::alive(uint32_t peer) {
+    peer_state& p = peers_[peer];
+    if (!p.gone && !p.closed && now_s() - p.last_heard_s >= silent_after_s_) {
+        progress();  // what came while nobody polled counts
+    }
+    return !p.gone && !p.closed && now_s() - p.last_heard_s < silent_after_s_;
 }
 
 void hub::keep_alive(uint32_t peer) {
     peer_state& p = peers_[peer];
-    if (!p.gone && !p.closed && now_s() - p.last_sent_s > idle_timeout_s_ / 4) {
+    if (!p.gone && !p.closed && now_s() - p.last_sent_s > keep_alive_s_) {
         (void)post_send(peer, kind::keepalive, nullptr, 0);
     }
 }
@@ -395,9 +419,11 @@ void hub::drain_sends(double timeout_s) {
     }
 }
 
+// Token bit 0: a frame is queued for the peer (no sleep); bit 1: sends are in flight, which
+// a manual-progress provider only moves on while polled (the sleep is kept short).
 uint64_t hub::arm_sleep(uint32_t peer) {
     const peer_state& p = peers_[peer];
-    return p.head != p.tail ? 1 : 0;
+    return (p.head != p.tail ? 1 : 0) | (free_sends_.size() < send_slots ? 2 : 0);
 }
 
 void hub::sleep(uint64_t token, int64_t timeout_ns) {
@@ -409,7 +435,9 @@ void hub::sleep(uint64_t token, int64_t timeout_ns) {
         return;
     }
     pollfd pf{wait_fd_, POLLIN, 0};
-    timeout_ns = std::min(timeout_ns, max_sleep_ns_);
+    if ((token & 2) != 0) {
+        timeout_ns = std::min(timeout_ns, max_sleep_ns_);
+    }
     timespec t{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
     ::ppoll(&pf, 1, &t, nullptr);
 }

@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/byte_order.hh"
@@ -235,6 +236,47 @@ void strangers_are_dropped_and_counted(void**) {
     assert_int_equal(ls->strangers(), 4);
 }
 
+// The waker sleeps on the completion queue's wait fd: a frame from the peer ends the sleep
+// long before its timeout. udp;ofi_rxd's queue has no wait fd: no waker, callers nap.
+void waker_wakes_on_a_frame(const std::string& provider, bool has_wait_fd) {
+    set_idle_timeout("30");
+    auto t = make_pair_at("ofi:" + provider);
+    auto w = t.b->idle_waker();
+    assert_int_equal(bool(w), has_wait_fd);
+    if (!w) {
+        return;
+    }
+    // Nothing coming (the hand-shake's sends completed and read): it sleeps (most of) its
+    // timeout.
+    const uint8_t* p = nullptr;
+    size_t len       = 0;
+    ::usleep(50'000);
+    assert_false(t.b->recv(&p, &len));
+    uint64_t token = w.arm(w.ctx);
+    assert_false(t.b->recv(&p, &len));
+    double idle_from = now_s();
+    w.sleep(w.ctx, token, 200'000'000);
+    assert_true(now_s() - idle_from > 0.1);
+
+    double started = now_s();
+    std::thread later([&] {
+        ::usleep(100'000);
+        send_packets(*t.a, 1);
+    });
+    bool got = false;
+    while (!got && now_s() - started < 3) {
+        uint64_t token = w.arm(w.ctx);
+        got            = t.b->recv(&p, &len);
+        w.sleep(w.ctx, token, got ? 0 : 2'000'000'000);
+    }
+    double took = now_s() - started;
+    later.join();
+    got = got || t.b->recv(&p, &len);
+    assert_true(got);
+    assert_true(is_packet(p, len, 0));
+    assert_true(took < 1.5);
+}
+
 void connect_to_nobody_times_out_naming_the_address(const std::string& provider) {
     std::string address;
     {
@@ -282,6 +324,8 @@ LOOM_TEST_MAIN("drivers_ofi_datagram",
                LOOM_CASE(udp_many_peers_on_one_listener, many_peers_on_one_listener("udp")),
                LOOM_CASE(rxm_many_peers_on_one_listener, many_peers_on_one_listener("tcp;ofi_rxm")),
                cmocka_unit_test(strangers_are_dropped_and_counted),
+               LOOM_CASE(udp_has_no_waker, waker_wakes_on_a_frame("udp", false)),
+               LOOM_CASE(rxm_waker_wakes_on_a_frame, waker_wakes_on_a_frame("tcp;ofi_rxm", true)),
                LOOM_CASE(udp_connect_to_nobody_times_out,
                          connect_to_nobody_times_out_naming_the_address("udp")),
                LOOM_CASE(rxm_connect_to_nobody_times_out,
