@@ -1,5 +1,6 @@
 // ofi's datagram endpoint ("ofi:", drivers/ofi/ofi_datagram.hh) between real processes, over
-// udp (udp;ofi_rxd: udp's own datagrams stop at 1472 bytes) and tcp;ofi_rxm: the checks every
+// udp (udp;ofi_rxd: udp's own datagrams stop at 1472 bytes) and tcp;ofi_rxm, and the
+// exchange (and for shm the hello, goodbye and many peers) over shm and net: the checks every
 // datagram endpoint passes (datagram_checks.hh: thousands of frames of every size exchanged
 // with a forked child, in order and intact; a peer that exits seen gone within the idle
 // timeout; a burst the peer does not read dropped and counted, never blocking; a frame over
@@ -315,6 +316,10 @@ void bad_addresses_are_refused_clearly(void**) {
 LOOM_TEST_MAIN("drivers_ofi_datagram",
                LOOM_CASE(udp_exchange_between_processes, exchange_over("udp")),
                LOOM_CASE(rxm_exchange_between_processes, exchange_over("tcp;ofi_rxm")),
+               LOOM_CASE(shm_exchange_between_processes, exchange_over("shm")),
+               LOOM_CASE(net_exchange_between_processes, exchange_over("net")),
+               LOOM_CASE(shm_many_peers_on_one_listener, many_peers_on_one_listener("shm")),
+               LOOM_CASE(shm_hello_and_goodbye, hello_and_goodbye("shm")),
                LOOM_CASE(udp_full_queue_drops, full_queue_over("udp")),
                LOOM_CASE(rxm_full_queue_drops, full_queue_over("tcp;ofi_rxm")),
                LOOM_CASE(udp_oversize_frames_are_refused, oversize_over("udp")),
