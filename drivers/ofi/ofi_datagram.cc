@@ -37,8 +37,8 @@ class ofi_datagram final : public datagram_endpoint {
     std::string describe() const override {
         const auto& raw = h_->peer(peer_).raw;
         return "ofi:" + h_->provider() + "/" +
-               to_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}) + " (from " +
-               h_->address() + (alive() ? ")" : ", closed)");
+               to_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}) + " (" +
+               h_->endpoint_type() + " from " + h_->address() + (alive() ? ")" : ", closed)");
     }
     const datagram_stats& stats() const override { return h_->peer(peer_).stats; }
     waker idle_waker() override { return h_->can_wait() ? waker_of(this) : waker{}; }

@@ -82,6 +82,10 @@ class hub {
     /// "ofi:PROVIDER/HEX" where peers reach this endpoint.
     std::string address() const { return address_; }
     const std::string& provider() const { return provider_; }
+    /// "dgram" (the provider's datagrams) or "rdm" (its reliable messages).
+    const char* endpoint_type() const {
+        return fabric_->info()->ep_attr->type == FI_EP_DGRAM ? "dgram" : "rdm";
+    }
     std::string raw_address() const { return raw_; }
 
     /// Connecting side: the one peer, at fabric address `raw`; its number comes with the

@@ -1,6 +1,7 @@
 // ofi's datagram endpoint ("ofi:", drivers/ofi/ofi_datagram.hh) between real processes, over
 // udp (udp;ofi_rxd: udp's own datagrams stop at 1472 bytes) and tcp;ofi_rxm, and the
-// exchange (and for shm the hello, goodbye and many peers) over shm and net: the checks every
+// exchange over shm, net and sockets (whose FI_EP_DGRAM carries a whole frame: the datagram
+// path), with the hello and goodbye (and for shm many peers) there too: the checks every
 // datagram endpoint passes (datagram_checks.hh: thousands of frames of every size exchanged
 // with a forked child, in order and intact; a peer that exits seen gone within the idle
 // timeout; a burst the peer does not read dropped and counted, never blocking; a frame over
@@ -56,11 +57,12 @@ void oversize_over(const std::string& provider) {
 
 // A goodbye ends the peer at once (long before the idle timeout); describe() names the
 // provider and both addresses.
-void hello_and_goodbye(const std::string& provider) {
+void hello_and_goodbye(const std::string& provider, const char* endpoint_type) {
     set_idle_timeout("60");
     auto t               = make_pair_at("ofi:" + provider);
     std::string listener = t.ls->address();
     assert_true(listener.starts_with("ofi:"));
+    assert_non_null(std::strstr(t.b->describe().c_str(), endpoint_type));
     assert_non_null(std::strstr(t.b->describe().c_str(), listener.c_str()));
     assert_non_null(std::strstr(t.a->describe().c_str(), listener.c_str()));
     assert_true(t.a->alive() && t.b->alive());
@@ -313,26 +315,29 @@ void bad_addresses_are_refused_clearly(void**) {
 
 }  // namespace
 
-LOOM_TEST_MAIN("drivers_ofi_datagram",
-               LOOM_CASE(udp_exchange_between_processes, exchange_over("udp")),
-               LOOM_CASE(rxm_exchange_between_processes, exchange_over("tcp;ofi_rxm")),
-               LOOM_CASE(shm_exchange_between_processes, exchange_over("shm")),
-               LOOM_CASE(net_exchange_between_processes, exchange_over("net")),
-               LOOM_CASE(shm_many_peers_on_one_listener, many_peers_on_one_listener("shm")),
-               LOOM_CASE(shm_hello_and_goodbye, hello_and_goodbye("shm")),
-               LOOM_CASE(udp_full_queue_drops, full_queue_over("udp")),
-               LOOM_CASE(rxm_full_queue_drops, full_queue_over("tcp;ofi_rxm")),
-               LOOM_CASE(udp_oversize_frames_are_refused, oversize_over("udp")),
-               LOOM_CASE(rxm_oversize_frames_are_refused, oversize_over("tcp;ofi_rxm")),
-               LOOM_CASE(udp_hello_and_goodbye, hello_and_goodbye("udp")),
-               LOOM_CASE(rxm_hello_and_goodbye, hello_and_goodbye("tcp;ofi_rxm")),
-               LOOM_CASE(udp_many_peers_on_one_listener, many_peers_on_one_listener("udp")),
-               LOOM_CASE(rxm_many_peers_on_one_listener, many_peers_on_one_listener("tcp;ofi_rxm")),
-               cmocka_unit_test(strangers_are_dropped_and_counted),
-               LOOM_CASE(udp_has_no_waker, waker_wakes_on_a_frame("udp", false)),
-               LOOM_CASE(rxm_waker_wakes_on_a_frame, waker_wakes_on_a_frame("tcp;ofi_rxm", true)),
-               LOOM_CASE(udp_connect_to_nobody_times_out,
-                         connect_to_nobody_times_out_naming_the_address("udp")),
-               LOOM_CASE(rxm_connect_to_nobody_times_out,
-                         connect_to_nobody_times_out_naming_the_address("tcp;ofi_rxm")),
-               cmocka_unit_test(bad_addresses_are_refused_clearly))
+LOOM_TEST_MAIN(
+    "drivers_ofi_datagram", LOOM_CASE(udp_exchange_between_processes, exchange_over("udp")),
+    LOOM_CASE(rxm_exchange_between_processes, exchange_over("tcp;ofi_rxm")),
+    LOOM_CASE(shm_exchange_between_processes, exchange_over("shm")),
+    LOOM_CASE(net_exchange_between_processes, exchange_over("net")),
+    LOOM_CASE(sockets_exchange_between_processes, exchange_over("sockets")),
+    LOOM_CASE(sockets_hello_and_goodbye, hello_and_goodbye("sockets", "(dgram from ofi:sockets/")),
+    LOOM_CASE(shm_many_peers_on_one_listener, many_peers_on_one_listener("shm")),
+    LOOM_CASE(shm_hello_and_goodbye, hello_and_goodbye("shm", "(rdm from ofi:shm/")),
+    LOOM_CASE(udp_full_queue_drops, full_queue_over("udp")),
+    LOOM_CASE(rxm_full_queue_drops, full_queue_over("tcp;ofi_rxm")),
+    LOOM_CASE(udp_oversize_frames_are_refused, oversize_over("udp")),
+    LOOM_CASE(rxm_oversize_frames_are_refused, oversize_over("tcp;ofi_rxm")),
+    LOOM_CASE(udp_hello_and_goodbye, hello_and_goodbye("udp", "(rdm from ofi:udp;ofi_rxd/")),
+    LOOM_CASE(rxm_hello_and_goodbye,
+              hello_and_goodbye("tcp;ofi_rxm", "(rdm from ofi:tcp;ofi_rxm/")),
+    LOOM_CASE(udp_many_peers_on_one_listener, many_peers_on_one_listener("udp")),
+    LOOM_CASE(rxm_many_peers_on_one_listener, many_peers_on_one_listener("tcp;ofi_rxm")),
+    cmocka_unit_test(strangers_are_dropped_and_counted),
+    LOOM_CASE(udp_has_no_waker, waker_wakes_on_a_frame("udp", false)),
+    LOOM_CASE(rxm_waker_wakes_on_a_frame, waker_wakes_on_a_frame("tcp;ofi_rxm", true)),
+    LOOM_CASE(udp_connect_to_nobody_times_out,
+              connect_to_nobody_times_out_naming_the_address("udp")),
+    LOOM_CASE(rxm_connect_to_nobody_times_out,
+              connect_to_nobody_times_out_naming_the_address("tcp;ofi_rxm")),
+    cmocka_unit_test(bad_addresses_are_refused_clearly))
