@@ -142,6 +142,7 @@ class hub {
     std::unique_ptr<fabric> fabric_;
     std::string provider_;
     bool listening_;
+    uint32_t queue_cap_;  // frames one peer may hold: a listener's slow reader leaves half
     std::string raw_, address_;
     std::unique_ptr<buffer[]> buffers_;  // receive_count receives, then send_slots sends
     fid_mr* mr_ = nullptr;               // where the provider wants local buffers registered

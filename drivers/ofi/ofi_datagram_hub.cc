@@ -21,6 +21,7 @@ namespace loom::drivers::ofi::dgram {
 namespace {
 
 constexpr int completions_per_read = 16;
+constexpr int reads_per_progress   = 4;
 
 void put_header(uint8_t* out, kind k, uint32_t peer) {
     out[0] = wire_magic;
@@ -50,6 +51,7 @@ hub::hub(std::unique_ptr<fabric> f, bool listening)
     : fabric_(std::move(f)),
       provider_(fabric_->provider()),
       listening_(listening),
+      queue_cap_(listening ? receive_count / 2 : receive_count),
       buffers_(new buffer[receive_count + send_slots]),
       wait_fd_(fabric_->wait_fd()),
       max_sleep_ns_(fabric_->info()->domain_attr->data_progress == FI_PROGRESS_MANUAL ? 1'000'000
@@ -214,8 +216,10 @@ void hub::progress() {
     if (!unposted_.empty()) {
         repost();
     }
+    // A bounded number per call: a peer whose reader keeps up never finds more queued than
+    // this, whoever else polls the hub.
     fi_cq_tagged_entry done[completions_per_read];
-    for (;;) {
+    for (int round = 0; round < reads_per_progress; ++round) {
         ssize_t n = fi_cq_read(fabric_->cq(), done, completions_per_read);
         if (n == -FI_EAVAIL) {
             fi_cq_err_entry err{};
@@ -313,7 +317,7 @@ void hub::on_received(buffer& b, size_t len) {
         post_receive(b.index);
         return;
     }
-    if (p.tail - p.head == peer_queue) {
+    if (p.tail - p.head == queue_cap_) {
         ++p.stats.recv_dropped;  // its reader fell behind: a full way drops
         post_receive(b.index);
         return;

@@ -85,6 +85,36 @@ void hello_and_goodbye(const std::string& provider, const char* endpoint_type) {
     assert_int_equal(t.ls->strangers(), 0);
 }
 
+// A listener's endpoint whose reader does not read holds half the hub's receive buffers;
+// what comes beyond is dropped and counted (the other peers keep the rest).
+void slow_reader_drops_and_counts(const std::string& provider) {
+    set_idle_timeout("30");
+    auto t = make_pair_at("ofi:" + provider);
+    std::vector<uint8_t> buf(64);
+    deadline until(10);
+    constexpr uint32_t sent = 300;
+    for (uint32_t i = 0; i < sent; ++i) {
+        be::put32(buf.data(), i);
+        be::put32(buf.data() + 4, 64);
+        while (!try_send(*t.a, buf.data(), buf.size()) && !until.expired()) {
+            (void)t.ls->accept();  // the listener's hub reads on, b's reader does not
+        }
+    }
+    while (t.b->stats().received + t.b->stats().recv_dropped < sent && !until.expired()) {
+        const uint8_t* p;
+        size_t len;
+        (void)t.a->recv(&p, &len);  // the sender's provider progresses too
+        assert_null(t.ls->accept().get());
+    }
+    assert_int_equal(t.b->stats().received, 128);
+    assert_int_equal(t.b->stats().recv_dropped, sent - 128);
+    auto seqs = drain(*t.b, 0.1);
+    assert_int_equal(seqs.size(), 128);
+    for (uint32_t i = 0; i < seqs.size(); ++i) {
+        assert_int_equal(seqs[i], i);
+    }
+}
+
 constexpr int peers      = 6;
 constexpr uint32_t trips = 150;
 
@@ -334,6 +364,8 @@ LOOM_TEST_MAIN(
     LOOM_CASE(udp_many_peers_on_one_listener, many_peers_on_one_listener("udp")),
     LOOM_CASE(rxm_many_peers_on_one_listener, many_peers_on_one_listener("tcp;ofi_rxm")),
     cmocka_unit_test(strangers_are_dropped_and_counted),
+    LOOM_CASE(udp_slow_reader_drops_and_counts, slow_reader_drops_and_counts("udp")),
+    LOOM_CASE(rxm_slow_reader_drops_and_counts, slow_reader_drops_and_counts("tcp;ofi_rxm")),
     LOOM_CASE(udp_has_no_waker, waker_wakes_on_a_frame("udp", false)),
     LOOM_CASE(rxm_waker_wakes_on_a_frame, waker_wakes_on_a_frame("tcp;ofi_rxm", true)),
     LOOM_CASE(udp_connect_to_nobody_times_out,
