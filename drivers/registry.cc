@@ -3,6 +3,7 @@
 // (docs/architecture.md#rule-capabilities).
 #include "drivers/forward/forward.hh"
 #include "drivers/registry_internal.hh"
+#include "loom_config.h"
 
 namespace loom::drivers {
 
@@ -16,6 +17,11 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
     if (name == "tcp") {
         return open_tcp(config);
     }
+#if LOOM_BUILT_OFI
+    if (name == "ofi") {
+        return open_ofi(config);
+    }
+#endif
     if (name.substr(0, 6) == "fault:") {
         auto inner = open(name.substr(6), config);
         if (!inner) {
@@ -27,11 +33,17 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
         return forward::open(name.substr(4), config);  // opens the inner one itself
     }
     return invalid_argument("unknown driver '" + std::string(name) +
-                            "' (available: self, shm, tcp, fault:<driver>, fwd:<driver>)");
+                            "' (available: self, shm, tcp" + (LOOM_BUILT_OFI ? ", ofi" : "") +
+                            ", fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
-    return {"self", "shm", "tcp", "fault", "fwd"};
+    std::vector<std::string> names{"self", "shm", "tcp"};
+    if (LOOM_BUILT_OFI) {
+        names.push_back("ofi");
+    }
+    names.insert(names.end(), {"fault", "fwd"});
+    return names;
 }
 
 }  // namespace loom::drivers

@@ -112,6 +112,9 @@ class fabric {
     int wait_fd() const { return wait_fd_; }
     /// fi_trywait on the completion queue: true when sleeping on wait_fd() loses nothing.
     bool try_wait() const;
+    /// A wait descriptor that turns readable when, and only when, there is work: net's
+    /// turns readable with nothing to report, so it is not slept on.
+    bool wakes_reliably() const { return wait_fd_ >= 0 && provider() != "net"; }
 
   private:
     fabric() = default;
