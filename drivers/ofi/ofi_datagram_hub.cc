@@ -53,7 +53,7 @@ hub::hub(std::unique_ptr<fabric> f, bool listening)
       listening_(listening),
       queue_cap_(listening ? receive_count / 2 : receive_count),
       buffers_(new buffer[receive_count + send_slots]),
-      wait_fd_(fabric_->wait_fd()),
+      wait_fd_(fabric_->wakes_reliably() ? fabric_->wait_fd() : -1),
       max_sleep_ns_(fabric_->info()->domain_attr->data_progress == FI_PROGRESS_MANUAL ? 1'000'000
                                                                                       : INT64_MAX),
       idle_timeout_s_(datagram_params::idle_timeout.get()) {
