@@ -17,8 +17,9 @@
 //   goodbye    either way, when an endpoint is destroyed
 //
 // A peer is gone after its goodbye, a send to it that the provider failed, or silence for
-// LOOM_OFI_DATAGRAM_IDLE_TIMEOUT: no provider reports a peer's end reliably (udp never;
-// tcp;ofi_rxm reconnects), and keep-alives go only from an endpoint's send() and recv().
+// LOOM_OFI_DATAGRAM_IDLE_TIMEOUT. Providers report a dead peer, if at all, on a send after their
+// own retries (seconds); keep-alives make those sends, and go only from an endpoint's send()
+// and recv(), so a side that stops polling falls silent too.
 //
 // No allocation and no blocking call per frame: receives go into buffers posted once (each
 // handed out in place and reposted at the next recv), sends are copied into a fixed pool of

@@ -57,10 +57,11 @@ hub::hub(std::unique_ptr<fabric> f, bool listening)
       max_sleep_ns_(fabric_->info()->domain_attr->data_progress == FI_PROGRESS_MANUAL ? 1'000'000
                                                                                       : INT64_MAX),
       idle_timeout_s_(datagram_params::idle_timeout.get()) {
-    // A provider may report a peer's end on a send to it (the keep-alives make one), but
-    // none reports it reliably (udp never, tcp;ofi_rxm reconnects): silence decides.
+    // Providers report a peer's end only on a send to it (the keep-alives make one), and
+    // only after their own retries (seconds: tcp;ofi_rxm reconnects, udp;ofi_rxd
+    // retransmits): silence decides first where the idle timeout is shorter.
     silent_after_s_ = idle_timeout_s_ > 0 ? idle_timeout_s_ : HUGE_VAL;
-    keep_alive_s_   = idle_timeout_s_ > 0 ? idle_timeout_s_ / 4 : HUGE_VAL;
+    keep_alive_s_   = idle_timeout_s_ > 0 ? idle_timeout_s_ / 4 : 1.0;
 }
 
 hub::~hub() {

@@ -13,6 +13,7 @@ inline const loom::params::real_param idle_timeout{
     "an ofi: datagram peer heard nothing from (no frame, no keep-alive) for this long is taken as "
     "gone: alive() turns false; each side sends a keep-alive after a quarter of it without "
     "sending, from its send() and recv() calls, so a side that does not poll its endpoint for "
-    "this long is taken as gone too; 0: never (a goodbye or a failed send only)"};
+    "this long is taken as gone too; 0: never (a goodbye, or a send the provider fails, only; "
+    "keep-alives then go every second)"};
 
 }  // namespace loom::drivers::ofi::datagram_params
