@@ -30,7 +30,7 @@ struct info_deleter {
 using info_ptr = std::unique_ptr<fi_info, info_deleter>;
 
 std::string who_of(const fabric_request& r) {
-    return std::string(r.what) + ": rank " + std::to_string(r.rank) + ": ";
+    return std::string(r.what) + (r.rank < 0 ? "" : ": rank " + std::to_string(r.rank)) + ": ";
 }
 
 // The hints every lookup of `request` starts from: endpoint type, capabilities, the
