@@ -78,6 +78,7 @@ result<std::shared_ptr<hub>> hub::open(std::string_view provider, bool listening
                            .caps     = FI_MSG,
                            .cq_size  = 2 * (receive_count + send_slots),
                            .av_size  = 64,
+                           .rank     = -1,
                            .what     = "ofi datagram",
                            .provider = wanted};
     // A named provider's own datagrams where they carry a whole frame; else reliable
