@@ -36,10 +36,12 @@
 //
 // Failure. A completion-queue error on an operation toward a peer fails that peer: every
 // operation toward it completes with LOOM_ERR_PEER_FAILURE. A closing endpoint says BYE to
-// its peers first. A peer with operations waiting on it that has been silent for a while
-// is sent a PING, so a killed process shows up as a send error where the provider reports
-// one (connection-oriented providers: tcp;ofi_rxm, net); over udp;ofi_rxd a lost peer
-// shows up when rxd gives up retransmitting.
+// its peers first. A killed process says nothing, so a peer with operations waiting on it
+// that has been silent for a while (0.25 s with a rendezvous under way, 2 s with receives
+// only) is sent a PING: the provider then reports a send error, or (tcp;ofi_rxm, net: the
+// connection cannot be made again) refuses the send with -FI_EAGAIN; a silent peer whose
+// sends have been refused for 5 s has failed. A peer merely busy for longer than that is
+// taken for dead: the price of not waiting forever.
 //
 // Cancel (the failure path). A send whose RTS is out is revoked: REVOKE goes to the
 // receiver, and cancel() makes progress until the receiver answers (REVOKE_ACK, FIN or
@@ -172,13 +174,14 @@ struct early {
 };
 
 struct peer {
-    int rank          = -1;
-    bool connected    = false;
-    bool failed       = false;
-    bool heard        = false;  // a message came from it (connect waits for one)
-    fi_addr_t addr    = FI_ADDR_UNSPEC;
-    double last_heard = 0;  // steady seconds of the last message from it
-    double last_ping  = 0;
+    int rank           = -1;
+    bool connected     = false;
+    bool failed        = false;
+    bool heard         = false;  // a message came from it (connect waits for one)
+    fi_addr_t addr     = FI_ADDR_UNSPEC;
+    double last_heard  = 0;  // steady seconds of the last message from it
+    double last_ping   = 0;
+    double stuck_since = 0;  // a send to it has met -FI_EAGAIN since then (0: none)
     common::match_lists<op, early> match;
     intrusive_list<op> active;  // sends awaiting FIN, receives reading or waiting
     status error;

@@ -12,6 +12,9 @@ namespace {
 constexpr int cq_batch = 32;
 // A peer with operations waiting on it that sent nothing for this long is probed.
 constexpr double ping_after_s = 0.25;
+// Sends to a silent peer refused (-FI_EAGAIN) this long: the peer is gone (a live one that
+// is merely busy polls again well within this).
+constexpr double stuck_s = 5.0;
 
 }  // namespace
 
@@ -80,8 +83,12 @@ void ofi_endpoint::flush_outgoing() {
         ssize_t rc = fi_tsend(fabric_->ep(), send_block_.at(i), g.bytes, send_block_.desc, p.addr,
                               0, &send_ctx_[i]);
         if (rc == -FI_EAGAIN) {
+            if (p.stuck_since == 0) {
+                p.stuck_since = now_s();  // check_liveness judges how long
+            }
             return;
         }
+        p.stuck_since = 0;
         ++outgoing_head_;
         if (rc != 0) {
             free_sends_.push_back(i);
@@ -516,11 +523,22 @@ void ofi_endpoint::check_liveness() {
         // A rendezvous waits on the peer: soon. Only receives: rarely (a ping wakes a peer
         // that sleeps on its endpoint).
         double after = !p.active.empty() ? ping_after_s : p.match.posted.empty() ? -1 : 2.0;
-        if (p.failed || after < 0 || now - p.last_heard < after || now - p.last_ping < after) {
+        if (p.failed || after < 0 || now - p.last_heard < after || now - p.last_ping < after ||
+            p.stuck_since != 0) {
             continue;
         }
         p.last_ping = now;
         send_internal(r, msg_kind::ping, 0, 0, 0);
+    }
+    // A peer whose messages the provider keeps refusing (a connection it cannot make again:
+    // the process is gone) and that sent nothing meanwhile has failed.
+    for (int r : peer_ranks_) {
+        peer& p = peers_[size_t(r)];
+        if (!p.failed && p.stuck_since != 0 && now - p.stuck_since > stuck_s &&
+            now - p.last_heard > stuck_s) {
+            fail_peer(p, "unreachable: nothing could be sent to it for " +
+                             std::to_string(int(stuck_s)) + " s, and it sent nothing");
+        }
     }
 }
 

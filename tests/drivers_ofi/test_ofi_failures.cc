@@ -1,0 +1,117 @@
+// drivers/ofi's failure behaviour over one provider (argv: NAME=VALUE parameters, as the
+// contract test takes them), with real processes: a peer killed with SIGKILL while a large
+// message to it is under way completes every pending operation toward it with
+// PEER_FAILURE within the deadline (the liveness probe's sends fail or are refused; see
+// drivers/ofi/ofi.hh), and the message names the peer; a rank with only a receive posted
+// toward the killed peer learns it too; later posts toward it fail at once. meson runs it
+// over the connection-oriented providers (tcp;ofi_rxm, net).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "../drivers_tcp/tcp_test_util.hh"
+#include "base/params.hh"
+#include "drivers/ofi/ofi.hh"
+#include "test_case.hh"
+
+using namespace loom;
+using loom::drivers::completion;
+using loom::test::file_store;
+
+namespace {
+
+result<std::unique_ptr<drivers::endpoint>> open_rank(int rank, const std::string& job,
+                                                     kv_store* store) {
+    return test::open_named("ofi", "", rank, 2, job, store);
+}
+
+// Rank 1 is the victim: it posts a receive of 64 MiB (the rendezvous rank 0 starts), polls
+// slowly and publishes its pid; rank 0 kills it with a receive, that send and a second
+// (never received) 64 MiB send pending. With `receive_only`, rank 0 has only a receive.
+int killed_rank(int rank, const std::string& job, const std::string& dir, bool receive_only) {
+    file_store store(dir);
+    auto ep = open_rank(rank, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    std::vector<uint8_t> big(size_t{64} << 20), big2(size_t{64} << 20);
+    test::tally t(8);
+    if (rank == 1) {
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, 10, 0, big.data(), big.size(), 0) == 0, "recv");
+        RANK_CHECK(rank, store.set("pid", std::to_string(::getpid())).is_ok(), "pid");
+        deadline until(20);
+        while (!until.expired()) {
+            t.poll(f, 8);
+            ::usleep(10000);
+        }
+        return 1;  // should have been killed
+    }
+    auto pid = store.get("pid", 20);
+    RANK_CHECK(rank, pid.is_ok(), "no pid");
+    size_t n = receive_only ? 1 : 3;
+    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 1, 0, big2.data(), 8, 0) == 0, "recv");
+    if (!receive_only) {
+        RANK_CHECK(rank, f.post_send(f.ctx, 1, 10, 0, big.data(), big.size(), 1) == 0, "send");
+        RANK_CHECK(rank, f.post_send(f.ctx, 1, 11, 0, big2.data(), big2.size(), 2) == 0, "send");
+    }
+    test::poll_for(f, 0.05, [&](const completion& c) { t.add(c); });  // the transfer starts
+    // The first send may be read whole before the kill; what is pending must fail.
+    size_t before = t.done;
+    RANK_CHECK(rank, t.count[0] == 0 && (receive_only || t.count[2] == 0),
+               "the receive or the unread send completed before the kill");
+    ::kill(pid_t(std::stol(*pid)), SIGKILL);
+    double t0 = now_s();
+    RANK_CHECK(rank, t.wait(f, n, 15), "only %zu of %zu operations completed", t.done, n);
+    double elapsed = now_s() - t0;
+    for (size_t i = 0; i < n; ++i) {
+        bool done_before = i == 1 && before > 0;
+        RANK_CHECK(rank,
+                   done_before || (t.status[i] == LOOM_ERR_PEER_FAILURE && t.last[i].peer == 1),
+                   "cookie %zu: status %d", i, t.status[i]);
+    }
+    auto* ofi     = dynamic_cast<drivers::ofi::ofi_endpoint*>(ep->get());
+    const auto& w = ofi->peer_status(1);
+    RANK_CHECK(rank, w.code() == LOOM_ERR_PEER_FAILURE, "peer_status %d", w.code());
+    RANK_CHECK(rank, w.message().find("rank 0: peer 1: ") != std::string::npos,
+               "message does not name the peer: %s", w.message().c_str());
+    std::printf("# rank 0 over %s: %s (after %.1f ms)\n", ofi->provider().c_str(),
+                w.message().c_str(), elapsed * 1e3);
+    // New operations toward the dead peer fail at once.
+    RANK_CHECK(rank, f.post_send(f.ctx, 1, 12, 0, big.data(), 8, 3) == 0, "send");
+    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 13, 0, big.data(), 8, 4) == 0, "recv");
+    RANK_CHECK(rank, t.wait(f, n + 2, 1), "late operations did not complete");
+    RANK_CHECK(rank, t.status[3] == LOOM_ERR_PEER_FAILURE && t.status[4] == LOOM_ERR_PEER_FAILURE,
+               "late operations: %d %d", t.status[3], t.status[4]);
+    return 0;
+}
+
+void run_killed(const char* label, bool receive_only) {
+    std::string why = test::run_job(label, 2, 40, [&](int r, auto& job, auto& dir) {
+        return killed_rank(r, job, dir, receive_only);
+    });
+    if (why != "rank 1 killed by signal 9; ") {
+        LOOM_FAIL("expected only rank 1 to die: " + why);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        std::string arg(argv[i]);
+        size_t eq = arg.find('=');
+        status st = eq == std::string::npos
+                        ? invalid_argument("not NAME=VALUE")
+                        : params::registry::global().set(arg.substr(0, eq), arg.substr(eq + 1));
+        if (!st.is_ok()) {
+            std::fprintf(stderr, "%s: %s\n", argv[i], st.to_string().c_str());
+            return 2;
+        }
+    }
+    const CMUnitTest tests[] = {
+        LOOM_CASE(killed_peer_fails_pending_rendezvous, run_killed("killed", false)),
+        LOOM_CASE(killed_peer_fails_a_posted_receive, run_killed("killed_recv", true)),
+    };
+    return LOOM_RUN_TESTS("drivers_ofi_failures", tests);
+}
