@@ -9,9 +9,10 @@
 // dropped and counted.
 //
 // Wire form: an 8-byte header {magic 'L', version, kind, 0, peer (4 bytes big-endian)}, then
-// the frame (data), the sender's fabric address (hello) or nothing.
+// the frame (data), a fabric address (hello, welcome) or nothing.
 //   hello      client -> listener, until a welcome comes (resent while it does not)
-//   welcome    listener -> client, the header's peer field is the client's number
+//   welcome    listener -> client, the header's peer field is the client's number, then
+//              the client's fabric address (a welcome for another address is not taken)
 //   data       either way, the header's peer field is the client's number
 //   keepalive  either way, after a quarter of the idle timeout without sending
 //   goodbye    either way, when an endpoint is destroyed

@@ -259,6 +259,14 @@ void hub::on_send_failed(buffer& b) {
     free_sends_.push_back(b.index);
     peer_state& p = peers_[b.peer];
     --p.in_flight;
+    if (fabric_->info()->ep_attr->type == FI_EP_DGRAM) {
+        // A datagram the provider could not send (its socket full, say) is lost, no more.
+        if (kind(b.bytes[2]) == kind::data) {
+            --p.stats.sent;
+            ++p.stats.send_dropped;
+        }
+        return;
+    }
     // A reliable provider gave up on the peer (its process went, its connection was
     // refused). A connecting side's hello may fail so while the listener is not up yet: the
     // connect resends it.
@@ -295,7 +303,10 @@ void hub::on_received(buffer& b, size_t len) {
             peer = number - 1;
         }
     } else if (!peers_.empty()) {
-        if (k == kind::welcome && peers_[0].number == 0 && number != 0) {
+        // A welcome carries the address it answers: another endpoint's is not this one's.
+        if (k == kind::welcome && peers_[0].number == 0 && number != 0 &&
+            std::string_view(reinterpret_cast<const char*>(m + header_bytes), len - header_bytes) ==
+                raw_) {
             peers_[0].number = number;
         }
         if (number != 0 && number == peers_[0].number) {
@@ -350,7 +361,9 @@ void hub::on_hello(const uint8_t* raw, size_t len) {
         by_address_.emplace(std::move(address), peer);
     }
     if (!peers_[peer].closed) {
-        (void)post_send(peer, kind::welcome, nullptr, 0);
+        const std::string& to = peers_[peer].raw;
+        (void)post_send(peer, kind::welcome, reinterpret_cast<const uint8_t*>(to.data()),
+                        to.size());
     }
 }
 

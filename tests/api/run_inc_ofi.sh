@@ -16,6 +16,9 @@ case_timeout=300
 spid=""
 trap '[ -n "$spid" ] && kill -9 "$spid" 2>/dev/null; rm -rf "$work"' EXIT
 export LOOM_TIMEOUT=20
+# The node and the ranks on loopback: interfaces that come and go on the machine (other
+# tests' network namespaces) are not chosen.
+export LOOM_OFI_ADDR=127.0.0.1
 
 for provider in "udp" "tcp;ofi_rxm"; do
     rm -f "$work/ready"
