@@ -4,7 +4,6 @@
 #include "drivers/common/loopback_params.hh"
 #include "drivers/fault/fault_params.hh"
 #include "drivers/forward/forward_params.hh"
-#include "drivers/ofi/ofi_datagram_params.hh"
 #include "drivers/ofi/ofi_params.hh"
 #include "drivers/shm/shm_params.hh"
 #include "drivers/tcp/tcp_params.hh"
@@ -13,9 +12,8 @@ namespace loom::drivers {
 
 std::span<const loom::params::component* const> parameter_components() {
     static const loom::params::component* const list[] = {
-        &common::params::component,       &shm::params::component,     &tcp::params::component,
-        &fault::params::component,        &forward::params::component, &ofi::params::component,
-        &ofi::datagram_params::component,
+        &common::params::component, &shm::params::component,     &tcp::params::component,
+        &fault::params::component,  &forward::params::component, &ofi::params::component,
     };
     return list;
 }

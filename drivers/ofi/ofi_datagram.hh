@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -151,7 +152,7 @@ class hub {
     void* desc_ = nullptr;
     std::vector<uint32_t> free_sends_;
     std::vector<uint32_t> unposted_;  // receive buffers the provider had no room for yet
-    std::vector<peer_state> peers_;
+    std::deque<peer_state> peers_;    // a deque: a hello adds one while others are referenced
     std::unordered_map<std::string, uint32_t> by_address_;
     uint32_t accepted_upto_ = 0;
     bool accepting_         = true;

@@ -183,8 +183,11 @@ bool hub::post_send(uint32_t peer, kind k, const uint8_t* payload, size_t len) {
             return false;
         }
     }
+    // Taken off the free list before anything can progress the hub (which frees and takes
+    // slots itself).
     uint32_t slot = free_sends_.back();
-    buffer& b     = buffers_[slot];
+    free_sends_.pop_back();
+    buffer& b = buffers_[slot];
     // The listener's peers are numbered from 1 by their index; the connecting side uses the
     // number its welcome gave it.
     put_header(b.bytes, k, listening_ ? peer + 1 : p.number);
@@ -196,9 +199,9 @@ bool hub::post_send(uint32_t peer, kind k, const uint8_t* payload, size_t len) {
         rc = fi_send(fabric_->ep(), b.bytes, header_bytes + len, desc_, p.fi, &b.context);
     }
     if (rc != 0) {
+        free_sends_.push_back(slot);
         return false;
     }
-    free_sends_.pop_back();
     ++p.in_flight;
     p.last_sent_s = now_s();
     return true;

@@ -16,9 +16,6 @@ case_timeout=300
 spid=""
 trap '[ -n "$spid" ] && kill -9 "$spid" 2>/dev/null; rm -rf "$work"' EXIT
 export LOOM_TIMEOUT=20
-# The node and the ranks on loopback: interfaces that come and go on the machine (other
-# tests' network namespaces) are not chosen.
-export LOOM_OFI_ADDR=127.0.0.1
 
 for provider in "udp" "tcp;ofi_rxm"; do
     rm -f "$work/ready"
@@ -36,6 +33,12 @@ for provider in "udp" "tcp;ofi_rxm"; do
     with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket"
     case_run "ofi:$provider N=4" 4 --transport tcp -- "$program"
     kill "$spid" 2>/dev/null
+    i=0
+    while kill -0 "$spid" 2>/dev/null && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
+    if kill -0 "$spid" 2>/dev/null; then
+        fail_case "ofi:$provider: the node did not stop within 5 s of SIGTERM"
+        kill -9 "$spid" 2>/dev/null
+    fi
     wait "$spid" 2>/dev/null
     spid=""
     cat "$work/switch.log"
