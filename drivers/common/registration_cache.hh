@@ -97,10 +97,29 @@ class registration_cache {
         return r;
     }
 
-    /// Gives back a reference acquire() handed out; the region stays registered.
+    /// Gives back a reference acquire() handed out; the region stays registered (a revoked
+    /// one returns to the pool with its last reference).
     void release(region* r) {
         if (r != nullptr && r->refs > 0) {
             --r->refs;
+            if (r->refs == 0 && !r->live) {
+                put_slot(r);
+            }
+        }
+    }
+
+    /// Deregisters `r` now, in use or not (a cancelled transfer whose peer must no longer
+    /// reach the memory): later acquires miss it, and its slot returns to the pool when
+    /// the last holder releases it.
+    void revoke(region* r) {
+        if (r == nullptr || !r->live) {
+            return;
+        }
+        unlink(r);
+        backend_->remove(r->handle);
+        r->live = false;
+        if (r->refs == 0) {
+            put_slot(r);
         }
     }
 

@@ -45,9 +45,11 @@
 //
 // Cancel (the failure path). A send whose RTS is out is revoked: REVOKE goes to the
 // receiver, and cancel() makes progress until the receiver answers (REVOKE_ACK, FIN or
-// NACK) or the peer fails, so the user's buffer is never read after cancel returns; a
-// receive reading it completes with PEER_FAILURE and `withdrawn`. A receive being read
-// into waits the same way for its read to finish.
+// NACK): the provider serves an RMA read from the user's buffer while this rank makes
+// progress, so cancel returns only once no read can come (the receiver must be polling; one
+// silent for the timeout is failed, and its access to the buffer revoked). A receive read
+// into when REVOKE comes completes with PEER_FAILURE and `withdrawn`. A receive being read
+// into, or a send being sent without RMA, waits for its transfer to finish.
 #pragma once
 
 #include <rdma/fi_rma.h>
@@ -281,9 +283,9 @@ class ofi_endpoint final : public endpoint {
     // ofi_endpoint.cc
     bool cancel_send(op* o);
     bool cancel_recv(op* o);
-    /// Progress until `done` or the peer fails, up to the connect timeout.
+    /// Progress until `done` or the peer fails (true), or `seconds` pass (false).
     template <class Done>
-    void progress_until(peer& p, Done done);
+    bool progress_until(peer& p, double seconds, Done done);
 
     endpoint_config config_;
     settings settings_;

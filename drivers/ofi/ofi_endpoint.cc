@@ -318,15 +318,15 @@ loom_status_t ofi_endpoint::post_recv(int from, uint64_t tag, uint64_t imm, void
 }
 
 template <class Done>
-void ofi_endpoint::progress_until(peer& p, Done done) {
-    double give_up = now_s() + config_.timeout_s;
+bool ofi_endpoint::progress_until(peer& p, double seconds, Done done) {
+    double give_up = now_s() + seconds;
     while (!done() && !p.failed) {
         progress();
         if (now_s() > give_up) {
-            fail_peer(p, "no answer to a cancelled operation within " +
-                             std::to_string(config_.timeout_s) + " s");
+            return false;
         }
     }
+    return true;
 }
 
 bool ofi_endpoint::cancel_send(op* o) {
@@ -336,11 +336,26 @@ bool ofi_endpoint::cancel_send(op* o) {
         p.active.push_back(o);
         o->state = op_state::awaiting_fin;
     }
-    if (o->state == op_state::awaiting_fin || o->state == op_state::direct_send) {
-        // The receiver may be reading the buffer: it must say it no longer will.
+    if (o->state == op_state::awaiting_fin) {
+        // The receiver may be reading the buffer (and the provider serves the read from it
+        // while this rank makes progress): it is told, and cancel waits for its answer. A
+        // receiver that does not answer within the timeout has failed, and loses access.
         o->cancelled = true;
         send_internal(o->peer, msg_kind::revoke, o->tag, o->imm, o->ctx.index);
-        progress_until(p, [&] { return o->state == op_state::idle; });
+        if (!progress_until(p, config_.timeout_s, [&] { return o->state == op_state::idle; })) {
+            if (o->mr != nullptr) {
+                cache_.revoke(o->mr);
+            }
+            fail_peer(p, "no answer to a cancelled send within the timeout");
+        }
+        return true;
+    }
+    if (o->state == op_state::direct_send) {
+        // libfabric reads the buffer until the send completes: wait for it.
+        o->cancelled = true;
+        if (!progress_until(p, config_.timeout_s, [&] { return o->state == op_state::idle; })) {
+            fail_peer(p, "a cancelled send did not finish within the timeout");
+        }
         return true;
     }
     return false;
@@ -371,7 +386,9 @@ bool ofi_endpoint::cancel_recv(op* o) {
         case op_state::reading:
             // The transfer into the user's buffer runs: wait for it, then drop the result.
             o->cancelled = true;
-            progress_until(p, [&] { return o->state == op_state::idle; });
+            if (!progress_until(p, config_.timeout_s, [&] { return o->state == op_state::idle; })) {
+                fail_peer(p, "a cancelled receive did not finish within the timeout");
+            }
             return true;
         default:
             return false;

@@ -332,8 +332,8 @@ void ofi_endpoint::handle_answer(peer& p, const wire_header& h) {
 
 void ofi_endpoint::handle_cts(peer& p, const wire_header& h) {
     op* s = op_of(h.id, h);
-    if (s == nullptr || s->state != op_state::awaiting_fin) {
-        return;
+    if (s == nullptr || s->state != op_state::awaiting_fin || s->cancelled) {
+        return;  // a cancelled send: the receiver takes back its receive on REVOKE
     }
     p.active.remove(s);
     s->remote_addr = h.addr;  // the receive's libfabric tag
@@ -506,6 +506,8 @@ void ofi_endpoint::handle_cq_error() {
                 p.active.remove(o);
                 complete_op(o, LOOM_ERR_PEER_FAILURE, 0);
                 fail_peer(p, "large send failed: " + why);
+            } else if (o->revoked) {
+                finish_read(o, true);  // the sender revoked its buffer: withdrawn
             } else {
                 p.active.remove(o);
                 complete_op(o, LOOM_ERR_PEER_FAILURE, 0);

@@ -1,7 +1,8 @@
 // drivers/common/registration_cache.hh over a counting backend: hits neither register nor
 // allocate a region, misses register the page-aligned range, the least recently used
 // unused region is evicted at capacity, all in use is NO_RESOURCE, invalidate drops only
-// unused overlapping regions, clear deregisters all, a failing backend's error comes back.
+// unused overlapping regions, clear deregisters all, a failing backend's error comes back,
+// revoke deregisters a region in use and frees its slot with the last release.
 #include <unistd.h>
 
 #include <cstdint>
@@ -207,6 +208,28 @@ static void backend_error_comes_back(void**) {
     assert_true(b.is_ok() && d.is_ok());
 }
 
+static void revoke_deregisters_a_region_in_use(void**) {
+    counting_backend be;
+    cache_t c;
+    c.open(&be, 1);
+    std::vector<char> s;
+    char* p = pages_of(s, 4);
+    auto a  = c.acquire(p, 1);
+    auto b  = c.acquire(p, 1);  // two holders
+    assert_ptr_equal(*a, *b);
+    c.revoke(*a);
+    assert_int_equal(be.removes, 1);
+    assert_int_equal(c.registered(), 0);
+    auto full = c.acquire(p + 2 * page(), 1);  // its slot is still held
+    assert_int_equal(full.error().code(), LOOM_ERR_NO_RESOURCE);
+    c.release(*a);
+    c.release(*b);  // the last holder: the slot comes back
+    auto again = c.acquire(p, 1);
+    assert_true(again.is_ok());
+    assert_int_equal(be.adds, 2);  // a miss: registered anew
+    c.release(*again);
+}
+
 LOOM_TEST_MAIN("drivers_registration_cache",
                cmocka_unit_test(miss_registers_the_page_aligned_range),
                cmocka_unit_test(hit_calls_no_backend),
@@ -214,4 +237,5 @@ LOOM_TEST_MAIN("drivers_registration_cache",
                cmocka_unit_test(all_in_use_is_no_resource),
                cmocka_unit_test(invalidate_drops_only_unused_overlaps),
                cmocka_unit_test(clear_deregisters_everything),
-               cmocka_unit_test(backend_error_comes_back))
+               cmocka_unit_test(backend_error_comes_back),
+               cmocka_unit_test(revoke_deregisters_a_region_in_use))

@@ -3,7 +3,9 @@
 // message to it is under way completes every pending operation toward it with
 // PEER_FAILURE within the deadline (the liveness probe's sends fail or are refused; see
 // drivers/ofi/ofi.hh), and the message names the peer; a rank with only a receive posted
-// toward the killed peer learns it too; later posts toward it fail at once. meson runs it
+// toward the killed peer learns it too; later posts toward it fail at once. Cancelled sends
+// (driver.hh) arrive whole, or not at all, or withdrawn, and never with the bytes written
+// after the cancel, and later messages arrive intact. meson runs it
 // over the connection-oriented providers (tcp;ofi_rxm, net).
 #include <signal.h>
 #include <unistd.h>
@@ -86,6 +88,106 @@ int killed_rank(int rank, const std::string& job, const std::string& dir, bool r
     return 0;
 }
 
+// ---- cancel ----
+
+constexpr size_t cancel_big = size_t{4} << 20, cancel_small = 1000, later_bytes = 300 * 1024;
+constexpr int n_cancel_rounds = 3;
+// Round k: rank 0 cancels after polling this long. Rank 1 polls all along: ofi's cancel of
+// a rendezvous send waits for the receiver's answer (drivers/ofi/ofi.hh).
+constexpr double cancel_after_s[n_cancel_rounds] = {0, 0.001, 0.005};
+
+// Rank 0 posts a 4 MiB (rendezvous) and a 1000-byte (eager) send, cancels both, overwrites
+// and frees their buffers, then sends a later message. Rank 1 gets each cancelled message
+// whole, or nothing, or (the rendezvous revoked while it was being read) PEER_FAILURE with
+// `withdrawn`; the later message arrives intact. Cookies: 3 k + {big, small, later}.
+int cancel_send_rank(int rank, const std::string& job, const std::string& dir) {
+    file_store store(dir);
+    auto ep = open_rank(rank, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    test::tally t(3 * n_cancel_rounds);
+    std::vector<bool> withdrawn(3 * n_cancel_rounds, false);
+    auto add = [&](const completion& c) {
+        t.add(c);
+        if (c.cookie < withdrawn.size()) {
+            withdrawn[c.cookie] = c.withdrawn;
+        }
+    };
+    for (int k = 0; k < n_cancel_rounds; ++k) {
+        uint64_t tag   = 100 * uint64_t(k + 1);
+        size_t c0      = size_t(3 * k);
+        std::string ks = std::to_string(k);
+        if (rank == 0) {
+            RANK_CHECK(rank, store.get("ready/" + ks, 20).is_ok(), "round %d: rank 1 not ready", k);
+            std::vector<uint8_t> big(cancel_big), small(cancel_small), later(later_bytes);
+            test::fill(big.data(), big.size(), tag + 1);
+            test::fill(small.data(), small.size(), tag + 2);
+            test::fill(later.data(), later.size(), tag + 3);
+            RANK_CHECK(rank, f.post_send(f.ctx, 1, tag + 1, 0, big.data(), big.size(), c0) == 0,
+                       "send");
+            test::poll_for(f, cancel_after_s[k], add);
+            RANK_CHECK(rank,
+                       f.post_send(f.ctx, 1, tag + 2, 0, small.data(), small.size(), c0 + 1) == 0,
+                       "send");
+            bool c_big   = f.cancel(f.ctx, c0);
+            bool c_small = f.cancel(f.ctx, c0 + 1);
+            test::fill(big.data(), big.size(), tag + 50);
+            std::vector<uint8_t>().swap(big);  // unmapped: a late read would fault
+            RANK_CHECK(rank, !f.cancel(f.ctx, c0) && !f.cancel(f.ctx, c0 + 1),
+                       "a second cancel found something");
+            RANK_CHECK(rank, store.set("cancelled/" + ks, c_big ? "1" : "0").is_ok(), "set");
+            RANK_CHECK(rank,
+                       f.post_send(f.ctx, 1, tag + 3, 0, later.data(), later.size(), c0 + 2) == 0,
+                       "send");
+            RANK_CHECK(rank, t.poll_until(f, store, "checked/" + ks, 30),
+                       "round %d: rank 1 never checked", k);
+            RANK_CHECK(rank, t.count[c0 + 2] == 1 && t.status[c0 + 2] == 0, "round %d: later", k);
+            RANK_CHECK(rank, t.count[c0] == (c_big ? 0 : 1) && t.count[c0 + 1] == (c_small ? 0 : 1),
+                       "round %d: cancelled %d %d, completions %d %d", k, c_big, c_small,
+                       t.count[c0], t.count[c0 + 1]);
+            continue;
+        }
+        std::vector<uint8_t> big(cancel_big, 0xee), small(cancel_small, 0xee);
+        std::vector<uint8_t> later(later_bytes, 0xee);
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, tag + 1, 0, big.data(), big.size(), c0) == 0,
+                   "recv");
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, tag + 2, 0, small.data(), small.size(), c0 + 1) == 0,
+                   "recv");
+        RANK_CHECK(rank, f.post_recv(f.ctx, 0, tag + 3, 0, later.data(), later.size(), c0 + 2) == 0,
+                   "recv");
+        RANK_CHECK(rank, store.set("ready/" + ks, "1").is_ok(), "set");
+        deadline until(20);
+        while (t.count[c0 + 2] == 0) {
+            RANK_CHECK(rank, !until.expired(), "round %d: the later message did not arrive", k);
+            test::poll_for(f, 0.0005, add);
+        }
+        test::poll_for(f, 0.2, add);
+        RANK_CHECK(rank,
+                   t.status[c0 + 2] == 0 && test::check(later.data(), later.size(), tag + 3) < 0,
+                   "round %d: later message", k);
+        bool got_big = t.count[c0] > 0 && t.status[c0] == 0;
+        RANK_CHECK(rank,
+                   t.count[c0] == 0 || t.status[c0] == 0 ||
+                       (t.status[c0] == LOOM_ERR_PEER_FAILURE && withdrawn[c0]),
+                   "round %d: big: status %d", k, t.status[c0]);
+        RANK_CHECK(rank, !got_big || test::check(big.data(), big.size(), tag + 1) < 0,
+                   "round %d: the cancelled message came with other bytes", k);
+        RANK_CHECK(rank,
+                   t.count[c0 + 1] == 0 || test::check(small.data(), small.size(), tag + 2) < 0,
+                   "round %d: small differs", k);
+        RANK_CHECK(rank, t.count[c0] > 0 || f.cancel(f.ctx, c0), "round %d: big not pending", k);
+        RANK_CHECK(rank, t.count[c0 + 1] > 0 || f.cancel(f.ctx, c0 + 1), "round %d: small", k);
+        std::printf("# round %d: rank 0 withdrew big %s; rank 1 got big %s\n", k,
+                    store.get("cancelled/" + ks, 0)->c_str(),
+                    got_big           ? "whole"
+                    : t.count[c0] > 0 ? "withdrawn"
+                                      : "nothing");
+        RANK_CHECK(rank, store.set("checked/" + ks, "1").is_ok(), "set");
+    }
+    RANK_CHECK(rank, t.finish(f, store, rank), "peer not done");
+    return 0;
+}
+
 void run_killed(const char* label, bool receive_only) {
     std::string why = test::run_job(label, 2, 40, [&](int r, auto& job, auto& dir) {
         return killed_rank(r, job, dir, receive_only);
@@ -112,6 +214,8 @@ int main(int argc, char** argv) {
     const CMUnitTest tests[] = {
         LOOM_CASE(killed_peer_fails_pending_rendezvous, run_killed("killed", false)),
         LOOM_CASE(killed_peer_fails_a_posted_receive, run_killed("killed_recv", true)),
+        LOOM_CASE(cancelled_sends_arrive_whole_or_not_at_all,
+                  EXPECT_PASSED(test::run_job("cancel", 2, 60, cancel_send_rank))),
     };
     return LOOM_RUN_TESTS("drivers_ofi_failures", tests);
 }
