@@ -13,11 +13,18 @@
 //                        single-producer/single-consumer rings of frame slots, and a Unix
 //                        stream socket NAME (abstract namespace) for the hand-shake and to
 //                        see the other side go (drivers/shm)
+//   ofi:PROVIDER/ADDRESS a libfabric endpoint of PROVIDER ("udp;ofi_rxd", "tcp;ofi_rxm", …)
+//                        at ADDRESS, its fabric address in hex; listening takes ofi:PROVIDER
+//                        (or ofi: for the best available) and address() gives the whole
+//                        form. One endpoint hears every peer of a listener: a peer says
+//                        hello with its own address first, and frames are told apart by the
+//                        number the listener's welcome gave it (drivers/ofi/ofi_datagram.hh)
 //   fault:ADDRESS        the endpoint at ADDRESS with its sends dropped, duplicated and
 //                        reordered by LOOM_FAULT_* (drivers/fault; connect only)
 //
 // Fast path: send() and recv() never allocate or block; tcp makes non-blocking socket calls,
-// shm none. Not thread-safe: one poll loop owns an endpoint.
+// shm none, ofi non-blocking libfabric calls on buffers posted once. Not thread-safe: one poll loop
+// owns an endpoint.
 #pragma once
 
 #include <cstddef>
@@ -41,7 +48,8 @@ struct datagram_stats {
     uint64_t sent = 0, received = 0;
     uint64_t send_dropped = 0;  // the peer's queue (or the socket buffer) was full
     uint64_t bytes_sent = 0, bytes_received = 0;
-    uint64_t bad_frames = 0;  // a frame length over datagram_max_frame (tcp: the link closes)
+    uint64_t bad_frames   = 0;  // a frame length over datagram_max_frame (tcp: the link closes)
+    uint64_t recv_dropped = 0;  // arrived while the reader's queue was full (ofi)
 };
 
 /// Where frames go: the sending half, all a protocol's sender needs.
@@ -76,6 +84,9 @@ class datagram_listener {
     virtual std::unique_ptr<datagram_endpoint> accept() = 0;
     /// The address peers connect to (tcp port 0 is replaced by the port chosen).
     virtual std::string address() const = 0;
+    /// Frames dropped because they named no peer that said hello (ofi, where one endpoint
+    /// hears every peer: a stranger's frames, or a peer's after its endpoint closed).
+    virtual uint64_t strangers() const { return 0; }
 };
 
 /// Connects to a listener at `address` (above), giving up after timeout_s with
@@ -83,7 +94,8 @@ class datagram_listener {
 result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view address,
                                                             double timeout_s);
 
-/// Listens at `address` ("tcp:HOST:PORT", port 0 = any free port; "shm:NAME").
+/// Listens at `address` ("tcp:HOST:PORT", port 0 = any free port; "shm:NAME";
+/// "ofi:PROVIDER").
 result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view address);
 
 /// The fault injector (drivers/fault) around `inner`: its sends dropped, duplicated and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal to drivers/: each datagram provider's factories, called only by
-// datagram_registry.cc. `rest` is the address without its "tcp:" / "shm:" prefix.
+// datagram_registry.cc. `rest` is the address without its "tcp:" / "shm:" / "ofi:" prefix.
 #pragma once
 
 #include "drivers/datagram.hh"
@@ -18,5 +18,13 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view nam
                                                             double timeout_s);
 result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view name);
 }  // namespace shm
+
+namespace ofi {
+/// `rest`: "PROVIDER/HEX-ADDRESS".
+result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view rest,
+                                                            double timeout_s);
+/// `provider`: a libfabric provider name, or "" for the best available.
+result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view provider);
+}  // namespace ofi
 
 }  // namespace loom::drivers

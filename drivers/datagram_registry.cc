@@ -3,14 +3,23 @@
 #include "base/check.hh"
 #include "drivers/datagram_internal.hh"
 #include "drivers/fault/fault.hh"
+#include "loom_config.h"
 
 namespace loom::drivers {
 namespace {
 
 status unknown(std::string_view address) {
     return invalid_argument("unknown datagram address '" + std::string(address) +
-                            "': expected tcp:HOST:PORT, shm:NAME or fault:ADDRESS");
+                            "': expected tcp:HOST:PORT, shm:NAME, ofi:PROVIDER/ADDRESS or "
+                            "fault:ADDRESS");
 }
+
+#if !LOOM_BUILT_OFI
+status ofi_not_built(std::string_view address) {
+    return not_supported("datagram address '" + std::string(address) +
+                         "': this loom was built without the ofi driver (libfabric)");
+}
+#endif
 
 }  // namespace
 
@@ -21,6 +30,13 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view add
     }
     if (address.starts_with("shm:")) {
         return shm::connect_datagram(address.substr(4), timeout_s);
+    }
+    if (address.starts_with("ofi:")) {
+#if LOOM_BUILT_OFI
+        return ofi::connect_datagram(address.substr(4), timeout_s);
+#else
+        return ofi_not_built(address);
+#endif
     }
     if (address.starts_with("fault:")) {
         LOOM_ASSIGN(auto config, fault::config_from_params());
@@ -37,6 +53,13 @@ result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view addr
     }
     if (address.starts_with("shm:")) {
         return shm::listen_datagram(address.substr(4));
+    }
+    if (address.starts_with("ofi:")) {
+#if LOOM_BUILT_OFI
+        return ofi::listen_datagram(address.substr(4));
+#else
+        return ofi_not_built(address);
+#endif
     }
     return unknown(address);
 }

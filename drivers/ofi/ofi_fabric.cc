@@ -30,7 +30,7 @@ struct info_deleter {
 using info_ptr = std::unique_ptr<fi_info, info_deleter>;
 
 std::string who_of(const fabric_request& r) {
-    return std::string(r.what) + ": rank " + std::to_string(r.rank) + ": ";
+    return std::string(r.what) + (r.rank < 0 ? "" : ": rank " + std::to_string(r.rank)) + ": ";
 }
 
 // The hints every lookup of `request` starts from: endpoint type, capabilities, the
@@ -151,8 +151,8 @@ result<std::string> bind_node(int rank) {
 }
 
 result<std::unique_ptr<fabric>> fabric::open(const fabric_request& request) {
-    std::string who                    = who_of(request);
-    std::string requested              = requested_provider();
+    std::string who       = who_of(request);
+    std::string requested = request.provider.empty() ? requested_provider() : request.provider;
     std::vector<std::string> available = available_providers(request);
     std::string provider               = requested;
     if (provider.empty()) {
@@ -170,8 +170,10 @@ result<std::unique_ptr<fabric>> fabric::open(const fabric_request& request) {
                                  "with tagged messages");
         }
     } else if (std::find(available.begin(), available.end(), provider) == available.end()) {
-        return not_supported(who + "LOOM_OFI_PROVIDER='" + provider +
-                             "' is not available here (available: " + join(available) + ")");
+        std::string asked = request.provider.empty() ? "LOOM_OFI_PROVIDER='" + provider + "'"
+                                                     : "provider '" + provider + "'";
+        return not_supported(who + asked + " is not available here (available: " + join(available) +
+                             ")");
     }
     std::string node;
     if (network_provider(provider)) {

@@ -51,8 +51,11 @@ struct fabric_request {
     size_t av_size     = 64;
     size_t tx_size     = 0;  // 0: the provider's default
     size_t rx_size     = 0;
-    int rank           = 0;      // for messages
+    int rank           = 0;      // for messages (-1: none, as for a datagram endpoint)
     const char* what   = "ofi";  // for messages: "ofi", "ofi datagram"
+    /// The provider to open, where the caller was told one (an ofi: datagram address names
+    /// it); "" takes requested_provider().
+    std::string provider;
 };
 
 /// The provider's name to ask for: LOOM_OFI_PROVIDER, or "" for the best available.

@@ -41,8 +41,12 @@ class switch_node::sink final : public packet_sink {
 
 namespace {
 
-// tcp:127.x.x.x / tcp:localhost / tcp:[::1] and shm: (a Unix socket) reach this host only.
+// tcp:127.x.x.x / tcp:localhost / tcp:[::1], shm: (a Unix socket) and ofi:shm reach this host
+// only; other ofi: providers reach the network.
 bool loopback_only(std::string_view listen) {
+    if (listen.starts_with("ofi:")) {
+        return listen.substr(4).starts_with("shm");
+    }
     if (!listen.starts_with("tcp:")) {
         return true;
     }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # loom-switch's command line (TAP): --version like the other tools, and the flags that
 # contradict each other or name an output it cannot write refused at start, with one line
-# "loom-switch: <reason>" and exit 2, before the node listens.
+# "loom-switch: <reason>" and exit 2, before the node listens; --insecure on a listener that
+# reaches the network (exit 1, as the node refuses it).
 #
 # Usage: test_loom_switch.sh PATH/TO/loom-switch        (Meson passes the built binary)
 set -u
@@ -58,6 +59,11 @@ refused "--job-quota above the default pool" "--job-quota 2000 is larger than --
     "${listen[@]}" --job-quota 2000
 refused "--job-memory above --max-memory" "--job-memory 100 MiB is larger than --max-memory 50 MiB" \
     "${listen[@]}" --job-memory 100 --max-memory 50
+
+# An ofi: listener (other than ofi:shm) reaches the network: --insecure is refused there as
+# on a tcp address that is not loopback, before the provider is opened.
+expect_refusal "--insecure on an ofi: network listener" 1 \
+    "--insecure on ofi:udp would admit joins from other hosts" "$SWITCH" --listen ofi:udp --insecure
 
 # A node limit below a default per-job one lowers that one: the node starts.
 timeout 2 "$SWITCH" "${listen[@]}" --slots 4 --max-memory 16 --ready-file "$tmp/ready" \
