@@ -15,7 +15,7 @@
 #include "base/log.hh"
 #include "base/secret.hh"
 #include "drivers/ofi/ofi_datagram.hh"
-#include "drivers/ofi/ofi_datagram_params.hh"
+#include "drivers/ofi/ofi_params.hh"
 
 namespace loom::drivers::ofi::dgram {
 namespace {
@@ -56,7 +56,7 @@ hub::hub(std::unique_ptr<fabric> f, bool listening)
       wait_fd_(fabric_->wakes_reliably() ? fabric_->wait_fd() : -1),
       max_sleep_ns_(fabric_->info()->domain_attr->data_progress == FI_PROGRESS_MANUAL ? 1'000'000
                                                                                       : INT64_MAX),
-      idle_timeout_s_(datagram_params::idle_timeout.get()) {
+      idle_timeout_s_(params::datagram_idle_timeout.get()) {
     // Providers report a peer's end only on a send to it (the keep-alives make one), and
     // only after their own retries (seconds: tcp;ofi_rxm reconnects, udp;ofi_rxd
     // retransmits): silence decides first where the idle timeout is shorter.

@@ -1,5 +1,5 @@
 // The ofi driver (libfabric): which provider, where a tcp-like provider binds, message
-// limits and queue sizes, the registration cache.
+// limits and queue sizes, the registration cache, the datagram endpoint's idle timeout.
 #pragma once
 
 #include "base/params.hh"
@@ -50,5 +50,13 @@ inline const loom::params::choice_param rma{
     component, "LOOM_OFI_RMA", "auto", "auto|off",
     "large ofi messages by RMA read where the provider offers FI_RMA (auto), or always by a "
     "clear-to-send and one tagged send into the posted receive (off)"};
+
+inline const loom::params::real_param datagram_idle_timeout{
+    component, "LOOM_OFI_DATAGRAM_IDLE_TIMEOUT", "300", "seconds",
+    "an ofi: datagram peer heard nothing from (no frame, no keep-alive) for this long is taken as "
+    "gone: alive() turns false; each side sends a keep-alive after a quarter of it without "
+    "sending, from its send() and recv() calls, so a side that does not poll its endpoint for "
+    "this long is taken as gone too (long enough for a job's compute between collectives); 0: "
+    "never (a goodbye, or a send the provider fails, only; keep-alives then go every second)"};
 
 }  // namespace loom::drivers::ofi::params
