@@ -62,7 +62,7 @@ refused "--job-memory above --max-memory" "--job-memory 100 MiB is larger than -
 
 # An ofi: listener (other than ofi:shm) reaches the network: --insecure is refused there as
 # on a tcp address that is not loopback, before the provider is opened.
-expect_refusal "--insecure on an ofi: network listener" 1 \
+expect_refusal "--insecure on an ofi: network listener" 2 \
     "--insecure on ofi:udp would admit joins from other hosts" "$SWITCH" --listen ofi:udp --insecure
 
 # A node limit below a default per-job one lowers that one: the node starts.

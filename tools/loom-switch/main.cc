@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <string_view>
 
 #include "base/clock.hh"
 #include "inc/node/join.hh"
@@ -29,9 +30,14 @@ void on_signal(int) {
     stop_requested = 1;
 }
 
-int fail(const std::string& reason, int code) {
+int fail(std::string_view reason, int code) {
     std::cout.flush();
-    std::cerr << "loom-switch: " << reason << '\n';
+    // The node's own messages already name it (they are log lines too): said once.
+    constexpr std::string_view self = "loom-switch: ";
+    if (reason.substr(0, self.size()) == self) {
+        reason.remove_prefix(self.size());
+    }
+    std::cerr << self << reason << '\n';
     return code;
 }
 
@@ -84,7 +90,8 @@ int serve(options o) {
     o.node.job_memory   = uint64_t(o.job_memory_mib * double(1 << 20));
     auto node           = inc::switch_node::open(o.node);
     if (!node) {
-        return fail(node.error().message(), exit_failed);
+        return fail(node.error().message(),
+                    node.error().code() == LOOM_ERR_INVALID_ARGUMENT ? exit_bad_args : exit_failed);
     }
     std::string address = (*node)->address();
     std::cout << "loom-switch listening on " << address << std::endl;
