@@ -252,10 +252,9 @@ void a_node_without_a_key_does_not_start(void**) {
         int st = std::system((bin + " " + args + " > " + dir + "/out 2>&1").c_str());
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     };
-    // No key and no --insecure; --insecure beyond loopback.
+    // No key and no --insecure; --insecure beyond loopback: refused settings, exit 2.
     assert_int_equal(run("--listen tcp:127.0.0.1:0"), 2);
-    assert_int_equal(run("--listen tcp:0.0.0.0:0 --insecure"),
-                     2);  // a refused setting, like the rest
+    assert_int_equal(run("--listen tcp:0.0.0.0:0 --insecure"), 2);
     // A key file others can read.
     std::string loose = dir + "/loose";
     std::ofstream(loose) << std::string(64, 'a') << '\n';
