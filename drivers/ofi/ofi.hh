@@ -99,6 +99,9 @@ static_assert(sizeof(wire_header) == 56, "the header is 56 bytes on the wire");
 constexpr size_t header_bytes = sizeof(wire_header);
 // Receive buffers take every tag without this bit; direct (no-RMA) receives carry it.
 constexpr uint64_t direct_tag_bit = uint64_t{1} << 63;
+// Eager payloads up to this size may go inline (fi_tinject), where the provider's inject
+// size allows (tcp;ofi_rxm: 64 bytes, the header and 8; udp;ofi_rxd: 1256; shm: 4096).
+constexpr size_t max_inject_payload = 4096;
 
 // ---- registrations (ofi_memory.cc) ----
 
@@ -275,6 +278,10 @@ class ofi_endpoint final : public endpoint {
     /// Sends a header (+ payload) from a send buffer, now or, behind what waits, from
     /// progress: 0, or -FI_EAGAIN when a payload finds no free send buffer.
     int send_header(int peer, const wire_header& h, const void* payload, size_t len);
+    /// Hands an eager message to the provider inline (fi_tinject: copied before it returns,
+    /// no completion, no send buffer): true when taken. Only where nothing waits to be sent
+    /// (order) and it fits the provider's inject size.
+    bool inject_eager(int peer, const wire_header& h, const void* payload, size_t len);
     /// Every operation toward `p` completes with PEER_FAILURE; `graceful`: it said goodbye.
     void fail_peer(peer& p, const std::string& why, bool graceful = false);
     void complete_op(op* o, loom_status_t st, size_t bytes);
@@ -309,11 +316,12 @@ class ofi_endpoint final : public endpoint {
     std::vector<outgoing> outgoing_;  // internal messages waiting for a send buffer
     size_t outgoing_head_ = 0;
     intrusive_list<op> waiting_;  // receives whose transfer waits to start
-    uint32_t gen_   = 0;
-    uint32_t polls_ = 0;
-    int bell_fd_    = -1;  // ofi_wait.cc: rung by another thread
-    bool connected_ = false;
-    bool closed_    = false;
+    size_t inject_limit_ = 0;     // header + payload bytes fi_tinject takes (0: never)
+    uint32_t gen_        = 0;
+    uint32_t polls_      = 0;
+    int bell_fd_         = -1;  // ofi_wait.cc: rung by another thread
+    bool connected_      = false;
+    bool closed_         = false;
     status ok_;
 };
 
