@@ -13,13 +13,14 @@
 // rank keeps posted (LOOM_OFI_RECV_BUFFERS of header + LOOM_OFI_EAGER_LIMIT bytes, libfabric
 // tag 0). A message of at most LOOM_OFI_EAGER_LIMIT bytes carries its payload behind the
 // header (eager; the sender copies it into a registered send buffer, so the send completes
-// at once). A larger one is a rendezvous: the header (RTS) announces the sender's buffer,
-// registered through the registration cache (addr, key); the receiver, once its receive
-// matches, reads it with one fi_read straight into its own buffer and answers FIN, which
-// completes the send: one RMA, no intermediate copy. Without FI_RMA (or LOOM_OFI_RMA=off)
-// the receiver posts a tagged receive of the user's buffer under a tag of its own (bit 63
-// set, so no header buffer matches it) and answers CTS with that tag; the sender sends the
-// buffer to it.
+// at once; where header and payload fit the provider's inject size and nothing waits to be
+// sent, fi_tinject takes them inline, with no send buffer and no completion). A larger one is a
+// rendezvous: the header (RTS) announces the sender's buffer, registered through the registration
+// cache (addr, key); the receiver, once its receive matches, reads it with one fi_read straight
+// into its own buffer and answers FIN, which completes the send: one RMA, no intermediate copy.
+// Without FI_RMA (or LOOM_OFI_RMA=off) the receiver posts a tagged receive of the user's buffer
+// under a tag of its own (bit 63 set, so no header buffer matches it) and answers CTS with that
+// tag; the sender sends the buffer to it.
 //
 // Matching is drivers/common/matcher.hh's, decided from the header: a receive whose length
 // or immediate differs completes with LOOM_ERR_MISMATCH before any payload is copied (a
@@ -100,7 +101,7 @@ constexpr size_t header_bytes = sizeof(wire_header);
 // Receive buffers take every tag without this bit; direct (no-RMA) receives carry it.
 constexpr uint64_t direct_tag_bit = uint64_t{1} << 63;
 // Eager payloads up to this size may go inline (fi_tinject), where the provider's inject
-// size allows (tcp;ofi_rxm: 64 bytes, the header and 8; udp;ofi_rxd: 1256; shm: 4096).
+// size allows (tcp;ofi_rxm: 64 bytes, the header and 8; net: 128; shm: 4096; not rxd).
 constexpr size_t max_inject_payload = 4096;
 
 // ---- registrations (ofi_memory.cc) ----
