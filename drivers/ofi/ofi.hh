@@ -13,13 +13,14 @@
 // rank keeps posted (LOOM_OFI_RECV_BUFFERS of header + LOOM_OFI_EAGER_LIMIT bytes, libfabric
 // tag 0). A message of at most LOOM_OFI_EAGER_LIMIT bytes carries its payload behind the
 // header (eager; the sender copies it into a registered send buffer, so the send completes
-// at once). A larger one is a rendezvous: the header (RTS) announces the sender's buffer,
-// registered through the registration cache (addr, key); the receiver, once its receive
-// matches, reads it with one fi_read straight into its own buffer and answers FIN, which
-// completes the send: one RMA, no intermediate copy. Without FI_RMA (or LOOM_OFI_RMA=off)
-// the receiver posts a tagged receive of the user's buffer under a tag of its own (bit 63
-// set, so no header buffer matches it) and answers CTS with that tag; the sender sends the
-// buffer to it.
+// at once; where header and payload fit the provider's inject size and nothing waits to be
+// sent, fi_tinject takes them inline, with no send buffer and no completion). A larger one is a
+// rendezvous: the header (RTS) announces the sender's buffer, registered through the registration
+// cache (addr, key); the receiver, once its receive matches, reads it with one fi_read straight
+// into its own buffer and answers FIN, which completes the send: one RMA, no intermediate copy.
+// Without FI_RMA (or LOOM_OFI_RMA=off) the receiver posts a tagged receive of the user's buffer
+// under a tag of its own (bit 63 set, so no header buffer matches it) and answers CTS with that
+// tag; the sender sends the buffer to it.
 //
 // Matching is drivers/common/matcher.hh's, decided from the header: a receive whose length
 // or immediate differs completes with LOOM_ERR_MISMATCH before any payload is copied (a
@@ -99,6 +100,9 @@ static_assert(sizeof(wire_header) == 56, "the header is 56 bytes on the wire");
 constexpr size_t header_bytes = sizeof(wire_header);
 // Receive buffers take every tag without this bit; direct (no-RMA) receives carry it.
 constexpr uint64_t direct_tag_bit = uint64_t{1} << 63;
+// Eager payloads up to this size may go inline (fi_tinject), where the provider's inject
+// size allows (tcp;ofi_rxm: 64 bytes, the header and 8; net: 128; shm: 4096; not rxd).
+constexpr size_t max_inject_payload = 4096;
 
 // ---- registrations (ofi_memory.cc) ----
 
@@ -275,6 +279,10 @@ class ofi_endpoint final : public endpoint {
     /// Sends a header (+ payload) from a send buffer, now or, behind what waits, from
     /// progress: 0, or -FI_EAGAIN when a payload finds no free send buffer.
     int send_header(int peer, const wire_header& h, const void* payload, size_t len);
+    /// Hands an eager message to the provider inline (fi_tinject: copied before it returns,
+    /// no completion, no send buffer): true when taken. Only where nothing waits to be sent
+    /// (order) and it fits the provider's inject size.
+    bool inject_eager(int peer, const wire_header& h, const void* payload, size_t len);
     /// Every operation toward `p` completes with PEER_FAILURE; `graceful`: it said goodbye.
     void fail_peer(peer& p, const std::string& why, bool graceful = false);
     void complete_op(op* o, loom_status_t st, size_t bytes);
@@ -309,11 +317,12 @@ class ofi_endpoint final : public endpoint {
     std::vector<outgoing> outgoing_;  // internal messages waiting for a send buffer
     size_t outgoing_head_ = 0;
     intrusive_list<op> waiting_;  // receives whose transfer waits to start
-    uint32_t gen_   = 0;
-    uint32_t polls_ = 0;
-    int bell_fd_    = -1;  // ofi_wait.cc: rung by another thread
-    bool connected_ = false;
-    bool closed_    = false;
+    size_t inject_limit_ = 0;     // header + payload bytes fi_tinject takes (0: never)
+    uint32_t gen_        = 0;
+    uint32_t polls_      = 0;
+    int bell_fd_         = -1;  // ofi_wait.cc: rung by another thread
+    bool connected_      = false;
+    bool closed_         = false;
     status ok_;
 };
 

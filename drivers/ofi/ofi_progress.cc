@@ -30,6 +30,21 @@ wire_header ofi_endpoint::header(msg_kind kind, uint64_t tag, uint64_t imm, uint
     return h;
 }
 
+bool ofi_endpoint::inject_eager(int to, const wire_header& h, const void* payload, size_t len) {
+    size_t bytes = header_bytes + len;
+    if (bytes > inject_limit_ || outgoing_head_ < outgoing_.size()) {
+        return false;  // too large for the provider's inline path, or behind what waits
+    }
+    char staged[header_bytes + max_inject_payload];
+    std::memcpy(staged, &h, header_bytes);
+    if (len > 0) {
+        std::memcpy(staged + header_bytes, payload, len);
+    }
+    // -FI_EAGAIN (a full queue, a connection being made) or an error: the queued path
+    // retries it, or reports it on the send buffer's completion.
+    return fi_tinject(fabric_->ep(), staged, bytes, peers_[size_t(to)].addr, 0) == 0;
+}
+
 int ofi_endpoint::send_header(int to, const wire_header& h, const void* payload, size_t len) {
     int32_t buffer = -1;
     if (!free_sends_.empty()) {

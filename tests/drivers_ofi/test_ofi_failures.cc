@@ -5,7 +5,8 @@
 // drivers/ofi/ofi.hh), and the message names the peer; a rank with only a receive posted
 // toward the killed peer learns it too; later posts toward it fail at once. Cancelled sends
 // (driver.hh) arrive whole, or not at all, or withdrawn, and never with the bytes written
-// after the cancel, and later messages arrive intact. meson runs it
+// after the cancel, and later messages arrive intact. Small sends go inline, needing no
+// send buffer. meson runs it
 // over the connection-oriented providers (tcp;ofi_rxm, net).
 #include <signal.h>
 #include <unistd.h>
@@ -188,6 +189,49 @@ int cancel_send_rank(int rank, const std::string& job, const std::string& dir) {
     return 0;
 }
 
+// With one send buffer (LOOM_OFI_SEND_QUEUE=1), rank 0 posts many 8-byte sends without
+// polling: each goes inline (fi_tinject, header and payload within the provider's inject
+// size) and takes no send buffer, so none is refused with NO_RESOURCE; all arrive intact.
+constexpr int inline_sends = 64;
+
+int inline_send_rank(int rank, const std::string& job, const std::string& dir) {
+    RANK_CHECK(rank, params::registry::global().set("LOOM_OFI_SEND_QUEUE", "1").is_ok(), "set");
+    file_store store(dir);
+    auto ep = open_rank(rank, job, &store);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& f = (*ep)->fast();
+    std::vector<uint64_t> values(inline_sends);
+    uint64_t ack = 0;
+    test::tally t(inline_sends + 1);
+    if (rank == 1) {
+        for (int i = 0; i < inline_sends; ++i) {
+            RANK_CHECK(
+                rank,
+                f.post_recv(f.ctx, 0, uint64_t(i), 0, &values[size_t(i)], 8, uint64_t(i)) == 0,
+                "recv %d", i);
+        }
+        RANK_CHECK(rank, t.wait(f, inline_sends, 20), "%zu of %d arrived", t.done, inline_sends);
+        for (int i = 0; i < inline_sends; ++i) {
+            RANK_CHECK(rank, t.status[size_t(i)] == 0 && values[size_t(i)] == 1000 + uint64_t(i),
+                       "message %d: status %d value %llu", i, t.status[size_t(i)],
+                       (unsigned long long)values[size_t(i)]);
+        }
+        RANK_CHECK(rank, f.post_send(f.ctx, 0, 1000, 0, &ack, 8, inline_sends) == 0, "ack");
+        RANK_CHECK(rank, t.wait(f, inline_sends + 1, 20), "ack not sent");
+        return 0;
+    }
+    RANK_CHECK(rank, f.post_recv(f.ctx, 1, 1000, 0, &ack, 8, inline_sends) == 0, "recv");
+    for (int i = 0; i < inline_sends; ++i) {
+        values[size_t(i)] = 1000 + uint64_t(i);
+        loom_status_t st =
+            f.post_send(f.ctx, 1, uint64_t(i), 0, &values[size_t(i)], 8, uint64_t(i));
+        RANK_CHECK(rank, st == LOOM_SUCCESS, "send %d without polling: status %d", i, st);
+    }
+    RANK_CHECK(rank, t.wait(f, inline_sends + 1, 20), "%zu of %d completed", t.done,
+               inline_sends + 1);
+    return 0;
+}
+
 void run_killed(const char* label, bool receive_only) {
     std::string why = test::run_job(label, 2, 40, [&](int r, auto& job, auto& dir) {
         return killed_rank(r, job, dir, receive_only);
@@ -216,6 +260,8 @@ int main(int argc, char** argv) {
         LOOM_CASE(killed_peer_fails_a_posted_receive, run_killed("killed_recv", true)),
         LOOM_CASE(cancelled_sends_arrive_whole_or_not_at_all,
                   EXPECT_PASSED(test::run_job("cancel", 2, 60, cancel_send_rank))),
+        LOOM_CASE(small_sends_go_inline_without_send_buffers,
+                  EXPECT_PASSED(test::run_job("inline", 2, 40, inline_send_rank))),
     };
     return LOOM_RUN_TESTS("drivers_ofi_failures", tests);
 }
