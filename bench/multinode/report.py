@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/multinode's tables (run.sh calls it).
 
   report.py loom-csv FILE LIBRARY   loom-bench's --csv (rank 0) as raw.csv rows:

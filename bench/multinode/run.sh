@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Multi-node transports side by side, on one machine whose ranks each live in their own
 # network namespace (their own host as far as the network goes):
 #   network: loom's tcp driver, the ofi driver over libfabric's tcp;ofi_rxm, and Open MPI over

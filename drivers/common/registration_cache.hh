@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A cache of memory registrations (RDMA transports: libfabric's fi_mr_reg, verbs'
 // ibv_reg_mr), keyed by page-aligned ranges. Registering pins pages and costs tens of
 // microseconds, so a transport registers a buffer once and finds the registration again on

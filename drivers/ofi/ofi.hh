@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ofi driver: loom's reliable tagged endpoint over libfabric's reliable datagram
 // endpoints (FI_EP_RDM), so one driver reaches what libfabric reaches: tcp, shared memory,
 // udp, and on clusters verbs, EFA, Slingshot (cxi) and PSM.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ofi's datagram endpoint (drivers/datagram.hh, ofi_datagram.hh): the endpoint of one peer
 // of a hub, the listener that hands them out, and the connect that says hello.
 #include "drivers/ofi/ofi_datagram.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to drivers/ofi: the datagram endpoint over libfabric (datagram.hh's "ofi:").
 //
 // One libfabric endpoint (a "hub") per listener and per connecting side. FI_EP_DGRAM where

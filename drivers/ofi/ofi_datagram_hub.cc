@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hub of ofi's datagram endpoint (ofi_datagram.hh): posted receives, the send slots,
 // completions read and frames sorted to their peers, hellos answered.
 #include <poll.h>

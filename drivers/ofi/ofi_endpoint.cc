@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ofi endpoint: settings, open, connect (addresses through the kv_store), the fast
 // path's posting entry points, cancel, close.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ofi driver's fabric: provider choice, fi_getinfo, the objects opened in order, the
 // endpoint's address, error text.
 #include "drivers/ofi/ofi_fabric.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the ofi driver's endpoints (the reliable tagged one and the datagram one) share: the
 // provider choice, the fabric, domain, address vector, completion queue and endpoint of
 // libfabric opened and closed together, the endpoint's address as text, and error text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ofi driver's registrations: the registration cache's backend (rendezvous buffers)
 // and the blocks of receive and send buffers registered once at connect.
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ofi driver (libfabric): which provider, where a tcp-like provider binds, message
 // limits and queue sizes, the registration cache, the datagram endpoint's idle timeout.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ofi endpoint's progress: the completion queue, the handlers of each message kind,
 // internal messages waiting for a send buffer, reads waiting to start, peer failure.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether a communicator whose ranks span several hosts, and whose transport nobody named,
 // should take the ofi driver rather than loom's own tcp (drivers::network_transports).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ofi endpoint's waker (drivers/waker.hh): the completion queue's wait descriptor, where
 // the provider offers one (FI_WAIT_FD: tcp;ofi_rxm, net), is the doorbell; fi_trywait says
 // whether sleeping on it loses nothing (it fails while completions or progress are due, and

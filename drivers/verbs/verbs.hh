@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verbs driver (rdma-core): one reliable-connected queue pair per peer, eager messages
 // into pre-posted receive buffers, large messages by the receiver's clear-to-send and one
 // RDMA write with immediate (the pattern of NCCL's IB transport).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real verbs table: libibverbs' functions, with its inline and macro entry points
 // wrapped in functions so they have an address.
 #include "drivers/verbs/verbs_api.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verbs calls the driver makes, as one table of function pointers. The real table
 // (verbs_api.cc) forwards to libibverbs, wrapping what verbs.h defines inline or as macros
 // (ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq, ibv_query_port, ibv_reg_mr); a

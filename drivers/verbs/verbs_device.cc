@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verbs endpoint's device side: settings, the device and port it uses, the protection
 // domain and completion queue, the registered rings of eager buffers, registration of user
 // buffers (the cache's backend) and of dmabuf memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verbs endpoint: open, connect, the fast-path entry points (post send, post receive,
 // poll), cancel, peer failure and close.
 #include <unistd.h>

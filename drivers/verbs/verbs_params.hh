@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verbs driver: which device and port, the GID, message limits and queue depths.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verbs endpoint's progress: the completion queue (arrivals, send completions, writes,
 // errors), the clear-to-send protocol, and the buffers it posts.
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Queue pairs: one RC queue pair per peer, its connection data exchanged through the job's
 // kv_store, and the state machine RESET -> INIT -> RTR -> RTS with the attributes each
 // transition requires.

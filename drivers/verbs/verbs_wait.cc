@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verbs endpoint's waker (drivers/waker.hh): the HCA is the doorbell. Arming requests a
 // completion event for the next work completion (ibv_req_notify_cq); a caller with nothing
 // to do then sleeps in poll(2) on the completion channel's descriptor. Completions queued

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What tells one host from another when ranks compare notes (bootstrap.hh, host_identity):
 // the hostname alone does not, since network namespaces and containers of one machine share
 // it while sharing no network (and, for containers, no /dev/shm).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The transport of a communicator that was given none (LOOM_TRANSPORT unset, no
 // loom_config_t.transport) and has several ranks: shared memory only when every rank is on
 // one host; ranks on several hosts share no memory, so they take a network transport, the

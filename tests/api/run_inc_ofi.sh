@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # In-network collectives through a loom-switch that listens over libfabric (ofi:): the node
 # on udp (udp;ofi_rxd) and on tcp;ofi_rxm, four ranks (loomrun, the C API) reaching it at the
 # address it wrote to its ready file. A case passes when loomrun exits 0, every rank reported

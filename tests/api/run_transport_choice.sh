@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Which transport a communicator takes when none is named (LOOM_TRANSPORT unset):
 #   run_transport_choice.sh local LOOMRUN PROBE   two ranks started by hand on this host
 #       (file rendezvous, no launcher): rank 0 says "transport shm: all 2 ranks on one host"

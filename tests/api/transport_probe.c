@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The program the transport-choice test (run_transport_choice.sh) starts as every rank:
  * a communicator from the environment alone, one all-reduce checked, then one line saying
  * what carried it ("shm", or "tcp" for any network transport: the tuner's cost class). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The datagram endpoints' checks (drivers/datagram.hh) that every transport runs: frames of
 // every size exchanged with a forked child and checked on arrival, in order; a burst the peer
 // does not read dropped and counted; a frame over the maximum refused. test_datagram.cc runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ofi's datagram endpoint ("ofi:", drivers/ofi/ofi_datagram.hh) between real processes, over
 // udp (udp;ofi_rxd: udp's own datagrams stop at 1472 bytes) and tcp;ofi_rxm, and the
 // exchange over net; over sockets (whose FI_EP_DGRAM carries a whole frame: the datagram

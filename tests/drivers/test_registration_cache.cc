@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/common/registration_cache.hh over a counting backend: hits neither register nor
 // allocate a region, misses register the page-aligned range, the least recently used
 // unused region is evicted at capacity, all in use is NO_RESOURCE, invalidate drops only

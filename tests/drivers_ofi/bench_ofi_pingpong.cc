@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prints the 8-byte one-way latency (half the round trip) and the 64 MiB bandwidth
 // (ping-pong, and a one-way stream with two messages in flight) of any driver between two
 // forked processes, both busy-polling: the ofi driver over a provider beside loom's own tcp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/ofi/ofi_fabric: each provider this machine offers opens an RDM endpoint with a
 // published address, and a peer's address goes into the address vector; a requested
 // provider that is missing is an error naming the available ones; LOOM_OFI_ADDR binds a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers/ofi's failure behaviour over one provider (argv: NAME=VALUE parameters, as the
 // contract test takes them), with real processes: a peer killed with SIGKILL while a large
 // message to it is under way completes every pending operation toward it with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the endpoint contract (tests/drivers/test_driver_contract.cc) over the verbs driver
 // on the simulated HCA: before main, the driver's call table becomes the mock's, and ranks
 // become threads (the simulated HCA lives in this process). The contract opens "verbs" by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulated HCA (mock_verbs.hh): objects in process memory, one lock over all of them
 // (endpoints connect from threads), deliveries done when a request is posted or a receive
 // frees the way.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A simulated HCA behind the verbs driver's call table (drivers/verbs/verbs_api.hh), so the
 // driver's protocol runs in one process without an RDMA device. Endpoints opened in one
 // process share it: each open_device is one host (context index 0, 1, ... in the order

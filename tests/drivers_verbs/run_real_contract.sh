@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The endpoint contract (tests/drivers/test_driver_contract.cc) over real verbs hardware:
 # ranks are processes, "verbs" opens the first device with an active port (or
 # LOOM_VERBS_DEVICE). Where the kernel lists no RDMA device the run is skipped, and says so:

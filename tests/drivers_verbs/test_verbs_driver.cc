@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verbs driver's protocol over a simulated HCA (mock_verbs.hh): queue-pair bring-up,
 // eager messages, the clear-to-send rendezvous with one RDMA write with immediate, matching
 // (immediates, mismatch, early arrivals, control tags, cancel), error completions, the
