@@ -45,7 +45,8 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
     }
     return invalid_argument("unknown driver '" + std::string(name) +
                             "' (available: self, shm, tcp" + (LOOM_BUILT_OFI ? ", ofi" : "") +
-                            (LOOM_BUILT_VERBS ? ", verbs" : "") + ", fault:<driver>, fwd:<driver>)");
+                            (LOOM_BUILT_VERBS ? ", verbs" : "") +
+                            ", fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
