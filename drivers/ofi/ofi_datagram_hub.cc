@@ -192,7 +192,9 @@ bool hub::post_send(uint32_t peer, kind k, const uint8_t* payload, size_t len) {
     // The listener's peers are numbered from 1 by their index; the connecting side uses the
     // number its welcome gave it.
     put_header(b.bytes, k, listening_ ? peer + 1 : p.number);
-    std::memcpy(b.bytes + header_bytes, payload, len);
+    if (len > 0) {  // a control frame has no payload (and may pass no pointer)
+        std::memcpy(b.bytes + header_bytes, payload, len);
+    }
     b.peer     = peer;
     ssize_t rc = fi_send(fabric_->ep(), b.bytes, header_bytes + len, desc_, p.fi, &b.context);
     if (rc == -FI_EAGAIN) {
