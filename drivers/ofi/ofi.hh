@@ -259,6 +259,9 @@ class ofi_endpoint final : public endpoint {
     void handle_cq_error();
     /// A header buffer filled: true when it was handled (else held until entries free up).
     bool handle_message(uint32_t buffer, size_t len);
+    /// An early-arrival entry for a message no receive has yet (a contradicting receive
+    /// completes as a mismatch), or null when the pool is empty.
+    early* keep_early(peer& p, const wire_header& h, msg_kind kind);
     bool handle_eager(peer& p, const wire_header& h, const char* payload);
     bool handle_rts(peer& p, const wire_header& h);
     void handle_answer(peer& p, const wire_header& h);  // fin, nack, revoke_ack

@@ -282,6 +282,23 @@ void ofi_endpoint::finish_read(op* o, bool ok) {
     }
 }
 
+early* ofi_endpoint::keep_early(peer& p, const wire_header& h, msg_kind kind) {
+    early* e = earlies_.take();
+    if (e == nullptr) {
+        return nullptr;
+    }
+    // No receive has the tag: one of the same call expecting another immediate is a mismatch.
+    if (op* c = p.match.take_posted_contradicting(h.tag, h.imm)) {
+        c->state = op_state::idle;
+        match_.complete_mismatch(c, h.imm);
+    }
+    e->tag  = h.tag;
+    e->imm  = h.imm;
+    e->len  = h.len;
+    e->kind = kind;
+    return e;
+}
+
 bool ofi_endpoint::handle_eager(peer& p, const wire_header& h, const char* payload) {
     if (op* o = p.match.take_posted(h.tag)) {
         if (h.len != o->len || h.imm != o->imm) {
@@ -293,18 +310,10 @@ bool ofi_endpoint::handle_eager(peer& p, const wire_header& h, const char* paylo
         }
         return true;
     }
-    early* e = earlies_.take();
+    early* e = keep_early(p, h, msg_kind::eager);
     if (e == nullptr) {
         return false;
     }
-    if (op* c = p.match.take_posted_contradicting(h.tag, h.imm)) {
-        c->state = op_state::idle;
-        match_.complete_mismatch(c, h.imm);
-    }
-    e->tag  = h.tag;
-    e->imm  = h.imm;
-    e->len  = h.len;
-    e->kind = msg_kind::eager;
     if (e->payload.size() < h.len) {
         e->payload.resize(h.len);  // once per entry and size: the pool's high-water mark
     }
@@ -318,18 +327,10 @@ bool ofi_endpoint::handle_rts(peer& p, const wire_header& h) {
         match_rendezvous(p, o, h.imm, h.len, h.addr, h.key, h.id);
         return true;
     }
-    early* e = earlies_.take();
+    early* e = keep_early(p, h, msg_kind::rts);
     if (e == nullptr) {
         return false;
     }
-    if (op* c = p.match.take_posted_contradicting(h.tag, h.imm)) {
-        c->state = op_state::idle;
-        match_.complete_mismatch(c, h.imm);
-    }
-    e->tag     = h.tag;
-    e->imm     = h.imm;
-    e->len     = h.len;
-    e->kind    = msg_kind::rts;
     e->addr    = h.addr;
     e->key     = h.key;
     e->send_id = h.id;
