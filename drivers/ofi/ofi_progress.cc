@@ -305,7 +305,9 @@ bool ofi_endpoint::handle_eager(peer& p, const wire_header& h, const char* paylo
             o->state = op_state::idle;
             match_.complete_mismatch(o, h.imm);
         } else {
-            std::memcpy(o->buf, payload, h.len);
+            if (h.len != 0) {  // an empty receive may have no buffer
+                std::memcpy(o->buf, payload, h.len);
+            }
             complete_op(o, LOOM_SUCCESS, h.len);
         }
         return true;
@@ -314,10 +316,12 @@ bool ofi_endpoint::handle_eager(peer& p, const wire_header& h, const char* paylo
     if (e == nullptr) {
         return false;
     }
-    if (e->payload.size() < h.len) {
-        e->payload.resize(h.len);  // once per entry and size: the pool's high-water mark
+    if (h.len != 0) {  // an entry that never held bytes has no storage
+        if (e->payload.size() < h.len) {
+            e->payload.resize(h.len);  // once per entry and size: the pool's high-water mark
+        }
+        std::memcpy(e->payload.data(), payload, h.len);
     }
-    std::memcpy(e->payload.data(), payload, h.len);
     p.match.early.push_back(e);
     return true;
 }
