@@ -10,7 +10,9 @@
 #include <rdma/fi_errno.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "base/check.hh"
 #include "drivers/ofi/ofi_params.hh"
@@ -57,9 +59,27 @@ info_ptr hints_for(const fabric_request& request, const std::string& provider) {
     return h;
 }
 
+// udp;ofi_rxd sends up to FI_OFI_RXD_MAX_UNACKED datagrams to a peer before it hears an
+// acknowledgement: 128 by default, several MiB of 64 KiB datagrams, where a UDP socket's
+// default receive buffer holds about 208 KiB. A receiver descheduled for a moment (a loaded
+// machine) drops the rest, and rxd retransmits on a timer that doubles with every retry:
+// with 10,000 messages in flight two ranks completed about half in 40 s. A window of 16
+// fits the buffer (the same run then completes every time). libfabric reads the variable
+// once, when it first loads its providers, so it is set before loom's first fi_getinfo,
+// and only where the user has not chosen a window.
+void default_provider_settings() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (!params::rxd_max_unacked.is_set()) {
+            setenv(std::string(params::rxd_max_unacked.name()).c_str(), "16", 0);
+        }
+    });
+}
+
 // fi_getinfo for `request` from `provider` ("" any), bound to `node` ("" anywhere).
 int get_info(const fabric_request& request, const std::string& provider, const std::string& node,
              uint64_t caps, info_ptr* out) {
+    default_provider_settings();
     info_ptr h = hints_for(request, provider);
     if (!h) {
         return -FI_ENOMEM;

@@ -60,4 +60,15 @@ inline const loom::params::real_param datagram_idle_timeout{
     "this long is taken as gone too (long enough for a job's compute between collectives); 0: "
     "never (a goodbye, or a send the provider fails, only; keep-alives then go every second)"};
 
+/// libfabric's own setting, read here only to know whether the user chose it (ofi_fabric.cc).
+inline const loom::params::int_param rxd_max_unacked{
+    component,
+    "FI_OFI_RXD_MAX_UNACKED",
+    "",
+    "packets",
+    "libfabric's udp;ofi_rxd window: packets sent to a peer before an acknowledgement; unset, "
+    "the ofi driver starts it at 16 (libfabric's default, 128, overruns a UDP socket's receive "
+    "buffer when the receiver is descheduled, and rxd then backs off for seconds)",
+    loom::params::foreign};
+
 }  // namespace loom::drivers::ofi::params

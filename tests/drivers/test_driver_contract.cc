@@ -37,7 +37,6 @@ namespace {
 std::string transport;        // the registry name under test
 int want_single_copy = -1;    // what capabilities() must say; -1: not checked
 bool has_waker       = true;  // wake=0: the transport offers none (callers nap)
-bool run_inflight    = true;  // inflight=0: the 10,000-in-flight case is known to stall
 
 result<std::unique_ptr<drivers::endpoint>> open_rank(int rank, int size, const std::string& job,
                                                      kv_store* store) {
@@ -543,8 +542,7 @@ void run_wake(int (*body)(const std::string&, int, drivers::endpoint&)) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr,
-                     "usage: %s DRIVER [NAME=VALUE|single_copy=0|1|wake=0|1|inflight=0|1]...\n",
+        std::fprintf(stderr, "usage: %s DRIVER [NAME=VALUE|single_copy=0|1|wake=0|1]...\n",
                      argv[0]);
         return 2;
     }
@@ -560,8 +558,6 @@ int main(int argc, char** argv) {
             want_single_copy = std::atoi(arg.c_str() + eq + 1);
         } else if (arg.substr(0, eq) == "wake") {
             has_waker = std::atoi(arg.c_str() + eq + 1) != 0;
-        } else if (arg.substr(0, eq) == "inflight") {
-            run_inflight = std::atoi(arg.c_str() + eq + 1) != 0;
         } else if (status st =
                        params::registry::global().set(arg.substr(0, eq), arg.substr(eq + 1));
                    !st.is_ok()) {
@@ -575,19 +571,10 @@ int main(int argc, char** argv) {
         LOOM_CASE(tags_matched_not_fifo_mismatch_notice_and_loopback,
                   EXPECT_PASSED(test::run_job("tags", 2, 50, tags_rank))),
         cmocka_unit_test(alltoall_8_ranks_random_order),
+        cmocka_unit_test(ten_thousand_messages_in_flight),
         LOOM_CASE(closed_peer_fails_pending_operations,
                   EXPECT_PASSED(test::run_job("closed", 2, 30, closed_peer_rank))),
     };
-    if (run_inflight) {
-        tests.push_back(cmocka_unit_test(ten_thousand_messages_in_flight));
-    } else {
-        // Not run, so never counted as passed (a known failure of this transport, stated
-        // where the run is registered).
-        std::printf(
-            "# SKIP 1 case: ten_thousand_messages_in_flight is not run over %s "
-            "(inflight=0)\n",
-            transport.c_str());
-    }
     const CMUnitTest wake_tests[] = {
         LOOM_CASE(eager_send_wakes_the_sleeper, run_wake(eager_rank)),
         // shm: the ack word rings; tcp: the clear-to-send arrives on the socket.
