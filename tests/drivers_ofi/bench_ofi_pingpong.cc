@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../drivers/pingpong_phases.hh"
 #include "../drivers_tcp/tcp_test_util.hh"
 #include "base/params.hh"
 
@@ -28,93 +29,19 @@ constexpr int stream_count = 16;
 std::string driver;
 std::string label;  // the driver and its settings, as given
 
-bool spin(const drivers::fast_path& f, int want) {
-    deadline until(60);
-    completion c[8];
-    for (int got = 0; got < want;) {
-        int n = f.poll(f.ctx, c, 8);
-        for (int i = 0; i < n; ++i) {
-            if (c[i].status != LOOM_SUCCESS) {
-                std::fprintf(stderr, "completion with status %d\n", c[i].status);
-                return false;
-            }
-        }
-        got += n;
-        if (n == 0 && until.expired()) {
-            return false;
-        }
-    }
-    return true;
-}
-
-// Seconds per round trip of `len` bytes (rank 0), 0 on rank 1, < 0 on error.
-double pingpong(int rank, const drivers::fast_path& f, uint8_t* out, uint8_t* in, size_t len,
-                int iters, uint64_t tag0) {
-    int peer  = 1 - rank;
-    double t0 = now_s();
-    for (int i = 0; i < iters; ++i) {
-        uint64_t tag = tag0 + uint64_t(i);
-        f.post_recv(f.ctx, peer, tag, 0, in, len, 0);
-        if (rank == 0) {
-            f.post_send(f.ctx, peer, tag, 0, out, len, 1);
-            if (!spin(f, 2)) {
-                return -1;
-            }
-        } else {
-            if (!spin(f, 1)) {
-                return -1;
-            }
-            f.post_send(f.ctx, peer, tag, 0, out, len, 1);
-            if (!spin(f, 1)) {
-                return -1;
-            }
-        }
-    }
-    return rank == 0 ? (now_s() - t0) / iters : 0;
-}
-
-// Bytes per second of a one-way stream of 64 MiB messages, two in flight (rank 0).
-double stream(int rank, const drivers::fast_path& f, std::vector<uint8_t>* bufs, uint64_t tag0) {
-    double t0  = now_s();
-    int posted = 0, done = 0;
-    completion c[8];
-    while (done < stream_count) {
-        while (posted < stream_count && posted - done < 2) {
-            uint8_t* b       = bufs[posted % 2].data();
-            loom_status_t st = rank == 0
-                                   ? f.post_send(f.ctx, 1, tag0 + uint64_t(posted), 0, b, big, 0)
-                                   : f.post_recv(f.ctx, 0, tag0 + uint64_t(posted), 0, b, big, 0);
-            if (st != LOOM_SUCCESS) {
-                return -1;
-            }
-            ++posted;
-        }
-        done += f.poll(f.ctx, c, 8);
-    }
-    uint64_t ack = 0;
-    if (rank == 0) {
-        f.post_recv(f.ctx, 1, tag0 - 1, 0, &ack, 8, 0);
-    } else {
-        f.post_send(f.ctx, 0, tag0 - 1, 0, &ack, 8, 0);
-    }
-    if (!spin(f, 1)) {
-        return -1;
-    }
-    return double(big) * stream_count / (now_s() - t0);
-}
-
 int bench_rank(int rank, const std::string& job, const std::string& dir) {
     file_store store(dir);
     auto ep = test::open_named(driver, "", rank, 2, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    const auto& f = (*ep)->fast();
+    test::pingpong::poller p{(*ep)->fast()};
     std::vector<uint8_t> out(big, 1), in(big, 0);
     std::vector<uint8_t> bufs[2] = {std::vector<uint8_t>(big, 2), std::vector<uint8_t>(big, 3)};
-    pingpong(rank, f, out.data(), in.data(), 8, 1000, 1);  // warm-up: connections, caches
-    double lat = pingpong(rank, f, out.data(), in.data(), 8, small_trips, 100000);
-    pingpong(rank, f, out.data(), in.data(), big, 1, 200000);  // registrations
-    double trip = pingpong(rank, f, out.data(), in.data(), big, big_trips, 300000);
-    double bw   = stream(rank, f, bufs, 400000);
+    using test::pingpong::round_trips;
+    round_trips(rank, p, out.data(), in.data(), 8, 1000, 1);  // warm-up: connections, caches
+    double lat = round_trips(rank, p, out.data(), in.data(), 8, small_trips, 100000);
+    round_trips(rank, p, out.data(), in.data(), big, 1, 200000);  // registrations
+    double trip = round_trips(rank, p, out.data(), in.data(), big, big_trips, 300000);
+    double bw   = test::pingpong::stream(rank, p, bufs, stream_count, 400000);
     RANK_CHECK(rank, lat >= 0 && trip >= 0 && bw >= 0, "a phase failed");
     if (rank == 0) {
         std::printf(

@@ -10,7 +10,6 @@
 //   build/tests/drivers_tcp/bench_tcp_pingpong [round_trips] [stream_messages]
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "../drivers/pingpong_phases.hh"
 #include "tcp_test_util.hh"
 
 using namespace loom;
@@ -27,113 +27,20 @@ namespace {
 
 constexpr size_t big = size_t{64} << 20;
 
-/// Where a waiting rank sleeps when `wait_fd` >= 0: after 100 empty polls it blocks in
-/// poll(2) on the endpoint's wait_fd() (1 ms at most), as an engine's idle policy could.
-int g_wait_fd = -1;
-
-/// One poll; in the sleeping mode, the 100th empty one in a row sleeps on wait_fd().
-int poll_once(const drivers::fast_path& f, completion* c, int max) {
-    static int idle = 0;
-    int n           = f.poll(f.ctx, c, max);
-    idle            = n > 0 ? 0 : idle + 1;
-    if (g_wait_fd >= 0 && idle > 100) {
-        pollfd pfd{g_wait_fd, POLLIN, 0};
-        ::poll(&pfd, 1, 1);
-        idle = 0;
-    }
-    return n;
-}
-
-/// Polls until `want` completions came.
-bool spin(const drivers::fast_path& f, int want, double timeout_s = 30) {
-    deadline until(timeout_s);
-    completion c[8];
-    int got = 0;
-    while (got < want) {
-        int n = poll_once(f, c, 8);
-        for (int i = 0; i < n; ++i) {
-            if (c[i].status != LOOM_SUCCESS) {
-                std::fprintf(stderr, "completion with status %d\n", c[i].status);
-                return false;
-            }
-        }
-        got += n;
-        if (n == 0 && until.expired()) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/// `iters` round trips of `len` bytes; returns seconds per round trip (rank 0) or 0.
-double pingpong(int rank, const drivers::fast_path& f, uint8_t* out, uint8_t* in, size_t len,
-                int iters, uint64_t tag0) {
-    int peer  = 1 - rank;
-    double t0 = now_s();
-    for (int i = 0; i < iters; ++i) {
-        uint64_t tag = tag0 + uint64_t(i);
-        if (rank == 0) {
-            f.post_recv(f.ctx, peer, tag, 0, in, len, 0);
-            f.post_send(f.ctx, peer, tag, 0, out, len, 1);
-            if (!spin(f, 2)) {
-                return -1;
-            }
-        } else {
-            f.post_recv(f.ctx, peer, tag, 0, in, len, 0);
-            if (!spin(f, 1)) {
-                return -1;
-            }
-            f.post_send(f.ctx, peer, tag, 0, out, len, 1);
-            if (!spin(f, 1)) {
-                return -1;
-            }
-        }
-    }
-    return (now_s() - t0) / iters;
-}
-
-/// `count` messages of 64 MiB from rank 0 to rank 1, two in flight, then an 8-byte ack;
-/// returns bytes per second (rank 0).
-double stream(int rank, const drivers::fast_path& f, std::vector<uint8_t>* bufs, int count,
-              uint64_t tag0) {
-    double t0  = now_s();
-    int posted = 0, done = 0;
-    completion c[8];
-    while (done < count) {
-        while (posted < count && posted - done < 2) {
-            uint8_t* b       = bufs[posted % 2].data();
-            loom_status_t st = rank == 0 ? f.post_send(f.ctx, 1, tag0 + posted, 0, b, big, 0)
-                                         : f.post_recv(f.ctx, 0, tag0 + posted, 0, b, big, 0);
-            if (st != LOOM_SUCCESS) {
-                return -1;
-            }
-            ++posted;
-        }
-        done += poll_once(f, c, 8);
-    }
-    uint64_t ack = 0;
-    if (rank == 0) {
-        f.post_recv(f.ctx, 1, tag0 - 1, 0, &ack, 8, 0);
-    } else {
-        f.post_send(f.ctx, 0, tag0 - 1, 0, &ack, 8, 0);
-    }
-    if (!spin(f, 1)) {
-        return -1;
-    }
-    return double(big) * count / (now_s() - t0);
-}
-
 struct figures {
     double small, large, bw;  // s per 8-byte round trip, s per 64 MiB round trip, bytes/s
 };
 
-figures measure(int rank, const drivers::fast_path& f, std::vector<uint8_t>* bufs, int iters,
+figures measure(int rank, test::pingpong::poller& p, std::vector<uint8_t>* bufs, int iters,
                 int stream_count, uint64_t tag0) {
-    pingpong(rank, f, bufs[0].data(), bufs[1].data(), 8, 1000, tag0);  // warm-up
-    double small = pingpong(rank, f, bufs[0].data(), bufs[1].data(), 8, iters, tag0 + (1 << 20));
-    pingpong(rank, f, bufs[0].data(), bufs[1].data(), big, 1, tag0 + (2 << 20));  // warm-up
-    double large = pingpong(rank, f, bufs[0].data(), bufs[1].data(), big, 10, tag0 + (3 << 20));
-    double bw    = stream(rank, f, bufs, stream_count, tag0 + (4 << 20));
+    using test::pingpong::round_trips;
+    uint8_t* a = bufs[0].data();
+    uint8_t* b = bufs[1].data();
+    round_trips(rank, p, a, b, 8, 1000, tag0);  // warm-up
+    double small = round_trips(rank, p, a, b, 8, iters, tag0 + (1 << 20));
+    round_trips(rank, p, a, b, big, 1, tag0 + (2 << 20));  // warm-up
+    double large = round_trips(rank, p, a, b, big, 10, tag0 + (3 << 20));
+    double bw    = test::pingpong::stream(rank, p, bufs, stream_count, tag0 + (4 << 20));
     return {small, large, bw};
 }
 
@@ -152,13 +59,13 @@ int bench_rank(int rank, const std::string& job, const std::string& dir, int ite
     test::file_store store(dir);
     auto ep = test::open_tcp(rank, 2, job, &store);
     RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
-    const auto& f                = (*ep)->fast();
+    test::pingpong::poller p{(*ep)->fast()};
     std::vector<uint8_t> bufs[2] = {std::vector<uint8_t>(big, 1), std::vector<uint8_t>(big, 2)};
-    figures busy                 = measure(rank, f, bufs, iters, stream_count, 0);
-    g_wait_fd                    = test::tcp_of(**ep)->wait_fd();
-    figures nap                  = measure(rank, f, bufs, iters, stream_count, uint64_t{1} << 32);
-    RANK_CHECK(rank, busy.small > 0 && busy.large > 0 && busy.bw > 0, "a transfer failed");
-    RANK_CHECK(rank, nap.small > 0 && nap.large > 0 && nap.bw > 0, "a transfer failed");
+    figures busy                 = measure(rank, p, bufs, iters, stream_count, 0);
+    p.wait_fd                    = test::tcp_of(**ep)->wait_fd();
+    figures nap                  = measure(rank, p, bufs, iters, stream_count, uint64_t{1} << 32);
+    RANK_CHECK(rank, busy.small >= 0 && busy.large >= 0 && busy.bw >= 0, "a transfer failed");
+    RANK_CHECK(rank, nap.small >= 0 && nap.large >= 0 && nap.bw >= 0, "a transfer failed");
     if (rank == 0) {
         print("busy polling", busy, iters, stream_count);
         print("100 empty polls, then sleep on wait_fd()", nap, iters, stream_count);
