@@ -8,6 +8,7 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
+#include "drivers/common/peer_set.hh"
 #include "drivers/ofi/ofi.hh"
 #include "drivers/ofi/ofi_params.hh"
 #include "drivers/registry_internal.hh"
@@ -121,20 +122,7 @@ status ofi_endpoint::connect() {
     if (connected_ || closed_) {
         return invalid_argument(who + "connect() called twice or after close()");
     }
-    for (int r : config_.peers) {
-        if (r < 0 || r >= config_.size || r == rank) {
-            return invalid_argument(who + "peer " + std::to_string(r) +
-                                    " is not another rank of 0.." +
-                                    std::to_string(config_.size - 1));
-        }
-    }
-    for (int r = 0; r < config_.size; ++r) {
-        const auto& listed = config_.peers;
-        if (r != rank &&
-            (listed.empty() || std::find(listed.begin(), listed.end(), r) != listed.end())) {
-            peer_ranks_.push_back(r);
-        }
-    }
+    LOOM_ASSIGN(peer_ranks_, common::peer_set(config_, "ofi"));
     // The receive buffers go up before anyone can send to this rank.
     for (uint32_t i = 0; i < recv_ctx_.size(); ++i) {
         repost_buffer(i);

@@ -318,7 +318,6 @@ class tcp_endpoint final : public endpoint {
     tcp_endpoint(const endpoint_config& config, settings s);
 
     // tcp_conn.cc, tcp_device.cc
-    result<std::vector<int>> peer_set() const;
     status setup_connections();
     // tcp_progress.cc
     void flush(peer& p);

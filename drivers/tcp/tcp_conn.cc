@@ -14,6 +14,7 @@
 #include "base/clock.hh"
 #include "base/log.hh"
 #include "base/net.hh"
+#include "drivers/common/peer_set.hh"
 #include "drivers/tcp/tcp.hh"
 
 namespace loom::drivers::tcp {
@@ -429,33 +430,13 @@ result<std::vector<int>> handshaker::run(int lfd, const std::vector<int>& ranks,
 
 }  // namespace
 
-result<std::vector<int>> tcp_endpoint::peer_set() const {
-    std::string who = "tcp: rank " + std::to_string(config_.rank) + ": ";
-    for (int r : config_.peers) {
-        if (r < 0 || r >= config_.size || r == config_.rank) {
-            return invalid_argument(who + "peer " + std::to_string(r) +
-                                    " is not another rank of 0.." +
-                                    std::to_string(config_.size - 1));
-        }
-    }
-    std::vector<int> ranks;
-    for (int r = 0; r < config_.size; ++r) {
-        const auto& listed = config_.peers;
-        if (r != config_.rank &&
-            (listed.empty() || std::find(listed.begin(), listed.end(), r) != listed.end())) {
-            ranks.push_back(r);
-        }
-    }
-    return ranks;
-}
-
 status tcp_endpoint::connect() {
     int rank        = config_.rank;
     std::string who = "tcp: rank " + std::to_string(rank) + ": ";
     if (epoll_fd_ >= 0 || closed_) {
         return invalid_argument(who + "connect() called twice or after close()");
     }
-    LOOM_ASSIGN(std::vector<int> ranks, peer_set());
+    LOOM_ASSIGN(std::vector<int> ranks, common::peer_set(config_, "tcp"));
     if (!ranks.empty()) {
         if (config_.store == nullptr) {
             return invalid_argument(who + "connecting to peers needs a kv_store for addresses");

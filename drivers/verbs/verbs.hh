@@ -267,7 +267,6 @@ class verbs_endpoint final : public endpoint {
     char* recv_buf(uint32_t slot) { return recv_ring_.get() + size_t(slot) * buf_bytes_; }
     char* send_buf(uint32_t slot) { return send_ring_.get() + size_t(slot) * buf_bytes_; }
     // verbs_qp.cc
-    result<std::vector<int>> peer_set() const;
     status create_queue_pairs();
     status exchange_and_connect();
     // verbs_progress.cc

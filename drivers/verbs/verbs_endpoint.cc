@@ -9,6 +9,7 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/log.hh"
+#include "drivers/common/peer_set.hh"
 #include "drivers/registry_internal.hh"
 #include "drivers/verbs/verbs.hh"
 
@@ -68,7 +69,7 @@ status verbs_endpoint::connect() {
     if (connected_ || closed_) {
         return invalid_argument(who + "connect() called twice or after close()");
     }
-    LOOM_ASSIGN(peer_ranks_, peer_set());
+    LOOM_ASSIGN(peer_ranks_, common::peer_set(config_, "verbs"));
     if (!peer_ranks_.empty() && config_.store == nullptr) {
         return invalid_argument(who + "connecting to peers needs a kv_store for addresses");
     }

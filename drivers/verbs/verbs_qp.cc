@@ -115,26 +115,6 @@ status to_rtr_rts(const verbs_api& api, ibv_qp* qp, const port_info& port, const
     return {};
 }
 
-result<std::vector<int>> verbs_endpoint::peer_set() const {
-    std::string who = "verbs: rank " + std::to_string(config_.rank) + ": ";
-    for (int r : config_.peers) {
-        if (r < 0 || r >= config_.size || r == config_.rank) {
-            return invalid_argument(who + "peer " + std::to_string(r) +
-                                    " is not another rank of 0.." +
-                                    std::to_string(config_.size - 1));
-        }
-    }
-    std::vector<int> ranks;
-    for (int r = 0; r < config_.size; ++r) {
-        const auto& listed = config_.peers;
-        if (r != config_.rank &&
-            (listed.empty() || std::find(listed.begin(), listed.end(), r) != listed.end())) {
-            ranks.push_back(r);
-        }
-    }
-    return ranks;
-}
-
 // Every peer's queue pair, taken to INIT, its receive buffers posted.
 status verbs_endpoint::create_queue_pairs() {
     std::random_device seed;
