@@ -52,12 +52,18 @@ static void binomial_unpipelined_equals_closed_forms(void**) {
     expect_on_stars(collective::allreduce, "reduce-broadcast", both_ports);
 }
 
-// DBT at P = 1: per-edge for every N; single-port where the form is exact (N = 2^D).
+// DBT at P = 1: per-edge for every N; single-port where the form is exact (N = 2^D, and N = 4
+// at P ≤ 2).
 static void dbt_unpipelined_equals_closed_forms(void**) {
     expect_on_stars(collective::allreduce, "dbt", {port_model::per_edge});
     const auto& a = test::find_algorithm(collective::allreduce, "dbt");
     for (int n : {2, 4, 8, 16, 32, 64}) {
         test::expect_closed_form(a, test::make_call(collective::allreduce, n, n * 60),
+                                 test::generic_fabric(port_model::single_port));
+    }
+    // N = 4 (the edge-disjoint table) is exact for P ≤ 2.
+    for (int p : {1, 2}) {
+        test::expect_closed_form(a, test::make_call(collective::allreduce, 4, 2 * p * 30, 0, p),
                                  test::generic_fabric(port_model::single_port));
     }
 }
