@@ -33,9 +33,13 @@
 //     both trees and its links carry M whatever P is: these N run unsegmented (P = 1), with
 //     NCCL's tree and its complement (N = 2: 0→1 and 1→0, i.e. each rank reduces one half
 //     and sends it back, the ring's 2α + M/BW). N = 1: a local copy.
-//   At N = 4 neither Lu-CA's drawing (R0→{R1,R2}, R1→R3 and R3→{R0,R2}, R2→R1) nor NCCL's
-//   mirror is used; all are complementary with depth 2 (docs/references.md#dbt-second-tree),
-//   so the per-edge P = 1 cost is the same.
+//   - On a ring, torus or mesh the links are physical, one per neighbour pair, not one per
+//     rank pair, so rank-pair disjointness buys nothing there and the relabelled leaves
+//     would cross more hops (ring:8, 1 KiB: 18.1 µs against 14.1): a lattice keeps NCCL's
+//     tree and its complement for every N, and algorithms::predict() routes them.
+//   At N = 4 on a star neither Lu-CA's drawing (R0→{R1,R2}, R1→R3 and R3→{R0,R2}, R2→R1)
+//   nor NCCL's mirror is used; all are complementary with depth 2
+//   (docs/references.md#dbt-second-tree), so the per-edge P = 1 cost is the same.
 // Nomenclature: a "half" is the share of the vector one tree carries; a "segment" is the
 // 1/P pipeline piece of a half. A rank with two children in a tree lands the second child's
 // segment in scratch and adds it locally, so both children can deliver in the same round.
@@ -44,8 +48,9 @@
 //   ⌈log2N⌉ through rank 0 → 2^(⌈log2N⌉-1) → … → 1, its relabelled complements the same or,
 //   for odd N, ⌈log2(N+1)⌉ - 1 ≤ D, the tables' deeper tree D; so the texts' ⌈log2N⌉ is the
 //   real depth here for all N)
-//   per-edge (Lu-CA §5.2), exact for P segments per half, and what the simulator reaches
-//   with one link per ordered pair, since no two transfers of a round share a link:
+//   per-edge (Lu-CA §5.2), exact for P segments per half, and what the simulator reaches on
+//   a star or full mesh with one link per ordered pair, since no two transfers of a round
+//   share a link:
 //     (2D + P - 1)·α + (2D + P - 1)/(2P) · M/BW        (N ≥ 4; N ≤ 3 at P = 1)
 //     P = 1: 2⌈log2N⌉α + ⌈log2N⌉·M/BW, Lu-CA §5.2; N = 4: 4α + 2·M/BW. That is 2 and not
 //     ring's 1.5 (docs/references.md#dbt-n4-vs-ring: Lu-CA's "coincidentally matches ring" is
@@ -189,16 +194,18 @@ int shift_even(int n, int even_rank, int shift) {
 // ports collide at N = 64 and the simulator leaves the lockstep (2D-1)·M/BW there.
 constexpr int leaf_shift = -2;
 
-// Tree `which` (0 or 1) of the double binary tree on n ranks, as seen from `rank`.
-tree_node dbt_tree(int n, int which, int rank) {
-    if (n >= 4 && n <= 6) {
-        return small_tree(n, which, rank);
-    }
-    if (which == 0) {
+// Tree `which` (0 or 1) of the double binary tree on n ranks, as seen from `rank`. On a
+// lattice the links are the physical ones, not one per rank pair: there NCCL's pair, whose
+// tree neighbours are mostly adjacent ranks, crosses fewer hops than the edge-disjoint pair.
+tree_node dbt_tree(int n, int which, int rank, bool lattice) {
+    if (which == 0 && (lattice || n < 4 || n > 6)) {
         return nccl_btree(n, rank);
     }
-    if (n <= 3) {
+    if (lattice || n <= 3) {
         return complementary_tree(n, rank);
+    }
+    if (n <= 6) {
+        return small_tree(n, which, rank);
     }
     // Every edge of tree 0 that joins an odd and an even rank joins neighbours (a leaf and
     // its parent, ranks r and r±1); the complementary tree's leaf edges do too and meet
@@ -275,7 +282,7 @@ status build_allreduce(const call& c, int rank, schedule::builder& b) {
     auto halves  = block_layout::even(c.count, 2);
     int segments = effective_segments(c.nranks, c.segments);
     for (int which = 0; which < 2; ++which) {
-        auto t = dbt_tree(c.nranks, which, rank);
+        auto t = dbt_tree(c.nranks, which, rank, c.topo.is_lattice());
         if (t.nchildren == 2) {
             b.need_scratch(c.count);
         }

@@ -276,6 +276,36 @@ static void dbt_n4_trees_are_the_edge_disjoint_table(void**) {
     assert_true(t0.interior[0] && t0.interior[1] && t1.interior[2] && t1.interior[3]);
 }
 
+// On a lattice the links are physical, so the trees stay NCCL's, whose neighbours are close:
+// at N = 4 tree 0 is 0→2→{1,3} (ncclGetBtree), tree 1 its mirror 3→1→{2,0}; at N = 8 (ring:8
+// and torus:2x2x2) every rank's tree-1 peers are its tree-0 peers mirrored.
+static void dbt_on_a_lattice_keeps_nccl_trees(void**) {
+    auto on = [](const char* topo, int64_t count) {
+        return test::make_call(schedule::collective::allreduce,
+                               topology::shape::parse(topo).value(), count);
+    };
+    for (const char* topo : {"ring:4", "torus:2x2", "mesh:2x2"}) {
+        auto s  = test::generate_ok(*dbt(), on(topo, 8));
+        auto t0 = view_tree(s, 0), t1 = view_tree(s, 1);
+        assert_true((t0.peers[0] == std::set<int>{2}) && (t0.peers[2] == std::set<int>{0, 1, 3}));
+        assert_true((t0.peers[1] == std::set<int>{2}) && (t0.peers[3] == std::set<int>{2}));
+        assert_true((t1.peers[3] == std::set<int>{1}) && (t1.peers[1] == std::set<int>{0, 2, 3}));
+        assert_true((t1.peers[0] == std::set<int>{1}) && (t1.peers[2] == std::set<int>{1}));
+        assert_true(t0.interior[0] && t0.interior[2] && t1.interior[3] && t1.interior[1]);
+    }
+    for (const char* topo : {"ring:8", "torus:2x2x2"}) {
+        auto s  = test::generate_ok(*dbt(), on(topo, 16));
+        auto t0 = view_tree(s, 0), t1 = view_tree(s, 1);
+        for (int r = 0; r < 8; ++r) {
+            std::set<int> mirrored;
+            for (int q : t0.peers[7 - r]) {
+                mirrored.insert(7 - q);
+            }
+            assert_true(t1.peers[r] == mirrored);
+        }
+    }
+}
+
 LOOM_TEST_MAIN("algorithms_double_binary_tree", cmocka_unit_test(dbt_allreduce_verifies_over_sweep),
                cmocka_unit_test(dbt_pipelined_verifies_for_awkward_counts),
                cmocka_unit_test(dbt_counts_equal_per_edge_closed_form),
@@ -285,4 +315,5 @@ LOOM_TEST_MAIN("algorithms_double_binary_tree", cmocka_unit_test(dbt_allreduce_v
                cmocka_unit_test(dbt_pipelined_floors_are_half_per_edge_two_single_port),
                cmocka_unit_test(dbt_trees_are_complementary_for_n_1_to_64),
                cmocka_unit_test(dbt_trees_are_edge_disjoint_from_n_4),
-               cmocka_unit_test(dbt_n4_trees_are_the_edge_disjoint_table))
+               cmocka_unit_test(dbt_n4_trees_are_the_edge_disjoint_table),
+               cmocka_unit_test(dbt_on_a_lattice_keeps_nccl_trees))
