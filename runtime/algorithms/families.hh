@@ -19,6 +19,7 @@ std::vector<const algorithm*> family_bruck();               // bruck.cc
 std::vector<const algorithm*> family_alltoall_pairwise();   // alltoall_pairwise.cc
 std::vector<const algorithm*> family_alltoall_relay();      // alltoall_relay.cc
 std::vector<const algorithm*> family_torus_dims();          // torus_dims.cc
+std::vector<const algorithm*> family_hier_ring();           // hier_ring.cc
 std::vector<const algorithm*> family_sendrecv();            // sendrecv.cc
 std::vector<const algorithm*> family_inc();                 // inc.cc
 

@@ -52,12 +52,18 @@ static void binomial_unpipelined_equals_closed_forms(void**) {
     expect_on_stars(collective::allreduce, "reduce-broadcast", both_ports);
 }
 
-// DBT at P = 1: per-edge for every N; single-port where the form is exact (N = 2^D).
+// DBT at P = 1: per-edge for every N; single-port where the form is exact (N = 2^D, and N = 4
+// at P ≤ 2).
 static void dbt_unpipelined_equals_closed_forms(void**) {
     expect_on_stars(collective::allreduce, "dbt", {port_model::per_edge});
     const auto& a = test::find_algorithm(collective::allreduce, "dbt");
     for (int n : {2, 4, 8, 16, 32, 64}) {
         test::expect_closed_form(a, test::make_call(collective::allreduce, n, n * 60),
+                                 test::generic_fabric(port_model::single_port));
+    }
+    // N = 4 (the edge-disjoint table) is exact for P ≤ 2.
+    for (int p : {1, 2}) {
+        test::expect_closed_form(a, test::make_call(collective::allreduce, 4, 2 * p * 30, 0, p),
                                  test::generic_fabric(port_model::single_port));
     }
 }
@@ -152,6 +158,26 @@ static void dims_mesh_allgather_reaches_asynchronous_form(void**) {
     }
 }
 
+// hier-ring: on a torus its rings are the physical rows and columns, so the simulator, the
+// routed count and the closed form 2(G+K-2)α + 2(N-1)/N·M/BW are one number; on a mesh a
+// group's ring closes over its line and the simulator equals the routed count.
+static void hier_ring_equals_closed_form_on_a_torus_and_routed_count_on_a_mesh(void**) {
+    const auto& a = test::find_algorithm(collective::allreduce, "hier-ring");
+    for (const char* topo : {"torus:2x2", "torus:4x4", "torus:3x5", "torus:8x8", "torus:6x2",
+                             "ring:7", "torus:2x2x2", "mesh:2x2", "mesh:3x4", "mesh:4x4"}) {
+        auto shape = topology::shape::parse(topo).value();
+        auto c     = test::make_call(collective::allreduce, shape, int64_t{shape.size()} * 30);
+        test::expect_closed_form(a, c, test::generic_fabric());
+        if (shape.wraps() && shape.ndims() <= 2) {
+            double m    = c.count * 4.0;
+            auto own    = a.predict(algorithms::query_for(c, m, port_model::per_edge));
+            auto routed = algorithms::predict(a, c, m, port_model::per_edge);
+            assert_true(test::close_to(own.n_alpha, routed.n_alpha) &&
+                        test::close_to(own.n_beta, routed.n_beta));
+        }
+    }
+}
+
 LOOM_TEST_MAIN(
     "fabric_sim_closed_forms",
     cmocka_unit_test(ring_allreduce_reduce_scatter_allgather_equal_closed_forms),
@@ -163,6 +189,7 @@ LOOM_TEST_MAIN(
               expect_on_stars(collective::allreduce, "rabenseifner", both_ports)),
     cmocka_unit_test(binomial_unpipelined_equals_closed_forms),
     cmocka_unit_test(dbt_unpipelined_equals_closed_forms),
+    cmocka_unit_test(hier_ring_equals_closed_form_on_a_torus_and_routed_count_on_a_mesh),
     cmocka_unit_test(pat_bruck_and_sendrecv_equal_closed_forms),
     // ring-relay per-edge: its busiest link's waves (docs/references.md#ring-relay-load) are what
     // the simulator sees. Single-port is a lockstep count that the simulator beats or misses by the

@@ -3,6 +3,7 @@
 // exactly the closed form at the bottleneck's BW; a uniform fabric file gives bit for bit
 // the time of the shape with the same α and BW; the shape a file's ranks form is inferred
 // (coordinates, wraparound links, a switch, every pair, a ring) or refused with a reason.
+#include "algorithms/hier_ring.hh"
 #include "sim_test.hh"
 #include "topology/fabric.hh"
 
@@ -276,9 +277,35 @@ static void fabrics_the_simulator_cannot_route_are_refused(void**) {
     expect_error(r.error(), "the per-link costs are for ring:4, the topology is star:4");
 }
 
+// hier-ring on torus:KxG with two link classes, rows (inside a group) fast and columns
+// (between groups) slow: each phase runs on one class, so the simulated time is Ring-Tree's
+// two-level form 2[(G-1)α_in + (G-1)/G·M/BW_in] + 2(K-1)α_out + 2(K-1)/K·(M/G)/BW_out
+// (algorithms::hier_ring_time_s, docs/references.md#hierarchical-ring).
+static void hier_ring_on_two_link_classes_is_the_two_level_form(void**) {
+    const auto& hier = test::find_algorithm(collective::allreduce, "hier-ring");
+    algorithms::two_level_links l;
+    l.alpha_intra_s = alpha / 5, l.bw_intra_bytes_per_s = bw * 6;
+    l.alpha_inter_s = alpha, l.bw_inter_bytes_per_s = bw;
+    for (auto [k, g] : {std::pair{4, 4}, std::pair{3, 5}, std::pair{8, 8}, std::pair{2, 6}}) {
+        std::string text = "torus:" + std::to_string(k) + "x" + std::to_string(g);
+        auto f           = on_or_fail(edited(text, [&](auto& nodes, auto& links) {
+            for (auto& ln : links) {
+                bool row          = nodes[ln.a].rank / g == nodes[ln.b].rank / g;
+                ln.alpha_s        = row ? l.alpha_intra_s : l.alpha_inter_s;
+                ln.bw_bytes_per_s = row ? l.bw_intra_bytes_per_s : l.bw_inter_bytes_per_s;
+            }
+        }));
+        auto c = test::make_call(collective::allreduce, shape(text), int64_t{k} * g * 600);
+        auto r = test::simulate_call(hier, c, f);
+        expect_time(r, algorithms::hier_ring_time_s(k, g, r.payload_bytes, l),
+                    test::describe_call(hier, c) + " rows fast, columns slow");
+    }
+}
+
 LOOM_TEST_MAIN("fabric_sim_fabric_links",
                cmocka_unit_test(one_slow_ring_link_gives_the_bottleneck_closed_form),
                cmocka_unit_test(one_slow_star_port_gives_the_bottleneck_closed_form),
                cmocka_unit_test(a_uniform_fabric_file_equals_the_shape_exactly),
                cmocka_unit_test(the_shape_of_a_file_is_inferred),
-               cmocka_unit_test(fabrics_the_simulator_cannot_route_are_refused))
+               cmocka_unit_test(fabrics_the_simulator_cannot_route_are_refused),
+               cmocka_unit_test(hier_ring_on_two_link_classes_is_the_two_level_form))

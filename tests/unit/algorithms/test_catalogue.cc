@@ -26,6 +26,7 @@ static void every_named_algorithm_is_registered(void**) {
         {collective::allreduce, "rabenseifner"},
         {collective::allreduce, "reduce-broadcast"},
         {collective::allreduce, "dims"},
+        {collective::allreduce, "hier-ring"},
         {collective::reduce_scatter, "ring"},
         {collective::reduce_scatter, "recursive-halving"},
         {collective::reduce_scatter, "pat"},

@@ -3,7 +3,8 @@
 // sweep; counted rounds/bytes equal the stated per-edge form (Lu-CA §5.2 at P = 1: N=4 is
 // 4α + 2·M/BW, not ring's 1.5, docs/references.md#dbt-n4-vs-ring); the single-port count is exact
 // where stated and inside the stated bounds elsewhere (docs/references.md#dbt-pipelined-floor,
-// docs/references.md#port-model); the two trees are complementary.
+// docs/references.md#port-model); the two trees are complementary and, from N = 4 on,
+// edge-disjoint (docs/references.md#dbt-edge-disjoint).
 #include <algorithm>
 #include <set>
 
@@ -88,15 +89,18 @@ static void dbt_single_port_count_within_stated_form(void**) {
                 }
                 continue;
             }
-            int d        = algorithms::ceil_log2(n);
-            double lower = p == 1 ? 2.0 * d - 2 : std::max(st.edge_bytes / m, n >= 4 ? 2.0 : 0.0);
+            int d = algorithms::ceil_log2(n);
+            // N = 4's floor is three halves per port (its trees give no rank a parent and two
+            // children); from N = 5 on some rank passes 2M.
+            double floor = n >= 5 ? 2.0 : n == 4 ? 1.5 : 0.0;
+            double lower = p == 1 ? 2.0 * d - 2 : std::max(st.edge_bytes / m, floor);
             if (port < lower || port > cost.n_beta) {
                 LOOM_FAIL(what + ", lower bound " + std::to_string(lower));
             }
         }
     }
-    // N = 2 for five P, and N = 4, 8, 16, 32, 64 at P = 1.
-    assert_int_equal(exact_cases, 5 + 5);
+    // N = 2 for five P, N = 4 at P = 1 and 2, and N = 8, 16, 32, 64 at P = 1.
+    assert_int_equal(exact_cases, 5 + 2 + 4);
 }
 
 // Lu-CA §5.2 at N = 4: 4α + 2·M/BW per-edge, counted and predicted; ring is 1.5
@@ -115,7 +119,8 @@ static void dbt_n4_is_4_alpha_2_beta_not_ring(void**) {
     assert_true(ring->predict(q).n_beta == 1.5);
 }
 
-// docs/references.md#port-model: under one port per rank DBT at N = 4 costs 3·M/BW, above the
+// docs/references.md#port-model: under one port per rank DBT at N = 4 costs 2.5·M/BW (three
+// halves through every port, and the two rounds around the roots move one), above the
 // per-edge 2.
 static void dbt_n4_single_port_exceeds_per_edge(void**) {
     auto c   = dbt_call(4, 4096, 1);
@@ -123,8 +128,8 @@ static void dbt_n4_single_port_exceeds_per_edge(void**) {
     double m = c.count * 4.0;
     auto sp  = dbt()->predict(algorithms::query_for(c, m, port_model::single_port));
     auto pe  = dbt()->predict(algorithms::query_for(c, m, port_model::per_edge));
-    assert_true(sp.exact && sp.n_beta == 3 && pe.n_beta == 2);
-    assert_true(st.port_bytes == 3 * m);
+    assert_true(sp.exact && sp.n_beta == 2.5 && pe.n_beta == 2);
+    assert_true(st.port_bytes == 2.5 * m);
     assert_true(st.port_bytes > st.edge_bytes);
 }
 
@@ -221,15 +226,84 @@ static void dbt_trees_are_complementary_for_n_1_to_64(void**) {
     }
 }
 
-// NCCL's trees at N = 4: tree 0 is 0→2→{1,3} (ncclGetBtree), tree 1 its mirror 3→1→{2,0}.
-static void dbt_n4_trees_are_nccl_btree_and_mirror(void**) {
+// The undirected rank pairs of a tree view.
+static std::set<std::pair<int, int>> tree_pairs(const tree_view& v) {
+    std::set<std::pair<int, int>> pairs;
+    for (int r = 0; r < static_cast<int>(v.peers.size()); ++r) {
+        for (int q : v.peers[r]) {
+            pairs.insert({std::min(r, q), std::max(r, q)});
+        }
+    }
+    return pairs;
+}
+
+// docs/references.md#dbt-edge-disjoint: from N = 4 on no rank pair is an edge of both trees
+// (N = 4..300, and 1024 and 4096 where the leaf move's cycle is long); N = 2 and 3 have too
+// few pairs and share exactly one.
+static void dbt_trees_are_edge_disjoint_from_n_4(void**) {
+    std::vector<int> ranks;
+    for (int n = 2; n <= 300; ++n) {
+        ranks.push_back(n);
+    }
+    ranks.push_back(1024);
+    ranks.push_back(4096);
+    for (int n : ranks) {
+        auto s  = test::generate_ok(*dbt(), dbt_call(n, 2 * n, 1));
+        auto t0 = view_tree(s, 0), t1 = view_tree(s, 1);
+        std::string what = "N=" + std::to_string(n);
+        expect_binary_spanning_tree(t0, n, what + " tree 0");
+        expect_binary_spanning_tree(t1, n, what + " tree 1");
+        auto p0 = tree_pairs(t0), p1 = tree_pairs(t1);
+        int shared = 0;
+        for (const auto& e : p1) {
+            shared += static_cast<int>(p0.count(e));
+        }
+        if (shared != (n <= 3 ? 1 : 0)) {
+            LOOM_FAIL(what + ": " + std::to_string(shared) + " rank pairs are edges of both trees");
+        }
+    }
+}
+
+// The trees at N = 4 (the table): tree 0 is 0→{1,2}, 1→3, tree 1 is 2→{1,3}, 3→0; NCCL's
+// pair (0→2→{1,3} and its mirror) shares 1–2.
+static void dbt_n4_trees_are_the_edge_disjoint_table(void**) {
     auto s  = test::generate_ok(*dbt(), dbt_call(4, 8, 1));
     auto t0 = view_tree(s, 0), t1 = view_tree(s, 1);
-    assert_true((t0.peers[0] == std::set<int>{2}) && (t0.peers[2] == std::set<int>{0, 1, 3}));
-    assert_true((t0.peers[1] == std::set<int>{2}) && (t0.peers[3] == std::set<int>{2}));
-    assert_true((t1.peers[3] == std::set<int>{1}) && (t1.peers[1] == std::set<int>{0, 2, 3}));
-    assert_true((t1.peers[0] == std::set<int>{1}) && (t1.peers[2] == std::set<int>{1}));
-    assert_true(t0.interior[0] && t0.interior[2] && t1.interior[3] && t1.interior[1]);
+    assert_true((t0.peers[0] == std::set<int>{1, 2}) && (t0.peers[1] == std::set<int>{0, 3}));
+    assert_true((t0.peers[2] == std::set<int>{0}) && (t0.peers[3] == std::set<int>{1}));
+    assert_true((t1.peers[2] == std::set<int>{1, 3}) && (t1.peers[3] == std::set<int>{0, 2}));
+    assert_true((t1.peers[1] == std::set<int>{2}) && (t1.peers[0] == std::set<int>{3}));
+    assert_true(t0.interior[0] && t0.interior[1] && t1.interior[2] && t1.interior[3]);
+}
+
+// On a lattice the links are physical, so the trees stay NCCL's, whose neighbours are close:
+// at N = 4 tree 0 is 0→2→{1,3} (ncclGetBtree), tree 1 its mirror 3→1→{2,0}; at N = 8 (ring:8
+// and torus:2x2x2) every rank's tree-1 peers are its tree-0 peers mirrored.
+static void dbt_on_a_lattice_keeps_nccl_trees(void**) {
+    auto on = [](const char* topo, int64_t count) {
+        return test::make_call(schedule::collective::allreduce,
+                               topology::shape::parse(topo).value(), count);
+    };
+    for (const char* topo : {"ring:4", "torus:2x2", "mesh:2x2"}) {
+        auto s  = test::generate_ok(*dbt(), on(topo, 8));
+        auto t0 = view_tree(s, 0), t1 = view_tree(s, 1);
+        assert_true((t0.peers[0] == std::set<int>{2}) && (t0.peers[2] == std::set<int>{0, 1, 3}));
+        assert_true((t0.peers[1] == std::set<int>{2}) && (t0.peers[3] == std::set<int>{2}));
+        assert_true((t1.peers[3] == std::set<int>{1}) && (t1.peers[1] == std::set<int>{0, 2, 3}));
+        assert_true((t1.peers[0] == std::set<int>{1}) && (t1.peers[2] == std::set<int>{1}));
+        assert_true(t0.interior[0] && t0.interior[2] && t1.interior[3] && t1.interior[1]);
+    }
+    for (const char* topo : {"ring:8", "torus:2x2x2"}) {
+        auto s  = test::generate_ok(*dbt(), on(topo, 16));
+        auto t0 = view_tree(s, 0), t1 = view_tree(s, 1);
+        for (int r = 0; r < 8; ++r) {
+            std::set<int> mirrored;
+            for (int q : t0.peers[7 - r]) {
+                mirrored.insert(7 - q);
+            }
+            assert_true(t1.peers[r] == mirrored);
+        }
+    }
 }
 
 LOOM_TEST_MAIN("algorithms_double_binary_tree", cmocka_unit_test(dbt_allreduce_verifies_over_sweep),
@@ -240,4 +314,6 @@ LOOM_TEST_MAIN("algorithms_double_binary_tree", cmocka_unit_test(dbt_allreduce_v
                cmocka_unit_test(dbt_n4_single_port_exceeds_per_edge),
                cmocka_unit_test(dbt_pipelined_floors_are_half_per_edge_two_single_port),
                cmocka_unit_test(dbt_trees_are_complementary_for_n_1_to_64),
-               cmocka_unit_test(dbt_n4_trees_are_nccl_btree_and_mirror))
+               cmocka_unit_test(dbt_trees_are_edge_disjoint_from_n_4),
+               cmocka_unit_test(dbt_n4_trees_are_the_edge_disjoint_table),
+               cmocka_unit_test(dbt_on_a_lattice_keeps_nccl_trees))
