@@ -125,7 +125,8 @@ cost cost_bidirectional(const cost_query& q) {
         return {steps, steps / n, true, "N ≤ 2: the one-directional ring (one link)"};
     }
     if (q.ports == port_model::single_port) {
-        return {steps, steps / n, true,
+        // A count, not a time: marked inexact so no tool holds the simulator to it.
+        return {steps, steps / n, false,
                 "single-port: both directions share the rank's port, the flat ring's cost in "
                 "lockstep rounds (an asynchronous port interleaves the two directions: between "
                 "the per-edge form and this one plus a half-block)"};
