@@ -194,7 +194,7 @@ const algorithm allgather_dims_doubling{"dims-doubling",
 
 }  // namespace
 
-std::vector<const algorithm*> family_torus_dims_rabenseifner() {
+std::vector<const algorithm*> family_dims_rabenseifner() {
     return {&allreduce_dims_rabenseifner, &reduce_scatter_dims_halving, &allgather_dims_doubling};
 }
 
