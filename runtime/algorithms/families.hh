@@ -10,6 +10,7 @@
 namespace loom::algorithms {
 
 std::vector<const algorithm*> family_ring();                // ring.cc
+std::vector<const algorithm*> family_ring_bidirectional();  // ring_bidirectional.cc
 std::vector<const algorithm*> family_binomial();            // binomial.cc
 std::vector<const algorithm*> family_double_binary_tree();  // double_binary_tree.cc
 std::vector<const algorithm*> family_recursive_doubling();  // recursive_doubling.cc
@@ -20,6 +21,7 @@ std::vector<const algorithm*> family_alltoall_pairwise();   // alltoall_pairwise
 std::vector<const algorithm*> family_alltoall_relay();      // alltoall_relay.cc
 std::vector<const algorithm*> family_torus_dims();          // torus_dims.cc
 std::vector<const algorithm*> family_hier_ring();           // hier_ring.cc
+std::vector<const algorithm*> family_dims_rabenseifner();   // torus_dims_rabenseifner.cc
 std::vector<const algorithm*> family_sendrecv();            // sendrecv.cc
 std::vector<const algorithm*> family_inc();                 // inc.cc
 

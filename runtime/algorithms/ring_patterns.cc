@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ring_patterns.hh"
 
+#include <utility>
+
 #include "util.hh"
 
 namespace loom::algorithms {
@@ -19,6 +21,15 @@ block_layout block_layout::even(int64_t count, int n) {
     for (int b = 0; b <= n; ++b) {
         l.bounds[b] = b < n ? schedule::block_offset(count, n, b) : count;
     }
+    return l;
+}
+
+block_layout block_layout::listed(std::vector<int64_t> offsets, std::vector<int64_t> sizes,
+                                  int64_t total) {
+    block_layout l;
+    l.bounds = std::move(offsets);
+    l.bounds.push_back(total);
+    l.sizes = std::move(sizes);
     return l;
 }
 

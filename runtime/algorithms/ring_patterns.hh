@@ -15,14 +15,22 @@
 namespace loom::algorithms {
 
 /// Block boundaries of a vector, relative to its start: block b is [bounds[b], bounds[b+1]).
+/// A listed layout (non-empty `sizes`) has block b at [bounds[b], bounds[b] + sizes[b]), in
+/// any order and with gaps between blocks: only the ring patterns take one, since they
+/// address a block by offset and size alone (the halving/doubling ranges need neighbouring
+/// blocks to touch).
 struct block_layout {
     std::vector<int64_t> bounds;
+    std::vector<int64_t> sizes;
 
     /// The collective.hh partition of `count` elements into n blocks.
     static block_layout even(int64_t count, int n);
+    /// Block b = [offsets[b], offsets[b] + sizes[b]) of a vector of `total` elements.
+    static block_layout listed(std::vector<int64_t> offsets, std::vector<int64_t> sizes,
+                               int64_t total);
     int blocks() const { return static_cast<int>(bounds.size()) - 1; }
     int64_t offset(int b) const { return bounds[b]; }
-    int64_t size(int b) const { return bounds[b + 1] - bounds[b]; }
+    int64_t size(int b) const { return sizes.empty() ? bounds[b + 1] - bounds[b] : sizes[b]; }
     int64_t total() const { return bounds.back(); }
 };
 

@@ -17,6 +17,11 @@
 //   reduce: the same tree reversed (Lu-TM §3.3: the last dim collapses first). A rank adds
 //     its children's segments (the first child's with recv_reduce, the others' through one
 //     segment-sized scratch slot each and a local_reduce) and passes the sum to its parent.
+//   dims-one-way broadcast / reduce (torus and ring only): the same phases and pipelining,
+//     but the source of a line sends one way (+) round the ring, so the line is a chain of
+//     d_i-1 hops from the source; Lu-TM §3.2/§3.3's unidirectional per-dim ring BC/Reduce,
+//     which the both-ways `dims` tree beats in α (⌊d_i/2⌋ against d_i-1 per dim) at the
+//     same bytes. A mesh line has no wrap to go round, so it is not applicable there.
 //   reduce_scatter: ring (torus, ring_patterns.hh) or open-line (mesh, below) reduce-scatter
 //     over dims 0, 1, ..., k-1; allgather: the mirror over dims k-1, ..., 0; allreduce: both.
 //   Ownership (docs/references.md#dims-ownership leaves it implementation-defined beyond 2x2x2):
@@ -58,6 +63,8 @@
 //     with the root at coordinates s (Σ(d_i-1) from a corner, Lu-TM §4.2's worst case).
 //     Lu-TM §3.2/§3.3 print the asymptote Dα + M/BW (P → ∞; the optimum-P correction is as
 //     in docs/references.md#pipelined-optimum). P = 1 gives Dα + D·M/BW.
+//     dims-one-way: the same form with D = Σ(d_i-1) from any root (Lu-TM §3.2/§3.3's
+//     "Σ(d_i-1)α + M/BW (unidirectional)", again the P → ∞ asymptote).
 //
 // Constraints
 //   torus:, ring: and mesh: shapes of any dims (including d_i = 1 and 2), any count, any
@@ -69,6 +76,7 @@
 #include "families.hh"
 #include "ring_patterns.hh"
 #include "topology/lines.hh"
+#include "torus_groups.hh"
 #include "util.hh"
 
 namespace loom::algorithms {
@@ -110,22 +118,18 @@ phase_end to_ring(const ends& e) {
 
 using topology::active_dims;
 
+}  // namespace
+
 int coord_of(const topology::shape& t, int rank, int dim) {
     return rank / topology::dim_stride(t, dim) % t.dims()[dim];
 }
 
-// Rank r's level-`dim` group, the ranks sharing c_0..c_{dim-1} with r: [first, first+size).
-struct group {
-    int first, size;
-};
-group group_of(const topology::shape& t, int rank, int dim) {
+dim_group group_of(const topology::shape& t, int rank, int dim) {
     int size = topology::dim_stride(t, dim) * t.dims()[dim];
     return {rank - rank % size, size};
 }
 
-// The group's piece of the vector cut into its d sub-groups' pieces (flat block bounds),
-// relative to the piece's first element.
-block_layout nested_layout(int64_t count, int nranks, group g, int d) {
+block_layout nested_layout(int64_t count, int nranks, dim_group g, int d) {
     block_layout l;
     l.bounds.resize(d + 1);
     int64_t start = schedule::block_offset(count, nranks, g.first);
@@ -134,6 +138,8 @@ block_layout nested_layout(int64_t count, int nranks, group g, int d) {
     }
     return l;
 }
+
+namespace {
 
 // Dependencies of a step: `own`, plus the phase start when it opens a chain.
 std::vector<step_id> deps_of(std::initializer_list<step_id> own, step_id chain, const ends& after) {
@@ -229,9 +235,9 @@ ends line_allgather(schedule::builder& b, const std::vector<int>& members, int p
 int64_t line_tmp_size(const call& c, int rank) {
     int64_t most = 0;
     for (int dim : active_dims(c.topo)) {
-        group g  = group_of(c.topo, rank, dim);
-        auto lay = nested_layout(c.count, c.nranks, g, c.topo.dims()[dim]);
-        most     = std::max(most, lay.size(coord_of(c.topo, rank, dim)));
+        dim_group g = group_of(c.topo, rank, dim);
+        auto lay    = nested_layout(c.count, c.nranks, g, c.topo.dims()[dim]);
+        most        = std::max(most, lay.size(coord_of(c.topo, rank, dim)));
     }
     return most;
 }
@@ -244,7 +250,7 @@ ends rs_phases(schedule::builder& b, const call& c, int rank, vector_at in, vect
     ends at{};
     for (size_t k = 0; k < dims.size(); ++k) {
         int dim = dims[k], me = coord_of(c.topo, rank, dim);
-        group g     = group_of(c.topo, rank, dim);
+        dim_group g = group_of(c.topo, rank, dim);
         auto lay    = nested_layout(c.count, c.nranks, g, c.topo.dims()[dim]);
         int64_t off = schedule::block_offset(c.count, c.nranks, g.first);
         vector_at src{k == 0 ? in.buf : work.buf, (k == 0 ? in.offset : work.offset) + off};
@@ -266,8 +272,8 @@ ends ag_phases(schedule::builder& b, const call& c, int rank, region own, vector
     auto dims = active_dims(c.topo);
     for (size_t k = dims.size(); k-- > 0;) {
         int dim = dims[k], me = coord_of(c.topo, rank, dim);
-        group g  = group_of(c.topo, rank, dim);
-        auto lay = nested_layout(c.count, c.nranks, g, c.topo.dims()[dim]);
+        dim_group g = group_of(c.topo, rank, dim);
+        auto lay    = nested_layout(c.count, c.nranks, g, c.topo.dims()[dim]);
         vector_at piece{dst.buf, dst.offset + schedule::block_offset(c.count, c.nranks, g.first)};
         region mine = k + 1 == dims.size() ? own : piece.block(lay, me);
         auto line   = topology::dim_line(c.topo, rank, dim);
@@ -321,9 +327,17 @@ status build_allgather(const call& c, int rank, schedule::builder& b) {
 
 // ---- broadcast / reduce: the pipelined spanning tree ----
 
+// Which way data leaves the source of a line: both ways (`dims`), or only toward + round the
+// ring (`dims-one-way`, Lu-TM §3.2/§3.3's unidirectional per-dim ring, torus only).
+enum class fan { both_ways, one_way };
+
 // The parent of coordinate x ≠ s on a line whose source sits at s: one hop nearer the
-// source. On a torus offsets 1..⌊d/2⌋ hang off the + side, the rest off the - side.
-int line_parent(int d, bool wraps, int s, int x) {
+// source. On a torus offsets 1..⌊d/2⌋ hang off the + side, the rest off the - side; one way
+// round, every coordinate hangs off its - neighbour.
+int line_parent(fan f, int d, bool wraps, int s, int x) {
+    if (f == fan::one_way) {
+        return mod(x - 1, d);
+    }
     if (!wraps) {
         return x > s ? x - 1 : x + 1;
     }
@@ -337,7 +351,7 @@ struct tree_links {
 
 // Phases in dim order: rank r receives in the phase of the last dim where it differs from
 // the root, then is the source of its line in every later dim.
-tree_links tree_of(const topology::shape& t, int root, int rank) {
+tree_links tree_of(fan f, const topology::shape& t, int root, int rank) {
     auto cr = t.coords(root), c = t.coords(rank);
     int last = -1;
     for (int i = 0; i < t.ndims(); ++i) {
@@ -352,13 +366,13 @@ tree_links tree_of(const topology::shape& t, int root, int rank) {
     for (int i = std::max(last, 0); i < t.ndims(); ++i) {
         int d = t.dims()[i], s = cr[i], x = c[i];
         if (i == last) {
-            out.parent = at(i, line_parent(d, t.wraps(), s, x));
+            out.parent = at(i, line_parent(f, d, t.wraps(), s, x));
         }
         // Children: the line neighbours (+ side first) whose parent is x.
         for (int step : {1, -1}) {
             int y      = t.wraps() ? mod(x + step, d) : x + step;
             bool twice = t.wraps() && d == 2 && step < 0;  // a 2-ring's two sides are one link
-            if (!twice && y >= 0 && y < d && y != s && line_parent(d, t.wraps(), s, y) == x) {
+            if (!twice && y >= 0 && y < d && y != s && line_parent(f, d, t.wraps(), s, y) == x) {
                 out.children.push_back(at(i, y));
             }
         }
@@ -367,18 +381,23 @@ tree_links tree_of(const topology::shape& t, int root, int rank) {
 }
 
 // Tree depth from the root: the rounds of an unpipelined broadcast.
-int tree_depth(const topology::shape& t, int root) {
+int tree_depth(fan f, const topology::shape& t, int root) {
     auto cr   = t.coords(root);
     int depth = 0;
     for (int i = 0; i < t.ndims(); ++i) {
         int d = t.dims()[i];
-        depth += t.wraps() ? d / 2 : std::max(cr[i], d - 1 - cr[i]);
+        if (f == fan::one_way) {
+            depth += d - 1;
+        } else {
+            depth += t.wraps() ? d / 2 : std::max(cr[i], d - 1 - cr[i]);
+        }
     }
     return depth;
 }
 
+template <fan F>
 status build_broadcast(const call& c, int rank, schedule::builder& b) {
-    auto tree = tree_of(c.topo, c.root, rank);
+    auto tree = tree_of(F, c.topo, c.root, rank);
     if (rank == c.root) {
         b.local_copy(schedule::out(0, c.count), schedule::in(0, c.count));
     }
@@ -399,8 +418,9 @@ status build_broadcast(const call& c, int rank, schedule::builder& b) {
     return status::ok();
 }
 
+template <fan F>
 status build_reduce(const call& c, int rank, schedule::builder& b) {
-    auto tree = tree_of(c.topo, c.root, rank);
+    auto tree = tree_of(F, c.topo, c.root, rank);
     size_t m  = tree.children.size();
     if (m == 0 && tree.parent < 0) {
         b.local_copy(schedule::out(0, c.count), schedule::in(0, c.count));
@@ -440,11 +460,12 @@ status build_reduce(const call& c, int rank, schedule::builder& b) {
 
 // ---- costs ----
 
+template <fan F>
 cost cost_tree(const cost_query& q) {
-    if (!q.topo.is_lattice()) {
+    if (!q.topo.is_lattice() || (F == fan::one_way && !q.topo.wraps())) {
         return torus_dims_not_applicable(q.topo);
     }
-    int depth = tree_depth(q.topo, q.root);
+    int depth = tree_depth(F, q.topo, q.root);
     if (depth == 0) {
         return {0, 0, true, "one rank: a local copy"};
     }
@@ -509,8 +530,8 @@ const algorithm broadcast_dims{
     "(D+P-1)(α + M/(P·BW)), D = Σ⌊d_i/2⌋ torus, Σmax(s_i,d_i-1-s_i) mesh",
     "torus, ring or mesh, any root, P ≥ 1",
     torus_dims_applicable,
-    build_broadcast,
-    cost_tree,
+    build_broadcast<fan::both_ways>,
+    cost_tree<fan::both_ways>,
     /*topology_aware=*/true};
 const algorithm reduce_dims{
     "dims",
@@ -519,8 +540,36 @@ const algorithm reduce_dims{
     "(D+P-1)(α + M/(P·BW)), D = Σ⌊d_i/2⌋ torus, Σmax(s_i,d_i-1-s_i) mesh",
     "torus, ring or mesh, any root, P ≥ 1",
     torus_dims_applicable,
-    build_reduce,
-    cost_tree,
+    build_reduce<fan::both_ways>,
+    cost_tree<fan::both_ways>,
+    /*topology_aware=*/true};
+// One way round each ring: the texts' unidirectional per-dim form, D = Σ(d_i-1) from any root.
+status one_way_applicable(const call& c) {
+    if (!c.topo.is_lattice() || !c.topo.wraps()) {
+        return not_applicable("needs a torus or ring topology, whose lines close (got " +
+                              c.topo.to_string() + ")");
+    }
+    return status::ok();
+}
+const algorithm broadcast_dims_one_way{
+    "dims-one-way",
+    collective::broadcast,
+    "per-dim phases in dim order, one way (+) round each ring, pipelined in P segments",
+    "(D+P-1)(α + M/(P·BW)), D = Σ(d_i-1)",
+    "torus or ring, any root, P ≥ 1",
+    one_way_applicable,
+    build_broadcast<fan::one_way>,
+    cost_tree<fan::one_way>,
+    /*topology_aware=*/true};
+const algorithm reduce_dims_one_way{
+    "dims-one-way",
+    collective::reduce,
+    "the one-way broadcast chain reversed: last dim first, sums pipelined in P segments",
+    "(D+P-1)(α + M/(P·BW)), D = Σ(d_i-1)",
+    "torus or ring, any root, P ≥ 1",
+    one_way_applicable,
+    build_reduce<fan::one_way>,
+    cost_tree<fan::one_way>,
     /*topology_aware=*/true};
 const algorithm allreduce_dims{
     "dims",
@@ -555,8 +604,8 @@ const algorithm allgather_dims{"dims",
 }  // namespace
 
 std::vector<const algorithm*> family_torus_dims() {
-    return {&broadcast_dims,      &reduce_dims,    &allreduce_dims,
-            &reduce_scatter_dims, &allgather_dims, torus_dims_alltoall()};
+    return {&broadcast_dims, &reduce_dims,          &allreduce_dims,         &reduce_scatter_dims,
+            &allgather_dims, torus_dims_alltoall(), &broadcast_dims_one_way, &reduce_dims_one_way};
 }
 
 }  // namespace loom::algorithms
