@@ -46,7 +46,7 @@
 //     numbers: 8x8x8 allreduce 42α; 2x2x2 3α per traversal against the flat ring's 7.
 //     Mesh: the same Σ(d_i-1) as the torus (docs/references.md#mesh-alpha: not Lu-TM §1.3's "2x per
 //     dim"). Mesh all-gather: (N-1)/N as on the torus, also once a phase other than the
-//     last has d_i ≥ 5 (docs/references.md#mesh-allgather-lines). No open-line all-gather of
+//     last has d_i ≥ 5 (docs/references.md#mesh-allgather-phases). No open-line all-gather of
 //     d-1 steps keeps positions 2..d-3 busy in its last step, so their lines finish after
 //     ⌊d/2⌋+1 steps and start the next phase early. A global lockstep count (the verifier's
 //     rounds) then charges a round the larger block of the next phase and comes out above
@@ -472,7 +472,7 @@ cost traversals(const cost_query& q) {
     if (Ag > 0 && !q.topo.wraps()) {
         note +=
             "; mesh all-gather: lines run asynchronously, (N-1)/N also where a lockstep count "
-            "charges more (docs/references.md#mesh-allgather-lines)";
+            "charges more (docs/references.md#mesh-allgather-phases)";
     }
     return {(Rs + Ag) * hops, (Rs + Ag) * (n - 1) / n, true, note};
 }
