@@ -10,7 +10,8 @@
 //    (both port models); the busiest link carries N(N+2)/8 (even) or (N²-1)/8 (odd) chunks;
 //  - dor-relay: verified on every lattice, not applicable on star/full mesh, neighbour
 //    sends only, the Lu-TM §3.6 4×4 link counts, docs/references.md#a2a-bound-range's 2×2 and
-//    2×2×2, and the verifier's counts against predict() on every lattice.
+//    2×2×2, the verifier's rounds and busiest link against predict()'s asynchronous form on
+//    every lattice (1 and 3 segments), segments split every chunk into its own messages.
 #include <algorithm>
 #include <map>
 #include <ranges>
