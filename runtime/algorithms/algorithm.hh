@@ -123,9 +123,13 @@ cost_query query_for(const call& c, double bytes, port_model ports);
 /// logical hops cross physical links, so its schedule is routed (dimension-ordered, the
 /// call's tie rule) and counted round by round: α per physical hop of the longest route,
 /// the busiest physical link's bytes per round (cut-through, links shared within a round).
-/// Schedules of more than `lattice_count_limit` ranks are not counted (the closed form is
-/// returned, marked not exact, with a note).
+/// The count generates the whole schedule, so it is bounded by steps, not ranks: a schedule
+/// of more than `lattice_count_step_limit` steps (estimated as N times rank 0's; the log-depth
+/// algorithms stay under it at 4096 ranks and beyond, the N² ones such as the flat ring pass
+/// it near 1500 ranks) is not counted, and the closed form is returned as what it is there, a
+/// lower bound (marked not exact, with a note): each logical hop crosses at least one physical
+/// link and each round's busiest link carries at least its largest message.
 cost predict(const algorithm& a, const call& c, double bytes, port_model ports);
-constexpr int lattice_count_limit = 1024;
+constexpr int64_t lattice_count_step_limit = int64_t{1} << 22;
 
 }  // namespace loom::algorithms

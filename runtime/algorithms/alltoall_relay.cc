@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Relay all-to-all: every chunk travels a route of neighbour links, forwarded hop by hop by
-// the ranks it passes (Lu-CA §7.1 ring relay, Lu-TM §3.6 torus relay).
+// Ring relay all-to-all `ring-relay`: every chunk travels the logical ring, forwarded hop by
+// hop by the ranks it passes, in lockstep waves (Lu-CA §7.1). The fabric's own lattice relay,
+// asynchronous, is `dor-relay` (alltoall_dor_relay.cc).
 //
 // How it works
 //   A "chunk" is the `count` elements rank s sends to rank d (input block d of s, output
-//   block s of d). Its route comes from fabric/routing:
-//     ring-relay  the logical bidirectional ring 0 → 1 → … → N-1 → 0 whatever the fabric,
-//                 each chunk on the shortest arc, antipodal ties toward + (Lu-CA §7.1);
-//     dor-relay   the fabric's own torus, ring or mesh, dimension-ordered (dimension 0
-//                 first), shortest arc with the wraparound where there is one, ties by the
-//                 call's `ties` rule (docs/references.md#dor-ties).
+//   block s of d). Its route is on the logical bidirectional ring 0 → 1 → … → N-1 → 0
+//   whatever the fabric, each chunk on the shortest arc, antipodal ties toward + (Lu-CA
+//   §7.1), from fabric/routing's ring:N.
 //   Lockstep structure ("waves"): every chunk moves one hop per round, starting in round 1,
 //   so a chunk with an h-hop route arrives in round h and the last arrives in round
-//   diam (the longest route). In round t, all chunks that take their t-th hop over the same
+//   ⌊N/2⌋ (the longest route). In round t, all chunks that take their t-th hop over the same
 //   directed link travel as ONE message; a link therefore carries at most one message per
 //   round. Within a message chunks are ordered by (route length, source, destination), the
 //   same order on both ends. A rank receives each message into fresh scratch ("landing"),
@@ -24,10 +22,10 @@
 //   received straight into the output.
 //
 // Cost (chunk c = count·dtype = M/N; M = the whole send buffer, schedule::payload_bytes)
-//   The verifier's lockstep count is exactly: n_alpha = diam rounds, and per-edge
+//   The verifier's lockstep count is exactly: n_alpha = ⌊N/2⌋ rounds, and per-edge
 //   n_beta·M = Σ over rounds of the largest message that round (W chunks).
-//   ring-relay, D = ⌊N/2⌋: the + link of every rank carries D-t+1 chunks in round t, the −
-//     link fewer, so W = the busiest link's total L = D(D+1)/2:
+//   D = ⌊N/2⌋: the + link of every rank carries D-t+1 chunks in round t, the − link fewer,
+//   so W = the busiest link's total L = D(D+1)/2:
 //       per-edge     ⌊N/2⌋·α + L/N · M/BW,  L = N(N+2)/8 (N even), (N²-1)/8 (N odd)
 //       single-port  ⌊N/2⌋·α + ⌊N²/4⌋/N · M/BW (both directions' messages share the port
 //                    each round: Σ = L+ + L- = ⌊N²/4⌋ chunks)
@@ -35,33 +33,11 @@
 //     link carries L chunks, not N-1 (N = 8: 10 > 7; N = 5: 3 < 4); equal only at N = 2, 4. The α
 //     term is ⌊N/2⌋, not N-1, because loom sends the chunks sharing a link and round as one message
 //     (Lu-CA's N = 4 table sends them one per step: 3α + 3/4·M/BW; loom: 2α + 3/4·M/BW).
-//   dor-relay: diam·α + W/N · M/BW, exactly what loom's lockstep waves cost: W = Σ over hop
-//     rounds t of the most chunks one link carries as the t-th hop of their routes
-//     (routing::count_all_to_all, counted from the routes for the shape and tie rule).
-//     The routing's own bound is L/N·M/BW, L = the chunks on the busiest directed link:
-//     Lu-TM §3.6/§5.1's diam·α + d_max/8·M/BW (mesh: d_max/4) with the BW term made exact
-//     (docs/references.md#torus-a2a-alpha, docs/references.md#a2a-bound-range,
-//     docs/references.md#cubic-torus-a2a): d_max/8 holds on a torus under source_parity when the
-//     largest dimension is a multiple of 4 (4×4: 8 chunks on every link = M/2; 4×4×4: M/2,
-//     docs/references.md#cubic-torus-a2a), not for d = 2 (2×2, 2×2×2: M/2, not M/4), odd d (3×3:
-//     M/3; 5×5: 3/5·M) or d ≡ 2 mod 4 (6×6: 5/6·M); under toward_plus an even d gives (d+2)/8 (4×4:
-//     12 chunks on the link from rank 1 to rank 2, 3/4·M). Mesh: d_max/4 holds iff d_max is even
-//     (3×5: 6/5·M). W = L on a ring under toward_plus. Elsewhere W > L (2×2: 3 vs 2; 4×4
-//     source_parity: 16 vs 8; mesh 16×16×16: 47692 vs 16384) because a source injects all its
-//     chunks for one link in round 1 and the links of the early dimensions are busiest early; L is
-//     what an engine that forwards without round barriers approaches (Lu-TM §3.6: "A2A
-//     ring-relay doesn't step-sync"), which the simulator measures. predict() states W/N
-//     (the cost of the schedule loom runs) and gives L/N and d_max/8 in its note; where W is
-//     not counted (over routing::wave_work_limit) it states L/N, marked not exact.
-//     single-port: the same; a lattice's links are physical.
 //
 // Constraints
-//   ring-relay: any N ≥ 1, any count, any topology (the ring is logical; on a torus or mesh
-//     the fabric carries each ring hop, which these forms do not model). Its ties always go
-//     + (Lu-CA §7.1); dor-relay on ring:N is the same relay under the call's tie rule.
-//   Both ignore `segments` (one wave per chunk).
-//   dor-relay: ring, torus or mesh (any dimensions, any N ≥ 1); not applicable on star or
-//     full mesh, where every pair has its own hop and there is nothing to relay.
+//   Any N ≥ 1, any count, any topology (the ring is logical; on a torus or mesh the fabric
+//   carries each ring hop, which these forms do not model). Its ties always go + (Lu-CA §7.1).
+//   It ignores `segments` (one wave per chunk).
 #include <algorithm>
 #include <tuple>
 
@@ -69,6 +45,9 @@
 #include "util.hh"
 
 namespace loom::algorithms {
+
+const algorithm* alltoall_dor_relay();  // alltoall_dor_relay.cc
+
 namespace {
 
 // One chunk as this rank sees it: its route position and where it is now.
@@ -251,20 +230,6 @@ status build_ring_relay(const call& c, int rank, schedule::builder& b) {
     return status::ok();
 }
 
-status build_dor_relay(const call& c, int rank, schedule::builder& b) {
-    relay_builder(c, rank, b).run(c.topo, c.ties);
-    return status::ok();
-}
-
-status dor_applicable(const call& c) {
-    if (!c.topo.is_lattice()) {
-        return not_applicable("needs a ring, torus or mesh; on " + c.topo.to_string() +
-                              " every pair is one hop apart and there is nothing to relay "
-                              "(use pairwise)");
-    }
-    return status::ok();
-}
-
 cost cost_ring_relay(const cost_query& q) {
     const int64_t n = q.nranks, d = n / 2;
     const double busiest = static_cast<double>(d * (d + 1) / 2);
@@ -280,38 +245,6 @@ cost cost_ring_relay(const cost_query& q) {
             "chunks sharing a link and round go as one message"};
 }
 
-std::string fraction(int64_t num, int64_t den) {
-    return std::to_string(num) + "/" + std::to_string(den);
-}
-
-cost cost_dor_relay(const cost_query& q) {
-    const topology::shape& s = q.topo;
-    if (!s.is_lattice() || s.size() != q.nranks) {
-        return {0, 0, false, "not applicable: needs a ring, torus or mesh of N ranks"};
-    }
-    const int64_t n = q.nranks;
-    auto load       = routing::count_all_to_all(s, q.ties);
-    bool counted    = load.wave >= 0;
-    cost out{static_cast<double>(load.rounds),
-             static_cast<double>(counted ? load.wave : load.busiest_link) / n, counted, ""};
-    // Lu-TM's approximation: a torus cut carries N·d_max/8 chunks per link, a mesh N·d_max/4.
-    const int64_t text_den = s.wraps() ? 8 : 4;
-    bool text_holds        = load.busiest_link * text_den == int64_t{s.max_dim()} * n;
-    out.note =
-        "lockstep waves: diam·α + " +
-        (counted ? fraction(load.wave, n) : std::string("(not counted)")) +
-        "·M/BW; routing bound: " + std::to_string(load.busiest_link) +
-        " chunks on the busiest link (" + std::string(routing::tie_rule_name(q.ties)) +
-        ") = " + fraction(load.busiest_link, n) + "·M/BW; Lu-TM's d_max/" +
-        std::to_string(text_den) + " = " + fraction(s.max_dim(), text_den) +
-        (text_holds ? " holds here" : " does not hold here (docs/references.md#a2a-bound-range)");
-    if (!counted) {
-        out.note += "; wave load not counted (over routing::wave_work_limit): n_beta is the bound";
-    }
-    out.note += "; single-port: the same (physical links)";
-    return out;
-}
-
 const algorithm alltoall_ring_relay{
     "ring-relay",
     collective::alltoall,
@@ -321,21 +254,10 @@ const algorithm alltoall_ring_relay{
     any_call,
     build_ring_relay,
     cost_ring_relay};
-const algorithm alltoall_dor_relay{
-    "dor-relay",
-    collective::alltoall,
-    "dimension-ordered shortest-arc routes on the lattice, forwarded hop by hop in waves",
-    "diam·α + W/N·M/BW, W = Σ_rounds busiest-link chunks (bound: busiest-link total L/N)",
-    "ring, torus or mesh; any N, any count",
-    dor_applicable,
-    build_dor_relay,
-    cost_dor_relay,
-    /*topology_aware=*/true};
-
 }  // namespace
 
 std::vector<const algorithm*> family_alltoall_relay() {
-    return {&alltoall_ring_relay, &alltoall_dor_relay};
+    return {&alltoall_ring_relay, alltoall_dor_relay()};
 }
 
 }  // namespace loom::algorithms

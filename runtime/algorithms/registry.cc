@@ -211,11 +211,23 @@ cost predict(const algorithm& a, const call& c, double bytes, port_model ports) 
         return closed;
     }
     std::string shape = c.topo.to_string();
-    if (c.nranks > lattice_count_limit) {
+    auto first        = generate_rank(a, c, 0);
+    if (!first) {
+        return closed;
+    }
+    const int64_t estimated_steps = static_cast<int64_t>(first->steps.size()) * c.nranks;
+    if (estimated_steps > lattice_count_step_limit) {
+        // An exact per-edge form counts each round's largest message and one hop per round;
+        // routed, every message crosses at least one physical link, so it is a lower bound.
+        bool bound   = closed.exact && ports == port_model::per_edge;
         closed.exact = false;
-        closed.note  = "topology-oblivious schedule on " + shape +
-                      ": the closed form counts logical hops only (routes not counted above " +
-                      std::to_string(lattice_count_limit) + " ranks); " + closed.note;
+        closed.note  = "topology-oblivious schedule on " + shape + ": routes not counted (about " +
+                      std::to_string(estimated_steps) + " steps, over " +
+                      std::to_string(lattice_count_step_limit) + "); " +
+                      (bound ? "the closed form is a lower bound there (every logical hop "
+                               "crosses at least one physical link); "
+                             : "the closed form counts logical hops only; ") +
+                      closed.note;
         return closed;
     }
     auto s = generate(a, c);

@@ -50,14 +50,15 @@
 //     exact when N divides the count (the block telescoping 1 - 1/N of Lu-TM §3.4). Known
 //     numbers: 8x8x8 allreduce 42α; 2x2x2 3α per traversal against the flat ring's 7.
 //     Mesh: the same Σ(d_i-1) as the torus (docs/references.md#mesh-alpha: not Lu-TM §1.3's "2x per
-//     dim"). Mesh all-gather traversal, lockstep: more than (N-1)/N once a phase other than the
-//     last has d_i ≥ 5. No open-line all-gather of d-1 steps keeps positions 2..d-3 busy
-//     in its last step (whatever crosses their links then must still travel on), so their
-//     lines finish after E(d) = ⌊d/2⌋+1 steps and start the next phase, whose blocks are
-//     larger, early; the verifier's rounds (global lockstep) then charge the larger block.
-//     With active dims D_0..D_{m-1}: n_beta = Σ_{j≥1} E(D_j)/(D_0···D_j)
-//     + (D_0 - 1 + Σ_{j≥1}(D_j - 1 - E(D_j)))/D_0, which is (N-1)/N when every D_j ≤ 4
-//     for j ≥ 1. Lines that run asynchronously reach Lu-TM §4.2's (N-1)/N.
+//     dim"). Mesh all-gather: (N-1)/N as on the torus, also once a phase other than the
+//     last has d_i ≥ 5 (docs/references.md#mesh-allgather-phases). No open-line all-gather of
+//     d-1 steps keeps positions 2..d-3 busy in its last step, so their lines finish after
+//     ⌊d/2⌋+1 steps and start the next phase early. A global lockstep count (the verifier's
+//     rounds) then charges a round the larger block of the next phase and comes out above
+//     (N-1)/N (mesh 3x5: 14/15 against 6/5 for all-gather). Nothing in the schedule waits for
+//     a round: each line's steps wait only for their own data, the early lines' larger
+//     blocks cross links the late lines do not use, and the run (fabric/sim) takes
+//     Σ(d_i-1)α + (N-1)/N·M/BW exactly. The stated form is that time.
 //   broadcast/reduce (D+P-1)(α + M/(P·BW)), exact for P segments dividing the count, with
 //     D the tree depth: Σ⌊d_i/2⌋ on a torus (any root), Σ max(s_i, d_i-1-s_i) on a mesh
 //     with the root at coordinates s (Σ(d_i-1) from a corner, Lu-TM §4.2's worst case).
@@ -476,49 +477,25 @@ cost cost_tree(const cost_query& q) {
                 "asymptote Dα + M/BW; single-port = per-edge (physical links)"};
 }
 
-// n_beta of one all-gather traversal in lockstep rounds. Torus: (N-1)/N. Mesh: an open
-// line of d ≥ 5 cannot keep its positions 2..d-3 busy in its last step (a block they pass
-// on must still travel), so their lines finish an all-gather phase after E(d) =
-// ⌊d/2⌋+1 steps instead of d-1 and start the next, larger phase early. Each round then
-// costs the largest phase some line is in: phase j (blocks M/(D_0···D_j), active dims
-// D_0..D_{m-1}) is the largest for E(D_j) rounds, phase 0 for the rest.
-double ag_beta(const std::vector<int>& d, bool wraps, double n) {
-    if (wraps || d.empty()) {
-        return (n - 1) / n;
-    }
-    double beta = 0, prod = d[0], rest = d[0] - 1;
-    for (size_t j = 1; j < d.size(); ++j) {
-        int early = std::min(d[j] - 1, d[j] / 2 + 1);
-        prod *= d[j];
-        beta += early / prod;
-        rest += d[j] - 1 - early;
-    }
-    return beta + rest / d[0];
-}
-
 // `Rs` reduce-scatter and `Ag` all-gather traversals (all-reduce is one of each).
 template <int Rs, int Ag>
 cost traversals(const cost_query& q) {
     if (!q.topo.is_lattice()) {
         return torus_dims_not_applicable(q.topo);
     }
-    std::vector<int> d;
     double hops = 0, n = q.nranks;
     for (int x : q.topo.dims()) {
         hops += x - 1;
-        if (x > 1) {
-            d.push_back(x);
-        }
     }
     std::string note =
         "Lu-TM §3.4/§3.5/§4.2; exact when N divides the count; single-port = "
         "per-edge (physical links)";
     if (Ag > 0 && !q.topo.wraps()) {
         note +=
-            "; mesh all-gather in lockstep: interior lines of a d_i ≥ 5 phase start the "
-            "next phase early (asynchronous lines reach (N-1)/N)";
+            "; mesh all-gather: lines run asynchronously, (N-1)/N also where a lockstep count "
+            "charges more (docs/references.md#mesh-allgather-phases)";
     }
-    return {(Rs + Ag) * hops, Rs * (n - 1) / n + Ag * ag_beta(d, q.topo.wraps(), n), true, note};
+    return {(Rs + Ag) * hops, (Rs + Ag) * (n - 1) / n, true, note};
 }
 
 constexpr std::string_view lattice_only = "torus, ring or mesh, any dims, any count";
@@ -575,7 +552,7 @@ const algorithm allreduce_dims{
     "dims",
     collective::allreduce,
     "ring (torus) or open-line (mesh) reduce-scatter over dims 0..k-1, all-gather back",
-    "2Σ(d_i-1)α + 2(N-1)/N·M/BW (mesh d_i ≥ 5: lockstep more)",
+    "2Σ(d_i-1)α + 2(N-1)/N·M/BW",
     lattice_only,
     torus_dims_applicable,
     build_allreduce,
@@ -594,7 +571,7 @@ const algorithm reduce_scatter_dims{
 const algorithm allgather_dims{"dims",
                                collective::allgather,
                                "ring or open-line all-gather per dim, last dim first",
-                               "Σ(d_i-1)α + (N-1)/N·M/BW (mesh d_i ≥ 5: lockstep more)",
+                               "Σ(d_i-1)α + (N-1)/N·M/BW",
                                lattice_only,
                                torus_dims_applicable,
                                build_allgather,

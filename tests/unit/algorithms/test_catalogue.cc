@@ -130,8 +130,34 @@ static void predict_routes_oblivious_algorithms_on_lattices(void**) {
     assert_true(d.n_alpha == 6 && d.n_beta == 14.0 / 8);
 }
 
+// Above 1024 ranks: on torus:16x16x16 (4096 ranks) the log-depth schedules are still routed
+// and counted (exact, at least their closed form: each logical hop is one or more physical
+// ones); the flat ring's N² steps are not, and its closed form comes back marked a lower bound.
+static void predict_routes_log_depth_schedules_at_4096_ranks(void**) {
+    auto cube      = lattice_call("torus:16x16x16", 4096 * 4);
+    auto per_edge  = algorithms::port_model::per_edge;
+    const double m = 4096.0 * 4 * 4;
+    for (const char* name : {"recursive-doubling", "rabenseifner", "dbt"}) {
+        const auto* a = algorithms::find(collective::allreduce, name);
+        auto closed   = a->predict(algorithms::query_for(cube, m, per_edge));
+        auto routed   = algorithms::predict(*a, cube, m, per_edge);
+        if (!routed.exact || routed.note.find("routed on torus:16x16x16") == std::string::npos ||
+            routed.n_alpha <= closed.n_alpha || routed.n_beta < closed.n_beta * (1 - 1e-12)) {
+            LOOM_FAIL(std::string(name) + " on 16x16x16: " + std::to_string(routed.n_alpha) +
+                      " α, " + std::to_string(routed.n_beta) + " M/BW (" + routed.note + ")");
+        }
+    }
+    const auto* ring = algorithms::find(collective::allreduce, "ring");
+    auto closed      = ring->predict(algorithms::query_for(cube, m, per_edge));
+    auto bound       = algorithms::predict(*ring, cube, m, per_edge);
+    assert_false(bound.exact);
+    assert_true(bound.n_alpha == closed.n_alpha && bound.n_beta == closed.n_beta);
+    assert_true(bound.note.find("lower bound") != std::string::npos);
+}
+
 LOOM_TEST_MAIN("algorithms_catalogue", cmocka_unit_test(every_named_algorithm_is_registered),
                cmocka_unit_test(entries_are_documented_and_unique),
                cmocka_unit_test(invalid_calls_are_rejected_by_every_algorithm),
                cmocka_unit_test(names_for_lists_the_allowed_names),
-               cmocka_unit_test(predict_routes_oblivious_algorithms_on_lattices))
+               cmocka_unit_test(predict_routes_oblivious_algorithms_on_lattices),
+               cmocka_unit_test(predict_routes_log_depth_schedules_at_4096_ranks))
