@@ -13,6 +13,7 @@
 // (docs/architecture.md#conventions: a one-line reason on stderr, never an exception trace).
 #pragma once
 
+#include <loom/loom.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -139,8 +140,9 @@ result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::col
 
 // ---- --segments auto (segments_auto.cc) ----------------------------------------------------
 
-/// The most segments --segments auto considers (auto_segments_cap says why).
-constexpr int max_auto_segments = 4096;
+/// The most segments --segments auto considers: the most a call takes
+/// (loom_coll_attr_t.segments ≤ LOOM_MAX_SEGMENTS), so the P printed is one the runtime runs.
+constexpr int max_auto_segments = LOOM_MAX_SEGMENTS;
 /// The P a call may be cut into: its count (one element per segment at least), at most
 /// max_auto_segments.
 int auto_segments_cap(const algorithms::call& c);

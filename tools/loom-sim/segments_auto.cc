@@ -19,9 +19,7 @@
 namespace loom::sim_tool {
 
 int auto_segments_cap(const algorithms::call& c) {
-    // A segment holds at least one element. Beyond max_auto_segments the optimum is out of
-    // reach of real payloads: P* = √((L-1)·M/(α·BW)) reaches 4096 only at
-    // M = 4096²·α·BW/(L-1), 42 GB at α = 1 µs, BW = 25 GB/s, L = 11.
+    // A segment holds at least one element, and a call takes at most max_auto_segments.
     return static_cast<int>(std::clamp<int64_t>(c.count, 1, max_auto_segments));
 }
 
