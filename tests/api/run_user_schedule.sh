@@ -68,6 +68,20 @@ ok_run "C API: the broken schedule refused with the verifier's message" \
 ok_run "C API: a schedule for 4 ranks refused on 2" \
     "$loomrun" -n 2 -- "$probe" refuse "$tmp/ring.txt" 2 "written for 4 ranks; the communicator has 2"
 
+# Rank 0 runs another (valid) schedule of the same call: the wire signature differs, so the
+# ranks fail with a mismatch at once rather than mixing data or waiting for the deadline.
+"$sim" schedule --collective allreduce --algorithm recursive-doubling --ranks 4 --count 1000 \
+    >"$tmp/rd.txt"
+timeout 60 "$loomrun" -n 4 -- sh -c 'if [ "$LOOM_RANK" = 0 ]; then f=$1; else f=$2; fi
+    exec "$0" run "$f"' "$probe" "$tmp/rd.txt" "$tmp/ring.txt" >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "mismatch across ranks" "$tmp/out"; then
+    pass "C API: ranks running different schedules fail with a mismatch"
+else
+    fail "C API: ranks running different schedules fail with a mismatch" "exit $rc" \
+        "$(tail -n 3 "$tmp/out")"
+fi
+
 ok_run "loom-bench allreduce --schedule ring.txt -c 1" \
     "$loomrun" -n 4 -- "$bench" allreduce --schedule "$tmp/ring.txt" -c 1 -d int32,float -n 3 -w 1
 has "loom-bench names the schedule in the algo column" "schedule:ring.txt"
