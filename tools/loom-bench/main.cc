@@ -433,6 +433,10 @@ int load_schedule(bench_state& s) {
         return exit_bad_args;
     }
     s.schedule_count = info.count;
+    // The buffers hold the schedule's one size at the widest type (8 bytes), whatever -e says.
+    uint64_t elems = std::max<uint64_t>(
+        {info.input_count, info.output_count, shape_for_count(c, info.count).total, 1});
+    s.o.max_bytes = elems * 8;
     if (rooted(s.o.coll)) {
         s.o.roots = {info.root};
     }
@@ -472,12 +476,14 @@ int run(options o) {
             loom_comm_destroy(s.comm);
             return code;
         }
+        o = s.o;  // the schedule's root and size
     }
     if (std::string bad = refusal(s, o.baseline_path.empty() ? nullptr : &base); !bad.empty()) {
         if (c.rank == 0) {
             std::fprintf(stderr, "loom-bench: %s\n", bad.c_str());
         }
         loom_barrier(s.comm, nullptr, nullptr);  // rank 0's line first: loomrun ends the job
+        loom_schedule_free(s.spec.schedule);     // NULL without --schedule
         loom_comm_destroy(s.comm);
         return exit_bad_args;
     }
@@ -494,6 +500,7 @@ int run(options o) {
         std::fprintf(stderr, "loom-bench: rank %d: cannot allocate 2 x %zu bytes\n", c.rank,
                      s.bufs.bytes);
         loom_comm_abort(s.comm, "loom-bench: out of memory");
+        loom_schedule_free(s.spec.schedule);  // NULL without --schedule
         loom_comm_destroy(s.comm);
         return exit_failed;
     }
@@ -514,6 +521,7 @@ int run(options o) {
         if (loom_barrier(s.comm, nullptr, nullptr) != LOOM_SUCCESS) {
             std::fprintf(stderr, "loom-bench: rank %d: barrier: %s\n", c.rank,
                          loom_last_error_message());
+            loom_schedule_free(s.spec.schedule);  // NULL without --schedule
             loom_comm_destroy(s.comm);
             return exit_failed;
         }
@@ -525,6 +533,7 @@ int run(options o) {
     }
     if (code != exit_ok) {
         loom_comm_abort(s.comm, "loom-bench: a call failed");
+        loom_schedule_free(s.spec.schedule);  // NULL without --schedule
         loom_comm_destroy(s.comm);
         return code;
     }
