@@ -209,6 +209,10 @@ int shape::diameter() const {
     return total;
 }
 
+int shape::diameter_links() const {
+    return kind_ == kind::star && size_ > 1 ? 2 : diameter();
+}
+
 int shape::max_dim() const {
     return *std::max_element(dims_.begin(), dims_.end());
 }

@@ -48,6 +48,10 @@ class shape {
     int hops(int a, int b) const;
     /// Torus sum floor(d_i/2); mesh sum (d_i - 1); 1 for star and full mesh (0 if N = 1).
     int diameter() const;
+    /// The diameter in physical links crossed: a star's ranks are two links apart (rank →
+    /// switch → rank: 2, where diameter() counts the one rank hop); equal to diameter()
+    /// elsewhere, every hop being one link.
+    int diameter_links() const;
     /// Links cut by the smallest balanced bisection (halves of floor(N/2) and ceil(N/2)
     /// ranks; each undirected link once). On a lattice the cheapest cut across one
     /// dimension: straight when d_i is even (torus 2N/d_i, mesh or 2-ring N/d_i; with an even

@@ -258,21 +258,25 @@ loom_status_t communicator::run_blocking(const call_args& a) {
     return code;
 }
 
-result<request_handle*> communicator::start_nonblocking(const call_args& a) {
+result<request_handle*> communicator::free_handle(const char* what) {
     auto free_slot = std::find_if(handles_.begin(), handles_.end(),
                                   [](const request_handle& slot) { return !slot.in_use; });
     if (handle_pool_ < 0) {
-        return status(LOOM_ERR_NO_RESOURCE, std::string(kind_name(a.kind)) + " on rank " +
+        return status(LOOM_ERR_NO_RESOURCE, std::string(what) + " on rank " +
                                                 std::to_string(rank()) +
                                                 ": more than 4096 communicators hold requests");
     }
     if (free_slot == handles_.end()) {
-        return status(LOOM_ERR_NO_RESOURCE, std::string(kind_name(a.kind)) + " on rank " +
+        return status(LOOM_ERR_NO_RESOURCE, std::string(what) + " on rank " +
                                                 std::to_string(rank()) + ": " +
                                                 std::to_string(handles_.size()) +
                                                 " requests are not freed yet (LOOM_MAX_INFLIGHT)");
     }
-    request_handle* h = &*free_slot;
+    return &*free_slot;
+}
+
+result<request_handle*> communicator::start_nonblocking(const call_args& a) {
+    LOOM_ASSIGN(request_handle * h, free_handle(kind_name(a.kind)));
     LOOM_ASSIGN(h->r, start(a, h->barrier_bytes, &h->seq));
     h->comm       = this;
     h->kind       = a.kind;

@@ -38,6 +38,7 @@
 #include "base/status.hh"
 #include "bootstrap/bootstrap.hh"
 #include "comm/inc_offload.hh"
+#include "comm/user_schedule.hh"
 #include "drivers/driver.hh"
 #include "engine/engine.hh"
 #include "routing/dor.hh"
@@ -266,6 +267,16 @@ class communicator {
     /// True when every rank was admitted by its aggregation node (the `inc` algorithms run).
     bool in_network() const { return inc_ready_; }
 
+    // comm_schedule.cc: a user's schedule on real buffers (loom_schedule_run) -------------
+    /// Checks the run against the schedule (user_schedule::plan_for) and starts it as the
+    /// communicator's next collective.
+    result<engine::request*> start_schedule(user_schedule& s, const schedule_call& call,
+                                            uint32_t* seq);
+    /// Starts and waits; records the failure for loom_last_error.
+    loom_status_t run_schedule_blocking(user_schedule& s, const schedule_call& call);
+    /// Starts it into a pooled handle, as start_nonblocking.
+    result<request_handle*> start_schedule_nonblocking(user_schedule& s, const schedule_call& call);
+
     // comm_tuner.cc ----------------------------------------------------------------------
     /// The parameters the tuner uses (rank 0's, agreed at creation or by calibrate).
     const tuner::machine_params& machine() const { return machine_; }
@@ -302,6 +313,8 @@ class communicator {
     result<cached_plan> build_plan(const algorithms::call& c, const algorithms::algorithm& algo,
                                    call_kind kind, loom_dtype_t dtype, loom_op_t op);
     uint32_t* counter_for(const call_args& a);
+    /// A free handle of the pool, or why there is none (`what` names the call).
+    result<request_handle*> free_handle(const char* what);
     loom_status_t finish(engine::request* r, call_kind kind, loom_status_t code);
     status exchange_colors(int color, int key, std::vector<int>* all);
     // comm_tuner.cc: the parameters agreed at creation, and the tuner's choice per call.

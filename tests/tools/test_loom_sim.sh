@@ -192,6 +192,73 @@ for size in sizes:
     best = min(p["time_s"] for p in ok)
     assert [p for p in ok if p["fastest"]] and all(p["time_s"] == best for p in ok if p["fastest"])'
 
+# ---- predict and explain: --ties, --root, --segments auto ------------------------------------
+# predict: the binomial broadcast's exact form (L+P-1)(α + M/(P·BW)) has its optimum at
+# P* = √((L-1)·M/(α·BW)) = √(3 · 64Mi / (1 µs · 25 GB/s)) ≈ 89.7: auto must land on the
+# integer of least time, which the two neighbours may not beat.
+bcast=(--collective broadcast --algorithm binomial --ranks 16 --bytes 64M --json)
+expect_ok "predict --segments auto" predict "${bcast[@]}" --segments auto
+cp "$tmp/out" "$tmp/auto.json"
+for p in 89 91 1; do
+    expect_ok "predict --segments $p beside auto" predict "${bcast[@]}" --segments "$p"
+    cp "$tmp/out" "$tmp/p$p.json"
+done
+pycheck "--segments auto picks the least-time P, no neighbour beats it" "$tmp/auto.json" '
+load = lambda p: json.load(open(sys.argv[1].replace("auto.json", "p%d.json" % p)))
+assert doc["segments"] == 90, doc["segments"]
+for p in (89, 91, 1):
+    assert load(p)["segments"] == p and load(p)["time_s"] >= doc["time_s"], p'
+expect_ok "predict --segments auto (text) prints the P chosen" \
+    predict --collective broadcast --algorithm binomial --ranks 16 --bytes 64M --segments auto
+contains "the single prediction names its P" "$tmp/out" "  segments  90 (auto"
+expect_ok "predict --segments auto over a table" \
+    predict --collective allreduce --algorithm all --ranks 16 --bytes 1K,64M --segments auto
+contains "the table's title says P = auto" "$tmp/out" "P = auto"
+contains "the P chosen per cell follows the table" "$tmp/out" "segments P chosen"
+expect_ok "predict --segments auto on an algorithm P does not change" \
+    predict --collective allreduce --algorithm ring --ranks 16 --bytes 64M --segments auto --json
+pycheck "a form without P keeps P = 1" "$tmp/out" 'assert doc["segments"] == 1'
+expect_ok "explain --segments auto --json" \
+    explain --collective allreduce --ranks 16 --bytes 64M --segments auto --json
+pycheck "explain --segments auto: each candidate at its own P, ranked by it" "$tmp/out" '
+c = [k for k in doc["candidates"] if k["applicable"]]
+assert all(k["segments"] >= 1 and "; P = %d" % k["segments"] in k["formula"] for k in c)
+assert [k["predicted_s"] for k in c] == sorted(k["predicted_s"] for k in c)
+assert doc["choice"] == c[0]["algorithm"]
+assert {k["algorithm"]: k["segments"] for k in c}.get("ring") == 1'
+expect_ok "explain --segments auto (text)" \
+    explain --collective allreduce --ranks 16 --bytes 64M --segments auto
+contains "explain's rows show the P" "$tmp/out" "; P = "
+expect_error "run refuses --segments auto" 2 "only predict and explain choose P" \
+    run --collective allreduce --algorithm ring --ranks 4 --segments auto
+expect_error "predict --segments: neither a number nor auto" 2 "--segments: expected an integer" \
+    predict --collective allreduce --algorithm ring --ranks 4 --bytes 1K --segments best
+# --root: on a mesh the binomial tree's routes depend on where it is rooted.
+for r in 0 7; do
+    expect_ok "predict --root $r on mesh:3x5" predict --collective broadcast --algorithm binomial \
+        --topology mesh:3x5 --bytes 1M --root "$r" --json
+    cp "$tmp/out" "$tmp/root$r.json"
+done
+pycheck "predict --root changes the routed cost on a mesh" "$tmp/root0.json" '
+other = json.load(open(sys.argv[1].replace("root0", "root7")))
+assert (doc["n_alpha"], doc["n_beta"]) != (other["n_alpha"], other["n_beta"]), (doc, other)'
+expect_error "predict --root outside the ranks" 2 "--root must be in 0..14" \
+    predict --collective broadcast --algorithm binomial --topology mesh:3x5 --bytes 1M --root 15
+expect_ok "explain --root" explain --collective broadcast --topology mesh:3x5 --bytes 1M --root 7
+# --ties: dor-relay's routes on an even torus differ by the antipodal tie rule.
+for t in toward-plus source-parity; do
+    expect_ok "predict --ties $t" predict --collective alltoall --algorithm dor-relay \
+        --topology torus:4x4 --bytes 1M --ties "$t" --json
+    cp "$tmp/out" "$tmp/ties-$t.json"
+done
+pycheck "predict --ties reaches the cost" "$tmp/ties-toward-plus.json" '
+other = json.load(open(sys.argv[1].replace("toward-plus", "source-parity")))
+assert (doc["n_beta"], doc["note"]) != (other["n_beta"], other["note"])'
+expect_ok "explain --ties" explain --collective alltoall --topology torus:4x4 --bytes 1M \
+    --ties source-parity
+expect_error "predict --ties: an unknown rule" 2 "unknown tie rule" \
+    predict --collective alltoall --algorithm dor-relay --topology torus:4x4 --bytes 1M --ties up
+
 # ---- overview ----------------------------------------------------------------------------
 expect_ok "overview exits 0" overview
 for text in "torus:4x4x4 (64 ranks)" "star:64 (64 ranks)" "α = 1 µs, BW = 25 GB/s" "256M" "1G"; do
@@ -340,6 +407,32 @@ JSON
 expect_ok "topology reads a fabric file" topology "$tmp/fabric.json" --route 1 3
 contains "the fabric file's classes are counted" "$tmp/out" "class nvl: 4 links"
 contains "a route hop names the file's link and its BW" "$tmp/out" "link 2 nvl: alpha 1.000 us, bw 50 GB/s"
+expect_ok "topology star:8" topology star:8
+contains "a star's diameter: one rank hop, two links" "$tmp/out" \
+    "diameter: 1 hop between ranks, 2 links (rank -> switch -> rank)"
+expect_ok "topology star:8 --json" topology star:8 --json
+cp "$tmp/out" "$tmp/star.json"
+pycheck "topology --json: the star's diameter in rank hops and in links" "$tmp/star.json" '
+assert doc["diameter"] == 1 and doc["diameter_rank_hops"] == 1 and doc["diameter_links"] == 2
+assert doc["dimensions"] == [] and doc["neighbour_census"] == "8 ranks have 7"'
+expect_ok "topology mesh:3x5 --json" topology mesh:3x5 --json
+cp "$tmp/out" "$tmp/mesh.json"
+expect_ok "topology mesh:3x5" topology mesh:3x5
+contains "mesh text: the lines of dimension 1" "$tmp/out" "dimension 1: 3 lines of 5"
+pycheck "topology --json carries the text: lines per dimension, census, labels" "$tmp/mesh.json" '
+text = open(sys.argv[1].replace("mesh.json", "out")).read()
+dims = doc["dimensions"]
+assert dims == [{"dim": 0, "size": 3, "lines": 5, "kind": "line"},
+                {"dim": 1, "size": 5, "lines": 3, "kind": "line"}], dims
+for d in dims:
+    assert "dimension %d: %d lines of %d" % (d["dim"], d["lines"], d["size"]) in text
+assert "neighbours: " + doc["neighbour_census"] in text
+assert doc["diameter_links"] == doc["diameter"] == 6
+assert len(doc["labels"]) == 15 and doc["labels"][7] in text'
+expect_ok "topology torus:4x2 --json" topology torus:4x2 --json
+pycheck "topology --json: a dimension of 2 is a line, a wrapped one a ring" "$tmp/out" '
+assert [d["kind"] for d in doc["dimensions"]] == ["ring", "line"], doc["dimensions"]'
+
 sed 's/"b": "h2", "class"/"b": "h9", "class"/' "$tmp/fabric.json" >"$tmp/badlink.json"
 expect_error "fabric file: a link to an unknown node" 2 "names unknown node 'h9'" \
     topology "$tmp/badlink.json"

@@ -65,7 +65,8 @@ struct options {
     progress_mode progress = progress_mode::automatic;
     std::string json_path, csv_path, plot_path, baseline_path;
     double tolerance_pct = 10;
-    std::string command_line;  // argv as typed, for --json
+    std::string schedule_path;  // --schedule FILE: a user's schedule instead of the algorithms
+    std::string command_line;   // argv as typed, for --json
     // `loom-bench calibrate [--thorough] [--json FILE]`
     bool calibrate = false;
     bool thorough  = false;
@@ -110,7 +111,8 @@ struct call_spec {
     int root               = 0;
     bool inplace           = false;
     int rank = 0, n = 1;
-    size_t elem = 4;
+    size_t elem              = 4;
+    loom_schedule_t schedule = nullptr;  // --schedule: loom_schedule_run instead of the call
 };
 
 /// One size: `count` is the call's count argument (loom.h conventions), `total` the
@@ -133,6 +135,8 @@ struct io {
 };
 
 shape shape_for(const call_spec& c, uint64_t bytes);
+/// --schedule: the one shape, from the count the schedule is written for.
+shape shape_for_count(const call_spec& c, uint64_t count);
 io io_for(const call_spec& c, const shape& sh, const buffers& b);
 /// sendrecv: this rank sends to (rank+1)%n and receives from (rank-1+n)%n.
 int send_peer(const call_spec& c);
@@ -194,7 +198,9 @@ struct bench_state {
     buffers bufs;
     buffer send, recv;
     std::vector<double> enter, leave, times;  // one per timed iteration, sized once
-    std::FILE* progress = nullptr;            // rank 0: where the progress line goes
+    std::FILE* progress     = nullptr;        // rank 0: where the progress line goes
+    uint64_t schedule_count = 0;              // --schedule: the count it is written for
+    std::string schedule_name;                // --schedule: "schedule:FILE", the algo column
 };
 
 // The figures of one measured point, identical on every rank (all come out of allreduces).

@@ -23,6 +23,12 @@ shape shape_for(const call_spec& c, uint64_t bytes) {
     }
 }
 
+shape shape_for_count(const call_spec& c, uint64_t count) {
+    // The buffer as nccl-tests sizes it (the size and count columns): alltoall's holds N
+    // blocks of the count, the others the count itself.
+    return {count, c.coll == LOOM_ALLTOALL ? count * static_cast<uint64_t>(c.n) : count};
+}
+
 io io_for(const call_spec& c, const shape& sh, const buffers& b) {
     if (!c.inplace) {
         return {b.send, b.recv};
@@ -68,6 +74,10 @@ loom_status_t sendrecv(loom_comm_t comm, const call_spec& c, const shape& sh, co
 
 loom_status_t call_once(loom_comm_t comm, const call_spec& c, const shape& sh, const io& p,
                         const loom_coll_attr_t* attr) {
+    if (c.schedule != nullptr) {
+        return loom_schedule_run(c.schedule, c.coll, p.in, p.out, sh.count, c.dtype, c.op, attr,
+                                 nullptr);
+    }
     switch (c.coll) {
         case LOOM_BROADCAST:
             return loom_broadcast(comm, p.in, p.out, sh.count, c.dtype, c.root, attr, nullptr);

@@ -125,6 +125,10 @@ int call_failed(loom_status_t st) {
 // The algorithms to run at one size, and the tuner's choice ("" when loom cannot say).
 std::vector<candidate> candidates_for(const bench_state& s, const call_spec& c, const shape& sh,
                                       std::string* choice) {
+    if (c.schedule != nullptr) {
+        *choice = "";  // the user's schedule: no choice of loom's to compare with
+        return {candidate{}};
+    }
     explained dflt = explain(s, c, sh, nullptr);
     *choice        = dflt.ok ? dflt.ex.algorithm : "";
     switch (s.o.mode) {
@@ -210,9 +214,13 @@ std::vector<step> plan(const bench_state& s) {
                 for (uint64_t bytes : sizes_of(o)) {
                     step st;
                     st.call  = c;
-                    st.sh    = shape_for(c, bytes);
+                    st.sh    = c.schedule != nullptr ? shape_for_count(c, s.schedule_count)
+                                                     : shape_for(c, bytes);
                     st.algos = candidates_for(s, c, st.sh, &st.choice);
                     steps.push_back(std::move(st));
+                    if (c.schedule != nullptr) {
+                        break;  // the schedule's one size
+                    }
                 }
             }
         }
@@ -239,7 +247,11 @@ loom_status_t measure_half(bench_state& s, const step& p, const candidate& k, bo
     if (st != LOOM_SUCCESS) {
         return st;
     }
-    *out              = make_row(s, c, p.sh, m);
+    *out = make_row(s, c, p.sh, m);
+    if (c.schedule != nullptr) {
+        out->algo = s.schedule_name;  // what ran; loom predicts no user schedule
+        return st;
+    }
     explained e       = explain(s, c, p.sh, attr_ptr);
     out->algo         = e.ok ? std::string(e.ex.algorithm) : k.name;
     out->predicted_us = e.ok                 ? e.ex.predicted_s * 1e6
@@ -390,6 +402,49 @@ std::string refusal(const bench_state& s, const baseline* base) {
     return any != 0 && bad.empty() ? "refused by rank 0" : bad;
 }
 
+// --schedule FILE: every rank loads and verifies it (the same verdict everywhere, but a
+// file one host cannot read fails there only, so the ranks agree on the first failure and
+// that rank says why). Its collective must be the one asked for; its root is the run's.
+int load_schedule(bench_state& s) {
+    call_spec& c     = s.spec;
+    loom_status_t st = loom_schedule_load_file(s.comm, s.o.schedule_path.c_str(), &c.schedule);
+    std::string why  = st == LOOM_SUCCESS ? "" : loom_last_error_message();
+    loom_schedule_info_t info{};
+    info.struct_size = sizeof info;
+    if (st == LOOM_SUCCESS && loom_schedule_query(c.schedule, &info) == LOOM_SUCCESS &&
+        info.collective != s.o.coll) {
+        why = s.o.schedule_path + " computes " + collective_name(info.collective) + ", not " +
+              collective_name(s.o.coll);
+    }
+    int mine = why.empty() ? c.n : c.rank, first = c.n;
+    if (loom_allreduce(s.comm, &mine, &first, 1, LOOM_INT32, LOOM_MIN, nullptr, nullptr) !=
+        LOOM_SUCCESS) {
+        std::fprintf(stderr, "loom-bench: --schedule: %s\n", loom_last_error_message());
+        return exit_failed;
+    }
+    if (first < c.n) {
+        if (c.rank == first) {
+            std::fprintf(stderr, "loom-bench: %s\n",
+                         why.empty() ? "--schedule refused" : why.c_str());
+        }
+        loom_schedule_free(c.schedule);
+        c.schedule = nullptr;
+        loom_barrier(s.comm, nullptr, nullptr);  // the line first: loomrun ends the job
+        return exit_bad_args;
+    }
+    s.schedule_count = info.count;
+    // The buffers hold the schedule's one size at the widest type (8 bytes), whatever -e says.
+    uint64_t elems = std::max<uint64_t>(
+        {info.input_count, info.output_count, shape_for_count(c, info.count).total, 1});
+    s.o.max_bytes = elems * 8;
+    if (rooted(s.o.coll)) {
+        s.o.roots = {info.root};
+    }
+    const std::string& path = s.o.schedule_path;
+    s.schedule_name         = "schedule:" + path.substr(path.find_last_of('/') + 1);
+    return exit_ok;
+}
+
 int run(options o) {
     // A bad baseline file is a bad argument: found before any rank starts measuring.
     baseline base;
@@ -416,11 +471,19 @@ int run(options o) {
         }
     }
     s.o = o;
+    if (!o.schedule_path.empty()) {
+        if (int code = load_schedule(s); code != exit_ok) {
+            loom_comm_destroy(s.comm);
+            return code;
+        }
+        o = s.o;  // the schedule's root and size
+    }
     if (std::string bad = refusal(s, o.baseline_path.empty() ? nullptr : &base); !bad.empty()) {
         if (c.rank == 0) {
             std::fprintf(stderr, "loom-bench: %s\n", bad.c_str());
         }
         loom_barrier(s.comm, nullptr, nullptr);  // rank 0's line first: loomrun ends the job
+        loom_schedule_free(s.spec.schedule);     // NULL without --schedule
         loom_comm_destroy(s.comm);
         return exit_bad_args;
     }
@@ -437,6 +500,7 @@ int run(options o) {
         std::fprintf(stderr, "loom-bench: rank %d: cannot allocate 2 x %zu bytes\n", c.rank,
                      s.bufs.bytes);
         loom_comm_abort(s.comm, "loom-bench: out of memory");
+        loom_schedule_free(s.spec.schedule);  // NULL without --schedule
         loom_comm_destroy(s.comm);
         return exit_failed;
     }
@@ -457,6 +521,7 @@ int run(options o) {
         if (loom_barrier(s.comm, nullptr, nullptr) != LOOM_SUCCESS) {
             std::fprintf(stderr, "loom-bench: rank %d: barrier: %s\n", c.rank,
                          loom_last_error_message());
+            loom_schedule_free(s.spec.schedule);  // NULL without --schedule
             loom_comm_destroy(s.comm);
             return exit_failed;
         }
@@ -468,6 +533,7 @@ int run(options o) {
     }
     if (code != exit_ok) {
         loom_comm_abort(s.comm, "loom-bench: a call failed");
+        loom_schedule_free(s.spec.schedule);  // NULL without --schedule
         loom_comm_destroy(s.comm);
         return code;
     }
@@ -487,6 +553,7 @@ int run(options o) {
     // The other ranks wait for rank 0's report: loomrun ends the job at the first non-zero
     // exit, which would otherwise cut rank 0 short before it has printed why.
     loom_barrier(s.comm, nullptr, nullptr);
+    loom_schedule_free(s.spec.schedule);
     loom_comm_destroy(s.comm);
     return code;
 }

@@ -122,6 +122,9 @@ void add_flags(CLI::App& app, flag_text& t, options& o) {
     app.add_option("-t,--nthreads", t.t, "threads per process: 1 only");
     app.add_option("-g,--ngpus", t.g, "GPUs per thread: 1 only (loom runs on CPUs)");
     app.add_option("-G,--cudagraph", t.graph, "CUDA graph launches: 0 only (no CUDA in loom)");
+    app.add_option("--schedule", o.schedule_path,
+                   "FILE: run this schedule (text or JSON, as loom-sim verify takes it) instead "
+                   "of loom's algorithms, at the one size it is written for; verified first");
     app.add_option("--algo", t.algo,
                    "auto (default): LOOM_ALGO, else the tuner; NAME: that algorithm; all: every "
                    "applicable one, then a table");
@@ -305,6 +308,23 @@ std::string check(flag_text& t, const CLI::App& app, options& o) {
             return "--tolerance applies to --baseline FILE";
         }
         o.tolerance_pct = pct;
+    }
+    if (app.count("--schedule") > 0) {
+        if (o.schedule_path.empty()) {
+            return "--schedule '': expected a file name";
+        }
+        // The schedule states the call: its count (so the one size), its root and the
+        // algorithm it is.
+        for (const char* flag : {"-b", "-e", "-f", "-i", "-r", "--algo"}) {
+            if (app.count(flag) > 0) {
+                return std::string("--schedule FILE fixes the size, root and algorithm: drop ") +
+                       flag;
+            }
+        }
+        if (o.coll == LOOM_SENDRECV) {
+            return "--schedule runs the collectives; sendrecv's ring of pairs is not one "
+                   "schedule's single transfer";
+        }
     }
     if (o.min_bytes == 0) {
         return "-b must be at least 1 byte";

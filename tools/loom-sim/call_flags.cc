@@ -60,6 +60,10 @@ status fill_numbers(const call_flags& f, algorithms::call& c) {
     LOOM_ASSIGN(c.count, f.count.empty() ? result<int64_t>(n) : parse_size("--count", f.count));
     LOOM_ASSIGN(c.root, int_flag("--root", f.root, 0, 0, n - 1));
     LOOM_ASSIGN(c.peer, int_flag("--peer", f.peer, (c.root + 1) % n, 0, n - 1));
+    if (segments_auto(f)) {
+        return invalid_argument(
+            "--segments auto: only predict and explain choose P; give a number");
+    }
     LOOM_ASSIGN(c.segments, int_flag("--segments", f.segments, 1, 1, INT32_MAX));
     LOOM_ASSIGN(c.channels, int_flag("--channels", f.channels, 1, 1, INT32_MAX));
     LOOM_ASSIGN(c.dtype_size, int_flag("--dtype-size", f.dtype_size, 4, 1, 4096));
@@ -110,7 +114,8 @@ std::string collective_names() {
 }
 
 void add_call_flags(CLI::App& cmd, call_flags& f, call_flag_set set) {
-    bool full = set == call_flag_set::full;
+    bool full   = set == call_flag_set::full;
+    bool auto_p = set == call_flag_set::predict_segments_auto;
     cmd.add_option("--collective", f.collective, "primitive: " + collective_names())
         ->type_name("C");
     cmd.add_option("--algorithm", f.algorithm,
@@ -124,21 +129,31 @@ void add_call_flags(CLI::App& cmd, call_flags& f, call_flag_set set) {
                    "star:N, ring:N, torus:4x4x2, mesh:3x5 or fullmesh:N (default star:N); "
                    "run, predict and compare also take a fabric file (*.json)")
         ->type_name("T");
-    cmd.add_option("--segments", f.segments, "pipeline segments P (default 1)")->type_name("P");
+    cmd.add_option("--segments", f.segments,
+                   !auto_p ? "pipeline segments P (default 1)"
+                           : "pipeline segments P (default 1), or 'auto': the least-time P of each "
+                             "algorithm at each size, printed with it")
+        ->type_name("P");
+    // The same --root and --ties on every verb that costs or runs a call: a rooted
+    // algorithm's routes, and the antipodal tie rule, change what the schedule loads.
+    cmd.add_option("--root", f.root, "root rank; sendrecv's source (default 0)")->type_name("R");
+    cmd.add_option("--ties", f.ties,
+                   "antipodal ties on even rings: toward-plus (default) or source-parity")
+        ->type_name("RULE");
     if (!full) {
         return;
     }
     cmd.add_option("--count", f.count,
                    "elements, collective.hh conventions; K/M/G suffixes allowed (default N)")
         ->type_name("E");
-    cmd.add_option("--root", f.root, "root rank; sendrecv's source (default 0)")->type_name("R");
     cmd.add_option("--peer", f.peer, "sendrecv destination (default root+1 mod N)")->type_name("P");
     cmd.add_option("--channels", f.channels, "independent channels (default 1)")->type_name("C");
-    cmd.add_option("--ties", f.ties,
-                   "antipodal ties on even rings: toward-plus (default) or source-parity")
-        ->type_name("RULE");
     cmd.add_option("--dtype-size", f.dtype_size, "bytes per element (default 4)")
         ->type_name("BYTES");
+}
+
+bool segments_auto(const call_flags& f) {
+    return f.segments == "auto";
 }
 
 bool any_call_flag(const call_flags& f) {

@@ -13,6 +13,7 @@
 // (docs/architecture.md#conventions: a one-line reason on stderr, never an exception trace).
 #pragma once
 
+#include <loom/loom.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -96,7 +97,7 @@ struct call_flags {
     std::string count;       // elements; default <ranks>
     std::string root;        // default 0
     std::string peer;        // default (root + 1) mod ranks
-    std::string segments;    // default 1
+    std::string segments;    // default 1; predict and explain also take "auto"
     std::string channels;    // default 1
     std::string ties;        // default toward-plus
     std::string dtype_size;  // default 4
@@ -107,11 +108,15 @@ struct call_flags {
 /// double figures the verbs print.
 constexpr int64_t max_payload_bytes = int64_t{1} << 50;
 
-/// Which of the call flags a verb takes.
-enum class call_flag_set { full, predict };
+/// Which of the call flags a verb takes: full (schedule, verify, run), predict (the call
+/// without its buffers: compare), predict_segments_auto (predict, explain: --segments auto).
+enum class call_flag_set { full, predict, predict_segments_auto };
 void add_call_flags(CLI::App& cmd, call_flags& f, call_flag_set set);
 /// True when any call flag was given (verify --schedule excludes them).
 bool any_call_flag(const call_flags& f);
+/// --segments auto: the verb picks each algorithm's least-time P (segments_auto.cc);
+/// make_call refuses it, so a verb that takes it clears it first.
+bool segments_auto(const call_flags& f);
 
 /// The call the flags describe (names, numbers, topology and its size checked); not the
 /// algorithm's own constraints, which algorithms::check_call states.
@@ -132,6 +137,23 @@ std::string collective_names();
 /// not_supported when no algorithm implements `coll`.
 result<std::vector<const algorithms::algorithm*>> algorithms_named(schedule::collective coll,
                                                                    const std::string& text);
+
+// ---- --segments auto (segments_auto.cc) ----------------------------------------------------
+
+/// The most segments --segments auto considers: the most a call takes
+/// (loom_coll_attr_t.segments ≤ LOOM_MAX_SEGMENTS), so the P printed is one the runtime runs.
+constexpr int max_auto_segments = LOOM_MAX_SEGMENTS;
+/// The P a call may be cut into: its count (one element per segment at least), at most
+/// max_auto_segments.
+int auto_segments_cap(const algorithms::call& c);
+/// The chosen P and its time; segments 0 when no P in 1..cap applies.
+struct segment_choice {
+    int segments  = 0;
+    double time_s = 0;
+};
+/// The P in 1..cap of least time_at(P) (nullopt: P does not apply): the optimum of the
+/// A + B·P + C/P form fitted at P = 1, 2, 4, checked at its integer neighbours.
+segment_choice best_segments(int cap, const std::function<std::optional<double>(int)>& time_at);
 
 // ---- --topology FILE.json (fabric_flag.cc) --------------------------------------------------
 
@@ -206,13 +228,16 @@ struct prediction {
     algorithms::cost cost;
     double time_s = 0;
     bool fastest  = false;  // the least time at this size among the applicable
+    int segments  = 1;      // the P costed: the call's, or the one --segments auto chose
 };
 
 /// Every algorithm at every size, algorithm-major; `base` gives the collective, N, topology
-/// and segments (its count is set from each size).
+/// and segments (its count is set from each size); `auto_segments`: each cell at its own
+/// least-time P (best_segments) instead.
 std::vector<prediction> predict_grid(const algorithms::call& base,
                                      std::span<const algorithms::algorithm* const> algos,
-                                     std::span<const int64_t> sizes, const cost_model& model);
+                                     std::span<const int64_t> sizes, const cost_model& model,
+                                     bool auto_segments = false);
 /// At each size, marks the rows of least time among those that apply; ties (equal closed
 /// forms) all get the mark, 1e-12 absorbs rounding only. `rows` is algorithm-major over
 /// `nsizes` sizes, as predict_grid returns them.
@@ -231,11 +256,15 @@ void mark_least_time(std::vector<Row>& rows, size_t nsizes, Applies applies, Tim
     }
 }
 /// One line naming the call and the model ("allreduce on star:64 (64 ranks), per-edge, …").
-std::string grid_title(const algorithms::call& base, const cost_model& model);
+std::string grid_title(const algorithms::call& base, const cost_model& model,
+                       bool auto_segments = false);
 /// The table: one row per algorithm, one column per size (µs), * on the fastest, then the
 /// algorithms that apply at no size with their reason.
 void print_grid(std::ostream& out, std::span<const int64_t> sizes,
                 const std::vector<prediction>& grid);
+/// Under --segments auto: the same rows with the P each cell was costed at.
+void print_grid_segments(std::ostream& out, std::span<const int64_t> sizes,
+                         const std::vector<prediction>& grid);
 /// "  not applicable: <name>: <reason>" and a newline, for an algorithm that applies at no
 /// size.
 std::string not_applicable_line(const prediction& p);

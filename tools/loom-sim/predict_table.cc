@@ -72,7 +72,8 @@ result<int64_t> count_for_bytes(const algorithms::call& c, int64_t bytes) {
 
 std::vector<prediction> predict_grid(const algorithms::call& base,
                                      std::span<const algorithms::algorithm* const> algos,
-                                     std::span<const int64_t> sizes, const cost_model& model) {
+                                     std::span<const int64_t> sizes, const cost_model& model,
+                                     bool auto_segments) {
     std::vector<prediction> grid;
     for (const algorithms::algorithm* a : algos) {
         for (int64_t bytes : sizes) {
@@ -83,9 +84,22 @@ std::vector<prediction> predict_grid(const algorithms::call& base,
             c.dtype_size       = 1;
             c.channels         = 1;
             c.count            = bytes / payload_per_element(c);
-            p.applicable       = algorithms::check_call(*a, c);
+            auto m             = static_cast<double>(bytes);
+            auto time_at       = [&](int segments) -> std::optional<double> {
+                algorithms::call at = c;
+                at.segments         = segments;
+                if (!algorithms::check_call(*a, at)) {
+                    return std::nullopt;
+                }
+                return algorithms::predict(*a, at, m, model.ports)
+                    .time_s(model.alpha_s, model.bw_bytes_per_s, m, model.alpha_switch_s);
+            };
+            if (auto_segments) {
+                c.segments = std::max(1, best_segments(auto_segments_cap(c), time_at).segments);
+            }
+            p.segments   = c.segments;
+            p.applicable = algorithms::check_call(*a, c);
             if (p.applicable) {
-                auto m = static_cast<double>(bytes);
                 p.cost = algorithms::predict(*a, c, m, model.ports);
                 p.time_s =
                     p.cost.time_s(model.alpha_s, model.bw_bytes_per_s, m, model.alpha_switch_s);
@@ -100,13 +114,13 @@ std::vector<prediction> predict_grid(const algorithms::call& base,
     return grid;
 }
 
-std::string grid_title(const algorithms::call& base, const cost_model& model) {
+std::string grid_title(const algorithms::call& base, const cost_model& model, bool auto_segments) {
     return std::string(schedule::collective_name(base.coll)) + " on " + base.topo.to_string() +
            " (" + std::to_string(base.nranks) + " ranks), " +
            std::string(algorithms::port_model_name(model.ports)) +
            ", α = " + format_number(model.alpha_s * 1e6) + " µs" +
            alpha_switch_text(model.alpha_switch_s) + ", BW = " + format_rate(model.bw_bytes_per_s) +
-           ", P = " + std::to_string(base.segments);
+           ", P = " + (auto_segments ? std::string("auto") : std::to_string(base.segments));
 }
 
 void print_grid(std::ostream& out, std::span<const int64_t> sizes,
@@ -155,6 +169,40 @@ void print_grid(std::ostream& out, std::span<const int64_t> sizes,
     }
 }
 
+void print_grid_segments(std::ostream& out, std::span<const int64_t> sizes,
+                         const std::vector<prediction>& grid) {
+    const size_t nsizes = sizes.size();
+    size_t name_width   = 9;
+    std::vector<size_t> widths(nsizes);
+    std::vector<std::string> header(nsizes);
+    for (size_t s = 0; s < nsizes; ++s) {
+        header[s] = format_size(sizes[s]) + " ";
+        widths[s] = header[s].size();
+    }
+    auto p_cell = [](const prediction& p) {
+        return p.applicable ? std::to_string(p.segments) + " " : std::string("n/a ");
+    };
+    for (size_t i = 0; i < grid.size(); ++i) {
+        name_width         = std::max(name_width, grid[i].algo->name.size());
+        widths[i % nsizes] = std::max(widths[i % nsizes], p_cell(grid[i]).size());
+    }
+    out << "segments P chosen (--segments auto: the least time over 1.." << max_auto_segments
+        << ", at most the count)\n";
+    print_row(out, "algorithm", name_width, header, widths);
+    for (size_t row = 0; row * nsizes < grid.size(); ++row) {
+        std::vector<std::string> cells(nsizes);
+        bool any = false;
+        for (size_t s = 0; s < nsizes; ++s) {
+            const prediction& p = grid[row * nsizes + s];
+            cells[s]            = p_cell(p);
+            any                 = any || p.applicable.is_ok();
+        }
+        if (any) {
+            print_row(out, grid[row * nsizes].algo->name, name_width, cells, widths);
+        }
+    }
+}
+
 std::string not_applicable_line(const prediction& p) {
     // check_call prefixes "<collective> <name>: ", which the line already says.
     std::string reason = p.applicable.message();
@@ -174,7 +222,7 @@ nlohmann::json prediction_json(const algorithms::call& base, const cost_model& m
         {"ranks", base.nranks},
         {"topology", base.topo.to_string()},
         {"bytes", p.bytes},
-        {"segments", base.segments},
+        {"segments", p.segments},
         {"alpha_s", model.alpha_s},
         {"alpha_switch_s", model.alpha_switch_s},
         {"bw_bytes_per_s", model.bw_bytes_per_s},

@@ -66,15 +66,21 @@ result<cost_model> make_model(const model_flags& f, const std::string& ranks = "
     return m;
 }
 
-void print_single(const algorithms::call& c, const cost_model& model, const prediction& p) {
+void print_single(const algorithms::call& c, const cost_model& model, const prediction& p,
+                  bool auto_segments) {
     std::cout << schedule::collective_name(c.coll) << ' ' << p.algo->name << ": "
-              << grid_title(c, model) << ", M = " << format_size(p.bytes) << " (" << p.bytes
-              << " bytes)\n"
+              << grid_title(c, model, auto_segments) << ", M = " << format_size(p.bytes) << " ("
+              << p.bytes << " bytes)\n"
               << "  formula   " << p.algo->formula << '\n'
               << "  n_alpha   " << format_number(p.cost.n_alpha) << '\n'
               << "  n_beta    " << format_number(p.cost.n_beta) << '\n';
     if (p.cost.n_alpha_switch > 0) {
         std::cout << "  n_alpha_switch " << format_number(p.cost.n_alpha_switch) << '\n';
+    }
+    if (auto_segments) {
+        std::cout << "  segments  " << p.segments
+                  << " (auto: the least predicted time over P = 1..min(count, " << max_auto_segments
+                  << "))\n";
     }
     std::cout << "  time      " << format_us(p.time_s) << " µs"
               << (p.cost.exact ? "" : " (asymptotic form)") << '\n';
@@ -86,7 +92,11 @@ void print_single(const algorithms::call& c, const cost_model& model, const pred
 status run_predict(const predict_flags& f) {
     LOOM_ASSIGN(cost_model model, make_model(f.model, f.call.ranks));
     // A fabric file: its shape, and the closed forms at its slowest link's α and BW.
-    call_flags flags = f.call;
+    call_flags flags         = f.call;
+    const bool auto_segments = segments_auto(flags);
+    if (auto_segments) {
+        flags.segments.clear();
+    }
     LOOM_ASSIGN(auto file, take_fabric_file(flags, {}, f.model.link.alpha_or_bw_given()));
     if (file) {
         model.alpha_s        = file->fabric.alpha_s;
@@ -98,7 +108,7 @@ status run_predict(const predict_flags& f) {
     }
     LOOM_ASSIGN(auto sizes, parse_size_list("--bytes", f.bytes));
     LOOM_ASSIGN(auto algos, algorithms_named(c.coll, f.call.algorithm));
-    auto grid  = predict_grid(c, algos, sizes, model);
+    auto grid  = predict_grid(c, algos, sizes, model, auto_segments);
     bool table = f.call.algorithm == "all" || algos.size() > 1 || sizes.size() > 1;
     if (!table) {
         const prediction& p = grid.front();
@@ -111,7 +121,7 @@ status run_predict(const predict_flags& f) {
             if (file) {
                 std::cout << fabric_file_note(*file) << '\n';
             }
-            print_single(c, model, p);
+            print_single(c, model, p, auto_segments);
         }
         return status::ok();
     }
@@ -126,9 +136,12 @@ status run_predict(const predict_flags& f) {
     if (file) {
         std::cout << fabric_file_note(*file) << '\n';
     }
-    std::cout << grid_title(c, model) << "\ntime in µs; * the fastest at that size, ~ an "
-              << "asymptotic form\n";
+    std::cout << grid_title(c, model, auto_segments)
+              << "\ntime in µs; * the fastest at that size, ~ an asymptotic form\n";
     print_grid(std::cout, sizes, grid);
+    if (auto_segments) {
+        print_grid_segments(std::cout, sizes, grid);
+    }
     return status::ok();
 }
 
@@ -218,7 +231,7 @@ void add_predict_verbs(CLI::App& app, std::vector<verb>& verbs) {
     auto pf       = std::make_shared<predict_flags>();
     CLI::App* cmd = app.add_subcommand(
         "predict", "the α-β cost of algorithms for a call: n_alpha, n_beta, time");
-    add_call_flags(*cmd, pf->call, call_flag_set::predict);
+    add_call_flags(*cmd, pf->call, call_flag_set::predict_segments_auto);
     cmd->add_option("--bytes", pf->bytes,
                     "payload M: bytes, K/M/G (1024-based) or KB/MB/GB, or a comma list")
         ->type_name("M");

@@ -106,28 +106,70 @@ std::string degree_text(const std::vector<int64_t>& h) {
     return out;
 }
 
+// "dimension 0: 4 rings of 4": how many lines of each dimension there are and whether they
+// close into rings (topology::dim_closes), text and JSON alike.
+struct dimension_lines {
+    int dim = 0, size = 0, count = 0;
+    bool ring = false;
+};
+
+std::vector<dimension_lines> lines_per_dimension(const topology::shape& s) {
+    std::vector<dimension_lines> out;
+    if (!s.is_lattice()) {
+        return out;
+    }
+    for (int dim = 0; dim < s.ndims(); ++dim) {
+        const int d = s.dims()[dim];
+        out.push_back({dim, d, s.size() / d, topology::dim_closes(s, dim)});
+    }
+    return out;
+}
+
+// "1 hop between ranks, 2 links (rank -> switch -> rank)" on a star; "4 hops" elsewhere,
+// where a hop is one link.
+std::string diameter_text(const topology::shape& s) {
+    if (s.diameter_links() != s.diameter()) {
+        return plural(s.diameter(), "hop", "hops") + " between ranks, " +
+               plural(s.diameter_links(), "link", "links") + " (rank -> switch -> rank)";
+    }
+    return plural(s.diameter(), "hop", "hops") + " (one link each)";
+}
+
 json shape_json(const topology::shape& s) {
-    json j      = {{"topology", s.to_string()},
-                   {"ranks", s.size()},
-                   {"dims", s.dims()},
-                   {"wraps", s.wraps()},
-                   {"links", topology::link_count(s)},
-                   {"diameter", s.diameter()},
-                   {"bisection_links", s.bisection_links()}};
-    json counts = json::object();
-    auto h      = topology::degree_histogram(s);
+    json j    = {{"topology", s.to_string()},
+                 {"ranks", s.size()},
+                 {"dims", s.dims()},
+                 {"wraps", s.wraps()},
+                 {"links", topology::link_count(s)},
+                 {"diameter", s.diameter()},
+                 {"diameter_rank_hops", s.diameter()},
+                 {"diameter_links", s.diameter_links()},
+                 {"bisection_links", s.bisection_links()}};
+    json dims = json::array();
+    for (const dimension_lines& l : lines_per_dimension(s)) {
+        dims.push_back({{"dim", l.dim},
+                        {"size", l.size},
+                        {"lines", l.count},
+                        {"kind", l.ring ? "ring" : "line"}});
+    }
+    j["dimensions"] = dims;
+    json counts     = json::object();
+    auto h          = topology::degree_histogram(s);
     for (size_t k = 0; k < h.size(); ++k) {
         if (h[k] > 0) {
             counts[std::to_string(k)] = h[k];
         }
     }
     j["neighbour_counts"] = counts;
+    j["neighbour_census"] = degree_text(h);
     if (s.size() <= json_rank_limit) {
-        json lists = json::array();
+        json lists = json::array(), labels = json::array();
         for (int r = 0; r < s.size(); ++r) {
             lists.push_back(s.neighbours(r));
+            labels.push_back(s.rank_label(r));
         }
         j["neighbours"] = lists;
+        j["labels"]     = labels;
     }
     return j;
 }
@@ -135,15 +177,11 @@ json shape_json(const topology::shape& s) {
 void print_shape(const topology::shape& s) {
     std::cout << s.to_string() << ": " << s.size() << (s.size() == 1 ? " rank" : " ranks") << ", "
               << topology::link_count(s) << " links\n"
-              << "diameter: " << s.diameter() << " hops\n"
+              << "diameter: " << diameter_text(s) << '\n'
               << "bisection: " << s.bisection_links() << " links\n";
-    if (s.is_lattice()) {
-        for (int dim = 0; dim < s.ndims(); ++dim) {
-            const int d = s.dims()[dim], count = s.size() / d;
-            std::cout << "dimension " << dim << ": " << count
-                      << (topology::dim_closes(s, dim) ? " ring" : " line")
-                      << (count == 1 ? "" : "s") << " of " << d << '\n';
-        }
+    for (const dimension_lines& l : lines_per_dimension(s)) {
+        std::cout << "dimension " << l.dim << ": " << l.count << (l.ring ? " ring" : " line")
+                  << (l.count == 1 ? "" : "s") << " of " << l.size << '\n';
     }
     std::cout << "neighbours: " << degree_text(topology::degree_histogram(s)) << '\n';
     if (s.size() > text_rank_limit) {

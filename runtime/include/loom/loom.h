@@ -416,6 +416,77 @@ LOOM_API loom_status_t loom_recv(loom_comm_t comm, void* buf, size_t count, loom
 LOOM_API loom_status_t loom_barrier(loom_comm_t comm, const loom_coll_attr_t* attr,
                                     loom_request_t* req);
 
+/* ---------------------------------------------------------------------------------------
+ * User schedules: a schedule written by hand (text or JSON, docs/schedules.md) run by the
+ * engine on real buffers, as the verifier proves it and loom-sim simulates it.
+ *
+ * A schedule is written for one call: its collective, its N, its count (regions are
+ * offsets and lengths in elements of that count) and its root/peer. It runs at that count
+ * for any element type; another count needs another schedule.
+ * ------------------------------------------------------------------------------------- */
+
+/** A schedule loaded for one communicator. Opaque; valid until loom_schedule_free, which
+ *  must come before the communicator's loom_comm_destroy. */
+typedef struct loom_schedule_s* loom_schedule_t;
+
+/// Loads a schedule from memory: `text` holds `length` bytes of its text or JSON form (told
+/// apart by the first non-blank character, '{' for JSON). Each rank parses and verifies the
+/// whole schedule (every output element gets exactly the right contributions, every send
+/// its receive, no deadlock) and checks it against the communicator, so all ranks reach the
+/// same verdict; every rank loads the same schedule.
+/// @return LOOM_SUCCESS (*out set); LOOM_ERR_PARSE for malformed text (the line, or rank,
+///         step and key, in the message); LOOM_ERR_VERIFY when the verifier refuses it (its
+///         message in loom_last_error_message()); LOOM_ERR_INVALID_ARGUMENT for NULL
+///         arguments or a schedule written for another number of ranks;
+///         LOOM_ERR_NOT_SUPPORTED for in-network steps without an aggregation node.
+/// Local: sends nothing; blocks only for the verification (linear in the schedule's steps).
+LOOM_API loom_status_t loom_schedule_load(loom_comm_t comm, const char* text, size_t length,
+                                          loom_schedule_t* out);
+
+/// As loom_schedule_load, from a file (a regular file of at most 256 MiB); the messages
+/// name the path. LOOM_ERR_SYSTEM when it cannot be read.
+LOOM_API loom_status_t loom_schedule_load_file(loom_comm_t comm, const char* path,
+                                               loom_schedule_t* out);
+
+/** What a loaded schedule computes, and this rank's buffers (loom_schedule_query). */
+typedef struct loom_schedule_info {
+    size_t struct_size;           /**< sizeof(loom_schedule_info_t), set by the caller */
+    loom_collective_t collective; /**< the primitive it computes */
+    int ranks;                    /**< N it is written for (the communicator's size) */
+    size_t count;                 /**< the count it runs at (the primitive's count argument) */
+    int root;                     /**< broadcast/reduce root; sendrecv source */
+    int peer;                     /**< sendrecv destination */
+    size_t input_count;           /**< elements this rank's sendbuf must hold (0: may be NULL) */
+    size_t output_count;          /**< elements this rank's recvbuf must hold (0: may be NULL) */
+} loom_schedule_info_t;
+
+/// Fills *out with what `schedule` computes and the buffers it needs on this rank.
+/// @return LOOM_SUCCESS, or LOOM_ERR_INVALID_ARGUMENT for NULL arguments or a struct_size
+///         smaller than its first field. Local; never blocks.
+LOOM_API loom_status_t loom_schedule_query(loom_schedule_t schedule, loom_schedule_info_t* out);
+
+/// Runs a loaded schedule on real buffers, as the communicator's next collective: every rank
+/// calls it in the same order as its other collectives (a rank with no steps too). `coll`
+/// and `count` must be the schedule's (its collective and the count it is written for);
+/// buffers as the primitive's own call takes them (loom_schedule_query says how many
+/// elements); `op` is used where the schedule reduces. attr may give timeout_s; its
+/// algorithm must be NULL and segments and channels 0 or 1 (the schedule fixes them).
+/// Blocking with req == NULL, else non-blocking as every collective.
+/// @return LOOM_SUCCESS (blocking: completed; non-blocking: started);
+///         LOOM_ERR_INVALID_ARGUMENT, before anything is sent, for a NULL schedule, another
+///         collective or count than the schedule's, an unknown dtype or op, a NULL buffer
+///         the schedule uses, or an attribute it cannot honour; LOOM_ERR_MISMATCH when ranks
+///         run different schedules (or one at different dtypes); any status of a call.
+LOOM_API loom_status_t loom_schedule_run(loom_schedule_t schedule, loom_collective_t coll,
+                                         const void* sendbuf, void* recvbuf, size_t count,
+                                         loom_dtype_t dtype, loom_op_t op,
+                                         const loom_coll_attr_t* attr, loom_request_t* req);
+
+/// Frees a loaded schedule (NULL is allowed and does nothing). Runs still in flight keep
+/// what they need; the handle must not be used again. Local; never blocks.
+/// @return LOOM_SUCCESS.
+LOOM_API loom_status_t loom_schedule_free(loom_schedule_t schedule);
+
 /// Polls a request without blocking (progresses the communicator in caller mode).
 /// @param done set to 1 when the request has completed (successfully or not), else 0.
 /// @return LOOM_SUCCESS while in flight (*done = 0) or when completed successfully; the
