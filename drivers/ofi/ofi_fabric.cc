@@ -85,6 +85,11 @@ void default_provider_settings() {
             setenv(name.c_str(), std::to_string(params::rxm_buffer_size.get()).c_str(), 0);
         } else if (wanted.empty() || wanted == "tcp;ofi_rxm") {
             setenv(name.c_str(), std::to_string(rxm_default_buffer).c_str(), 0);
+            // rxm posts that many buffers per connection, and touches them: 4x the memory.
+            if (!params::rxm_msg_rx_size.is_set()) {
+                setenv(std::string(params::rxm_msg_rx_size.name()).c_str(),
+                       std::to_string(rxm_default_msg_rx).c_str(), 0);
+            }
         }
     });
 }

@@ -66,6 +66,8 @@ std::string requested_provider();
 /// libfabric 1.17's own otherwise.
 constexpr size_t rxm_default_buffer   = 65536;
 constexpr size_t rxm_libfabric_buffer = 16384;
+/// ofi_rxm's receive buffers per connection where loom sets the buffer size (libfabric: 128).
+constexpr size_t rxm_default_msg_rx = 32;
 /// The ofi_rxm bounce buffer size in effect (FI_OFI_RXM_BUFFER_SIZE, as set before libfabric
 /// loads its providers), so the eager limit can follow it.
 size_t rxm_buffer_bytes();

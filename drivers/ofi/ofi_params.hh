@@ -82,5 +82,15 @@ inline const loom::params::int_param rxm_buffer_size{
     "16384, sends loom's messages of 16 KiB to 1 MiB as rendezvous of three trips through kernel "
     "sockets); over tcp;ofi_rxm loom's eager limit follows it",
     loom::params::foreign};
+/// libfabric's own setting, read here only to know whether the user chose it (ofi_fabric.cc).
+inline const loom::params::int_param rxm_msg_rx_size{
+    component,
+    "FI_OFI_RXM_MSG_RX_SIZE",
+    "",
+    "buffers",
+    "libfabric's ofi_rxm receive buffers posted per connection; unset where the ofi driver starts "
+    "FI_OFI_RXM_BUFFER_SIZE at 65536, it starts this at 32 (libfabric's own, 128, of 64 KiB each "
+    "took a 4-rank all-reduce's ranks from 111 to 372 MB resident; 32: 173 MB, as fast)",
+    loom::params::foreign};
 
 }  // namespace loom::drivers::ofi::params
