@@ -12,11 +12,12 @@
 // Wire. Every loom message starts as one libfabric tagged send of a 56-byte header
 // {tag, imm, len, addr, key, kind, source rank, id} into one of the receive buffers each
 // rank keeps posted (LOOM_OFI_RECV_BUFFERS of header + LOOM_OFI_EAGER_LIMIT bytes, libfabric
-// tag 0). A message of at most LOOM_OFI_EAGER_LIMIT bytes carries its payload behind the
-// header (eager; the sender copies it into a registered send buffer, so the send completes
-// at once; where header and payload fit the provider's inject size and nothing waits to be
-// sent, fi_tinject takes them inline, with no send buffer and no completion). A larger one is a
-// rendezvous: the header (RTS) announces the sender's buffer, registered through the registration
+// tag 0; over tcp;ofi_rxm the limit follows rxm's bounce buffer, 64 KiB, so a message that
+// rxm carries in one trip goes eagerly). A message of at most LOOM_OFI_EAGER_LIMIT bytes carries
+// its payload behind the header (eager; the sender copies it into a registered send buffer, so the
+// send completes at once; where header and payload fit the provider's inject size and nothing waits
+// to be sent, fi_tinject takes them inline, with no send buffer and no completion). A larger one is
+// a rendezvous: the header (RTS) announces the sender's buffer, registered through the registration
 // cache (addr, key); the receiver, once its receive matches, reads it with one fi_read straight
 // into its own buffer and answers FIN, which completes the send: one RMA, no intermediate copy.
 // Without FI_RMA (or LOOM_OFI_RMA=off) the receiver posts a tagged receive of the user's buffer

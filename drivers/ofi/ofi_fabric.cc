@@ -73,6 +73,24 @@ void default_provider_settings() {
         if (!params::rxd_max_unacked.is_set()) {
             setenv(std::string(params::rxd_max_unacked.name()).c_str(), "16", 0);
         }
+        // ofi_rxm sends a message of at most FI_OFI_RXM_BUFFER_SIZE eagerly (one trip), and
+        // a larger one by segments or its own rendezvous: with its 16 KiB, loom's messages of
+        // 16 KiB to 1 MiB took a rendezvous of three trips through kernel sockets (3-11x loom's
+        // tcp driver; the 16-64 KiB all-reduce became 2-3x faster with 64 KiB, which loom's
+        // eager limit then follows: ofi_endpoint.cc). Not for a provider named otherwise.
+        std::string wanted = params::provider.get();
+        std::string name(params::rxm_buffer_size.name());
+        if (params::rxm_buffer_size.is_set()) {
+            // Possibly set through loom's configuration: libfabric reads only the environment.
+            setenv(name.c_str(), std::to_string(params::rxm_buffer_size.get()).c_str(), 0);
+        } else if (wanted.empty() || wanted == "tcp;ofi_rxm") {
+            setenv(name.c_str(), std::to_string(rxm_default_buffer).c_str(), 0);
+            // rxm posts that many buffers per connection, and touches them: 4x the memory.
+            if (!params::rxm_msg_rx_size.is_set()) {
+                setenv(std::string(params::rxm_msg_rx_size.name()).c_str(),
+                       std::to_string(rxm_default_msg_rx).c_str(), 0);
+            }
+        }
     });
 }
 
@@ -132,6 +150,13 @@ bool network_provider(const std::string& provider) {
 std::string error_text(int rc) {
     int e = rc < 0 ? -rc : rc;
     return std::string(fi_strerror(e)) + " (" + std::to_string(-e) + ")";
+}
+
+size_t rxm_buffer_bytes() {
+    default_provider_settings();
+    const char* v = getenv(std::string(params::rxm_buffer_size.name()).c_str());
+    long long n   = v != nullptr ? std::atoll(v) : 0;
+    return n > 0 ? size_t(n) : rxm_libfabric_buffer;
 }
 
 std::string requested_provider() {

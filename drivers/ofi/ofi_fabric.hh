@@ -62,6 +62,16 @@ struct fabric_request {
 /// The provider's name to ask for: LOOM_OFI_PROVIDER, or "" for the best available.
 std::string requested_provider();
 
+/// ofi_rxm's bounce buffer size where loom sets it (FI_OFI_RXM_BUFFER_SIZE unset), and
+/// libfabric 1.17's own otherwise.
+constexpr size_t rxm_default_buffer   = 65536;
+constexpr size_t rxm_libfabric_buffer = 16384;
+/// ofi_rxm's receive buffers per connection where loom sets the buffer size (libfabric: 128).
+constexpr size_t rxm_default_msg_rx = 32;
+/// The ofi_rxm bounce buffer size in effect (FI_OFI_RXM_BUFFER_SIZE, as set before libfabric
+/// loads its providers), so the eager limit can follow it.
+size_t rxm_buffer_bytes();
+
 /// The providers libfabric offers for `request` (names as fi_info -l prints them, each once,
 /// in libfabric's order).
 std::vector<std::string> available_providers(const fabric_request& request);

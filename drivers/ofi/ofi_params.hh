@@ -29,8 +29,8 @@ inline const loom::params::int_param eager_limit{
     component, "LOOM_OFI_EAGER_LIMIT", "8192", "bytes",
     "largest ofi message sent eagerly (copied into a pre-posted receive buffer); larger ones are a "
     "rendezvous: the receiver reads the sender's registered buffer straight into its own (RMA "
-    "read), or, without FI_RMA, the sender sends into the receive once it is posted; all ranks "
-    "must agree"};
+    "read), or, without FI_RMA, the sender sends into the receive once it is posted; unset over "
+    "tcp;ofi_rxm: FI_OFI_RXM_BUFFER_SIZE less the 56-byte header (65480); all ranks must agree"};
 inline const loom::params::int_param send_queue{
     component, "LOOM_OFI_SEND_QUEUE", "256", "messages",
     "ofi messages in flight per endpoint (registered send buffers); one more is "
@@ -38,7 +38,7 @@ inline const loom::params::int_param send_queue{
 inline const loom::params::int_param recv_buffers{
     component, "LOOM_OFI_RECV_BUFFERS", "256", "buffers",
     "receive buffers of LOOM_OFI_EAGER_LIMIT bytes each the ofi driver keeps posted for arriving "
-    "messages"};
+    "messages; unset over tcp;ofi_rxm with LOOM_OFI_EAGER_LIMIT unset: 64 (of 64 KiB)"};
 inline const loom::params::int_param max_messages{
     component, "LOOM_OFI_MAX_MESSAGES", "32768", "messages",
     "ofi operations posted plus early arrivals held per endpoint; beyond, posting is "
@@ -69,6 +69,28 @@ inline const loom::params::int_param rxd_max_unacked{
     "libfabric's udp;ofi_rxd window: packets sent to a peer before an acknowledgement; unset, "
     "the ofi driver starts it at 16 (libfabric's default, 128, overruns a UDP socket's receive "
     "buffer when the receiver is descheduled, and rxd then backs off for seconds)",
+    loom::params::foreign};
+
+/// libfabric's own setting, read here only to know whether the user chose it (ofi_fabric.cc).
+inline const loom::params::int_param rxm_buffer_size{
+    component,
+    "FI_OFI_RXM_BUFFER_SIZE",
+    "",
+    "bytes",
+    "libfabric's ofi_rxm bounce buffers, and so the largest message it sends eagerly; unset, and "
+    "LOOM_OFI_PROVIDER unset or tcp;ofi_rxm, the ofi driver starts it at 65536 (libfabric's own, "
+    "16384, sends loom's messages of 16 KiB to 1 MiB as rendezvous of three trips through kernel "
+    "sockets); over tcp;ofi_rxm loom's eager limit follows it",
+    loom::params::foreign};
+/// libfabric's own setting, read here only to know whether the user chose it (ofi_fabric.cc).
+inline const loom::params::int_param rxm_msg_rx_size{
+    component,
+    "FI_OFI_RXM_MSG_RX_SIZE",
+    "",
+    "buffers",
+    "libfabric's ofi_rxm receive buffers posted per connection; unset where the ofi driver starts "
+    "FI_OFI_RXM_BUFFER_SIZE at 65536, it starts this at 32 (libfabric's own, 128, of 64 KiB each "
+    "took a 4-rank all-reduce's ranks from 111 to 372 MB resident; 32: 173 MB, as fast)",
     loom::params::foreign};
 
 }  // namespace loom::drivers::ofi::params
