@@ -74,14 +74,15 @@ std::vector<std::string> catalogue_names(loom_collective_t c) {
     switch (c) {
         case LOOM_BROADCAST:
         case LOOM_REDUCE:
-            return {"ring", "binomial", "dims"};
+            return {"ring", "binomial", "dims", "dims-one-way"};
         case LOOM_ALLREDUCE:
-            return {"ring", "reduce-broadcast", "dbt", "recursive-doubling", "rabenseifner",
-                    "dims"};
+            return {"ring", "bidir-ring",         "reduce-broadcast",
+                    "dbt",  "recursive-doubling", "rabenseifner",
+                    "dims", "dims-rabenseifner",  "hier-ring"};
         case LOOM_REDUCE_SCATTER:
-            return {"ring", "recursive-halving", "pat", "dims"};
+            return {"ring", "bidir-ring", "recursive-halving", "pat", "dims", "dims-halving"};
         case LOOM_ALLGATHER:
-            return {"ring", "recursive-doubling", "pat", "dims"};
+            return {"ring", "bidir-ring", "recursive-doubling", "pat", "dims", "dims-doubling"};
         case LOOM_ALLTOALL:
             return {"bruck", "pairwise", "ring-relay", "dor-relay", "dims"};
         default:
