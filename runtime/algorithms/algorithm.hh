@@ -98,6 +98,12 @@ struct algorithm {
     /// applies only where the communicator's node admitted it and reduces the call's dtype
     /// and op, a constraint the runtime checks (tuner::admits) beside `applicable`.
     bool in_network = false;
+    /// True where the gain over another algorithm comes from a rank driving two links at once
+    /// (both neighbours of a ring: bidir-ring). On a switch the runtime's ranks share one port
+    /// (a NIC, or one host's memory), so the tuner costs such an algorithm single-port there
+    /// (tuner.cc): measured over shm at N = 4, bidir-ring took 1.4x ring's time at 64 KiB and
+    /// 1 MiB and the same at 16 MiB, where the per-edge form promised half the BW term.
+    bool two_links_at_once = false;
 };
 
 /// Every algorithm, in catalogue order.

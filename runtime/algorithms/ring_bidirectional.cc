@@ -144,7 +144,10 @@ const algorithm allreduce_bidir{
     "any N, any count",
     any_call,
     build_allreduce,
-    cost_bidirectional<2>};
+    cost_bidirectional<2>,
+    false,
+    false,
+    true};
 const algorithm reduce_scatter_bidir{
     "bidir-ring",
     collective::reduce_scatter,
@@ -153,7 +156,10 @@ const algorithm reduce_scatter_bidir{
     "any N, any count",
     any_call,
     build_reduce_scatter,
-    cost_bidirectional<1>};
+    cost_bidirectional<1>,
+    false,
+    false,
+    true};
 const algorithm allgather_bidir{"bidir-ring",
                                 collective::allgather,
                                 "ring all-gather both ways round, each on half of every block",
@@ -161,7 +167,10 @@ const algorithm allgather_bidir{"bidir-ring",
                                 "any N, any count",
                                 any_call,
                                 build_allgather,
-                                cost_bidirectional<1>};
+                                cost_bidirectional<1>,
+                                false,
+                                false,
+                                true};
 
 }  // namespace
 

@@ -36,6 +36,9 @@ local_work local_bytes(const algorithms::algorithm& a, const algorithms::call& c
 
 double predict_s(const algorithms::algorithm& a, const algorithms::call& c, double bytes,
                  const machine_params& p, algorithms::port_model ports) {
+    if (a.two_links_at_once && !c.topo.is_lattice()) {
+        ports = algorithms::port_model::single_port;  // algorithm.hh: two_links_at_once
+    }
     algorithms::cost k = algorithms::predict(a, c, bytes, ports);
     double t           = k.time_s(p.alpha_s, p.bw_bytes_per_s, bytes, p.switch_alpha());
     if (p.reduce_bytes_per_s > 0) {

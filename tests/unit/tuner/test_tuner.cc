@@ -328,6 +328,25 @@ static void ranking_crossovers(void**) {
     assert_string_equal(std::string(ri.best->name).c_str(), "inc");
 }
 
+// bidir-ring's gain needs a rank to drive both ring links at once: on a switch (one port per
+// rank, one host's memory) it is costed single-port, so the flat ring, listed first, keeps
+// large all-reduce, reduce-scatter and all-gather; on a ring of physical links it wins.
+static void bidir_ring_costed_single_port_on_a_switch(void**) {
+    auto p = params(2, 4);
+    for (auto coll : {collective::allreduce, collective::reduce_scatter, collective::allgather}) {
+        auto star = test::make_call(coll, 4, int64_t{1} << 22);
+        auto rs   = tuner::rank_algorithms(star, p, algorithms::port_model::per_edge, {});
+        const tuner::candidate* bidir = find(rs, "bidir-ring");
+        const tuner::candidate* ring  = find(rs, "ring");
+        assert_true(bidir != nullptr && ring != nullptr && bidir->applicable);
+        assert_true(std::fabs(bidir->time_s - ring->time_s) <= 1e-9 * ring->time_s);
+        assert_true(rs.best->name != "bidir-ring");
+        auto on_ring = test::make_call(coll, *topology::shape::parse("ring:4"), int64_t{1} << 22);
+        auto rr      = tuner::rank_algorithms(on_ring, p, algorithms::port_model::per_edge, {});
+        assert_true(find(rr, "bidir-ring")->time_s < find(rr, "ring")->time_s);
+    }
+}
+
 // With the reduction counted, two ranks' large all-reduce goes to the reduce-scatter based
 // algorithms (each rank combines M/2) rather than recursive doubling (M), which the α-β
 // forms alone rank first by one α.
@@ -444,5 +463,6 @@ LOOM_TEST_MAIN("tuner", cmocka_unit_test(calibration_line_round_trips),
                cmocka_unit_test(admits_states_the_in_network_constraint),
                cmocka_unit_test(ranking_equals_closed_forms), cmocka_unit_test(ranking_crossovers),
                cmocka_unit_test(ranking_counts_the_reduction),
+               cmocka_unit_test(bidir_ring_costed_single_port_on_a_switch),
                cmocka_unit_test(size_buckets_and_representatives),
                cmocka_unit_test(explanation_text_names_everything))
