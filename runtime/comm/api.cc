@@ -16,6 +16,7 @@ using loom::comm::call_kind;
 using loom::comm::communicator;
 using loom::comm::guarded;
 using loom::comm::null_argument;
+using loom::comm::raw;
 using loom::comm::request_handle;
 
 loom_status_t loom::comm::null_argument(const char* what, const char* name) {
@@ -58,16 +59,6 @@ loom_status_t run_call(loom_comm_t comm, const call_args& a, loom_request_t* req
         *req = c.handle_value(*h);
         return LOOM_SUCCESS;
     });
-}
-
-// The integer a C caller passed for an enum parameter, read from its bytes: C may pass any
-// int, and loading an out-of-range value as a C++ enum is undefined behaviour.
-template <class Enum>
-int raw(const Enum& e) {
-    static_assert(sizeof(Enum) == sizeof(int));
-    int v;
-    std::memcpy(&v, &e, sizeof v);
-    return v;
 }
 
 call_args make_args(call_kind kind, const void* send, void* recv, size_t count, loom_dtype_t dtype,

@@ -2,6 +2,7 @@
 // What a loom_comm_t points to, and the guards every entry point of the C API shares.
 #pragma once
 
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -30,6 +31,16 @@ loom_status_t guarded(const char* what, F&& body) {
     } catch (const std::exception& e) {
         return record_error(internal_error(std::string(what) + ": " + e.what()), -1, what);
     }
+}
+
+/// The integer a C caller passed for an enum parameter, read from its bytes: C may pass any
+/// int, and loading an out-of-range value as a C++ enum is undefined behaviour.
+template <class Enum>
+int raw(const Enum& e) {
+    static_assert(sizeof(Enum) == sizeof(int));
+    int v;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
 }
 
 }  // namespace loom::comm

@@ -24,6 +24,7 @@ namespace {
 
 using loom::comm::guarded;
 using loom::comm::null_argument;
+using loom::comm::raw;
 using loom::comm::record_error;
 
 loom_status_t load(loom_comm_t comm, std::string_view text, std::string origin,
@@ -66,14 +67,6 @@ loom::status read_attr(const loom_coll_attr_t* at, double* timeout_s) {
             "fixes its own)");
     }
     return loom::status::ok();
-}
-
-template <class Enum>
-int raw(const Enum& e) {
-    static_assert(sizeof(Enum) == sizeof(int));
-    int v;
-    std::memcpy(&v, &e, sizeof v);
-    return v;
 }
 
 }  // namespace
