@@ -67,6 +67,10 @@ info_ptr hints_for(const fabric_request& request, const std::string& provider) {
 // fits the buffer (the same run then completes every time). libfabric reads the variable
 // once, when it first loads its providers, so it is set before loom's first fi_getinfo,
 // and only where the user has not chosen a window.
+// The rxm buffer libfabric uses: the user's, else loom's default where loom sets it, else
+// libfabric's own (written once, by default_provider_settings()).
+size_t rxm_buffer_in_effect = rxm_libfabric_buffer;
+
 void default_provider_settings() {
     static std::once_flag once;
     std::call_once(once, [] {
@@ -83,8 +87,12 @@ void default_provider_settings() {
         if (params::rxm_buffer_size.is_set()) {
             // Possibly set through loom's configuration: libfabric reads only the environment.
             setenv(name.c_str(), std::to_string(params::rxm_buffer_size.get()).c_str(), 0);
+            if (params::rxm_buffer_size.get() > 0) {
+                rxm_buffer_in_effect = size_t(params::rxm_buffer_size.get());
+            }
         } else if (wanted.empty() || wanted == "tcp;ofi_rxm") {
             setenv(name.c_str(), std::to_string(rxm_default_buffer).c_str(), 0);
+            rxm_buffer_in_effect = rxm_default_buffer;
             // rxm posts that many buffers per connection, and touches them: 4x the memory.
             if (!params::rxm_msg_rx_size.is_set()) {
                 setenv(std::string(params::rxm_msg_rx_size.name()).c_str(),
@@ -154,9 +162,7 @@ std::string error_text(int rc) {
 
 size_t rxm_buffer_bytes() {
     default_provider_settings();
-    const char* v = getenv(std::string(params::rxm_buffer_size.name()).c_str());
-    long long n   = v != nullptr ? std::atoll(v) : 0;
-    return n > 0 ? size_t(n) : rxm_libfabric_buffer;
+    return rxm_buffer_in_effect;
 }
 
 std::string requested_provider() {
