@@ -94,19 +94,32 @@ status engine_impl::prepare(request& r, std::shared_ptr<const plan> p, const cal
         return invalid_argument("no reduction for dtype " + std::to_string(pl.dtype) + " and op " +
                                 std::to_string(b.op));
     }
-    r.p       = std::move(p);
-    r.buffers = b;
-    r.output  = static_cast<std::byte*>(b.output);
-    r.input   = static_cast<const std::byte*>(b.input);
+    r.p           = std::move(p);
+    r.buffers     = b;
+    r.output      = static_cast<std::byte*>(b.output);
+    r.input       = static_cast<const std::byte*>(b.input);
+    r.input_aside = r.input;
     // In place (or any overlap): the schedule may overwrite output elements before it has
-    // read the input ones, so the input is copied aside first.
+    // read the input ones. Those inputs are copied aside first: the ranges the plan found at
+    // risk (in_place.hh), or the whole input for an overlap it did not analyse.
     auto in_lo  = reinterpret_cast<uintptr_t>(b.input),
          out_lo = reinterpret_cast<uintptr_t>(b.output);
     if (pl.input_bytes > 0 && pl.output_bytes > 0 && in_lo < out_lo + pl.output_bytes &&
         out_lo < in_lo + pl.input_bytes) {
-        r.input_copy.resize(pl.input_bytes);
-        std::memcpy(r.input_copy.data(), b.input, pl.input_bytes);
-        r.input = r.input_copy.data();
+        const auto shift = static_cast<int64_t>(in_lo - out_lo);
+        if (pl.in_place_analysed && shift == pl.in_place_shift) {
+            if (!pl.in_place_aside.empty()) {
+                r.input_copy.resize(pl.input_bytes);
+                for (const auto& [lo, hi] : pl.in_place_aside) {
+                    std::memcpy(r.input_copy.data() + lo, r.input + lo, hi - lo);
+                }
+                r.input_aside = r.input_copy.data();
+            }
+        } else {
+            r.input_copy.resize(pl.input_bytes);
+            std::memcpy(r.input_copy.data(), b.input, pl.input_bytes);
+            r.input = r.input_aside = r.input_copy.data();
+        }
     }
     r.scratch.resize(pl.scratch_bytes);
     r.staging.resize(pl.staging_bytes);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "base/wire_tag.hh"
+#include "engine/in_place.hh"
 #include "engine/plan.hh"
 
 namespace loom::engine {
@@ -151,6 +152,7 @@ result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
         p->steps[i].dependents_begin = fan_out[i];
         p->steps[i].dependents_end   = fan_out[i + 1];
     }
+    analyse_in_place(rs, *p);
     return std::shared_ptr<const plan>(std::move(p));
 }
 

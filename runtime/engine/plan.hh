@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.hh"
@@ -12,7 +13,9 @@
 namespace loom::engine {
 
 /// Where a step's bytes are: a buffer and a byte offset.
-enum class buffer : uint8_t { none, input, output, scratch, staging };
+/// input_aside: input bytes an in-place call set aside before its output overwrote them
+/// (in_place.hh); outside such a call it is the input itself.
+enum class buffer : uint8_t { none, input, output, scratch, staging, input_aside };
 
 struct plan_step {
     schedule::step_kind kind;
@@ -49,6 +52,14 @@ class plan {
     std::vector<int32_t> ack_from, ack_to;
     /// Output elements that hold a reduction (LOOM_AVG divides them at the end): bytes.
     int64_t reduced_output_bytes = 0;
+    /// In place with the input `in_place_shift` bytes into the output (loom.h's convention:
+    /// 0, or this rank's block for all-gather): only `in_place_aside` (input byte ranges,
+    /// sorted, disjoint) is copied aside before the call starts, and the steps that read it
+    /// read buffer::input_aside (in_place.hh). Not analysed, or another overlap: the whole
+    /// input is copied aside.
+    bool in_place_analysed = false;
+    int64_t in_place_shift = 0;
+    std::vector<std::pair<int64_t, int64_t>> in_place_aside;
 };
 
 }  // namespace loom::engine

@@ -20,8 +20,9 @@ class request {
   public:
     std::shared_ptr<const plan> p;
     call_buffers buffers;
-    const std::byte* input = nullptr;
-    std::byte* output      = nullptr;
+    const std::byte* input       = nullptr;
+    const std::byte* input_aside = nullptr;  // buffer::input_aside (plan.hh)
+    std::byte* output            = nullptr;
     std::vector<std::byte> scratch, staging, input_copy;
     std::vector<uint32_t> waiting;  // unfinished dependencies per step
     std::vector<step_state> state;
@@ -55,6 +56,8 @@ class request {
         switch (b) {
             case buffer::input:
                 return const_cast<std::byte*>(input) + offset;
+            case buffer::input_aside:
+                return const_cast<std::byte*>(input_aside) + offset;
             case buffer::output:
                 return output + offset;
             case buffer::scratch:

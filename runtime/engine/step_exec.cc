@@ -94,7 +94,11 @@ bool engine_impl::execute(request& r, uint32_t i) {
             break;
         case schedule::step_kind::local_copy:
             if (s.bytes > 0) {  // empty regions may have null buffers
-                std::memmove(r.at(s.dst_buf, s.dst), r.at(s.src_buf, s.src), s.bytes);
+                std::byte* to         = r.at(s.dst_buf, s.dst);
+                const std::byte* from = r.at(s.src_buf, s.src);
+                if (to != from) {  // in place, a copy onto itself is skipped
+                    std::memmove(to, from, s.bytes);
+                }
             }
             complete(r, i);
             return true;
