@@ -82,6 +82,10 @@ void analyse_in_place(const schedule::rank_schedule& rs, plan& p) {
         }
     }
     p.in_place_shift = shift;
+    if (readers.empty() || writers.empty()) {
+        p.in_place_analysed = true;  // nothing read from the input, or nothing written on it
+        return;
+    }
     const auto words = static_cast<size_t>((nbits + 63) / 64);
     if (static_cast<int64_t>(p.steps.size()) * nbits > in_place_budget_bits ||
         static_cast<int64_t>(writers.size()) * static_cast<int64_t>(readers.size()) >
@@ -95,7 +99,7 @@ void analyse_in_place(const schedule::rank_schedule& rs, plan& p) {
         const schedule::step& s = rs.steps[i];
         for (int d = 0; d < s.ndeps; ++d) {
             const uint32_t dep     = rs.deps_of(s)[d];
-            const uint64_t* theirs = &ancestors[dep * words];
+            const uint64_t* theirs = ancestors.data() + size_t{dep} * words;
             for (size_t w = 0; w < words; ++w) {
                 mine[w] |= theirs[w];
             }
@@ -108,7 +112,7 @@ void analyse_in_place(const schedule::rank_schedule& rs, plan& p) {
               [](const access& a, const access& b) { return a.lo < b.lo; });
     std::vector<uint8_t> at_risk(readers.size(), 0);
     for (const access& w : writers) {
-        const uint64_t* before = &ancestors[w.step * words];
+        const uint64_t* before = ancestors.data() + size_t{w.step} * words;
         for (size_t k = 0; k < readers.size() && readers[k].lo < w.hi; ++k) {
             const access& r = readers[k];
             if (r.hi <= w.lo) {
