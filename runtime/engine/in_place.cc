@@ -95,7 +95,7 @@ void analyse_in_place(const schedule::rank_schedule& rs, plan& p) {
     // Ancestors among the reading steps; dependencies point backwards (step.hh).
     std::vector<uint64_t> ancestors(p.steps.size() * words, 0);
     for (uint32_t i = 0; i < p.steps.size(); ++i) {
-        uint64_t* mine          = &ancestors[i * words];
+        uint64_t* mine          = ancestors.data() + size_t{i} * words;
         const schedule::step& s = rs.steps[i];
         for (int d = 0; d < s.ndeps; ++d) {
             const uint32_t dep     = rs.deps_of(s)[d];
