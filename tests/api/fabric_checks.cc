@@ -96,7 +96,7 @@ void check_links_are_neighbours(rank_context& ctx, const topology::shape& fabric
 }
 
 void check_dor_relay_link_loads(rank_context& ctx, const topology::shape& fabric,
-                                routing::tie_rule ties) {
+                                routing::tie_rule ties, int segments) {
     const size_t block = 1000;  // float32 per (source, destination) pair
     auto n             = static_cast<size_t>(ctx.size);
     std::vector<float> in(n * block), out(n * block, -1.0f);
@@ -107,6 +107,7 @@ void check_dor_relay_link_loads(rank_context& ctx, const topology::shape& fabric
         }
     }
     loom_coll_attr_t a = attr_naming("dor-relay");
+    a.segments         = segments;
     loom_status_t st   = LOOM_SUCCESS;
     auto moved         = moved_by(ctx, [&] {
         st = loom_alltoall(ctx.comm, in.data(), out.data(), block, LOOM_FLOAT32, &a, nullptr);
@@ -144,10 +145,10 @@ void check_dor_relay_link_loads(rank_context& ctx, const topology::shape& fabric
         ctx.check(l.forwarded_msgs == 0, where(ctx, "dor-relay forwarded by the driver", l.peer));
     }
     std::printf(
-        "rank %d: dor-relay all-to-all on %s (%s): %llu..%llu blocks per outgoing link, "
+        "rank %d: dor-relay all-to-all on %s (%s, P = %d): %llu..%llu blocks per outgoing link, "
         "as routed\n",
         ctx.rank, fabric.to_string().c_str(), std::string(routing::tie_rule_name(ties)).c_str(),
-        (unsigned long long)least, (unsigned long long)most);
+        segments, (unsigned long long)least, (unsigned long long)most);
 }
 
 void check_dims_phases(rank_context& ctx, const topology::shape& fabric, routing::tie_rule ties) {

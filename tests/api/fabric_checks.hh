@@ -16,9 +16,11 @@ void check_links_are_neighbours(rank_context& ctx, const topology::shape& fabric
 /// dor-relay all-to-all: on every directed link this rank drives, the bytes sent equal the
 /// number of (source, destination) routes that cross it (routing::route under `ties`) times
 /// the block size, and nothing is forwarded by the driver (the schedule relays every hop
-/// itself). docs/references.md#dor-ties's 4x4 counts under either tie rule.
+/// itself). docs/references.md#dor-ties's 4x4 counts under either tie rule. With `segments`
+/// P > 1 each block crosses each link as P messages (uneven when P does not divide it), and
+/// the bytes are still the routes' loads.
 void check_dor_relay_link_loads(rank_context& ctx, const topology::shape& fabric,
-                                routing::tie_rule ties);
+                                routing::tie_rule ties, int segments = 1);
 
 /// dims all-reduce: each phase talks only along its own dimension. From the schedule: every
 /// send goes to a neighbour along exactly one dimension, and the dimensions of the sends in

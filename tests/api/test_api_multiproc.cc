@@ -298,6 +298,7 @@ void from_env_workload(rank_context& ctx, const void* raw) {
     if (fabric.is_ok()) {
         check_links_are_neighbours(ctx, *fabric);
         check_dor_relay_link_loads(ctx, *fabric, ties);
+        check_dor_relay_link_loads(ctx, *fabric, ties, 3);
         check_dims_phases(ctx, *fabric, ties);
     }
 }
