@@ -92,7 +92,12 @@ void engine_impl::begin_acks(request& r) {
     }
 }
 
+// Every step is done, so every message from the peers this rank acknowledges has arrived:
+// it says so now, not when its own acknowledgements are in. Acknowledging only at the end
+// would deadlock wherever the one-way peers form a cycle (a ring broadcast whose last rank
+// sends back to the root: each rank would wait for the next one's acknowledgement).
 void engine_impl::steps_done(request& r) {
+    send_acks(r);
     if (r.acks_missing == 0) {
         finish(r);
     }

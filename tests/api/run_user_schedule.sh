@@ -104,6 +104,29 @@ if [ "$rc" -eq 2 ] && grep -q "loom-bench: .*computes allreduce, not allgather" 
 else
     fail "loom-bench refuses a schedule of another collective" "exit $rc" "$(tail -n 3 "$tmp/out")"
 fi
+# A broadcast whose one-way peers form a cycle (0 sends to 1, 1 to 2, 2 back to the root):
+# each rank acknowledges what it received once its steps are done, so none waits on the
+# next one's acknowledgement (before, all three waited until the deadline).
+cat >"$tmp/cycle.txt" <<'SCHEDULE'
+loom-schedule 1
+collective=broadcast ranks=3 count=3 root=0 peer=1 dtype_size=4 segments=1 channels=1 algorithm=closed-ring topology=star:3
+rank 0 scratch=0
+  0 local_copy dst=out@0+3 src=in@0+3
+  1 send peer=1 src=in@0+3
+  2 recv peer=2 dst=out@0+1 deps=0
+rank 1 scratch=0
+  0 recv peer=0 dst=out@0+3
+  1 send peer=2 src=out@0+3 deps=0
+rank 2 scratch=0
+  0 recv peer=1 dst=out@0+3
+  1 send peer=0 src=out@0+1 deps=0
+SCHEDULE
+for t in shm tcp; do
+    ok_run "a broadcast whose acknowledgements form a cycle completes over $t" \
+        timeout 60 "$loomrun" -n 3 --transport "$t" -- "$bench" broadcast \
+        --schedule "$tmp/cycle.txt" -c 1 -n 3 -w 1
+    has "the cyclic broadcast's results are right over $t" "Out of bounds values : 0 OK"
+done
 expect_refusal "loom-bench --schedule with -b" 2 "drop -b" \
     "$bench" allreduce --schedule "$tmp/ring.txt" -b 1K
 
