@@ -13,12 +13,19 @@
 //     smaller) messages in the first round and no empty ones for missing ranks. N = 8: R0
 //     sends blocks 4..7 to R4; then 2..3 to R2 while R4 sends 6..7 to R6; then R0, R2, R4,
 //     R6 send one block each to R1, R3, R5, R7. One transfer per rank per round, L rounds.
-//   all-gather: ring_allgather (ring_patterns) over the ring root, root+1, …, each rank
-//     starting as soon as its own scatter is done; N - 1 steps of one block each. The root's
-//     own block is copied from the input into the output (in place: nothing to copy); the
-//     other blocks reach it round the ring, so it never copies the whole vector. A rank also
-//     receives round the ring the blocks it forwarded in the scatter, as the standard
-//     algorithm does: the ring stays uniform (one block per step for everyone).
+//   all-gather: a ring all-gather over root, root+1, …, root+N-1, open at the root. Each
+//     rank starts as soon as its own scatter is done; in step t = 1..N-1 position v sends
+//     block (v-t+1) mod N right and receives block (v-t) mod N from the left, as
+//     ring_patterns' ring_allgather does, except that the root already holds every block:
+//     it copies its input to its output (in place: nothing to copy), receives nothing, and
+//     sends in step t, from its input, the block the closed ring would have brought it, so
+//     the last rank sends nothing back. The same rounds and bytes as the closed ring with
+//     N - 1 fewer messages, and every message goes from a lower position to a higher one:
+//     the engine's completion acknowledgements of a broadcast (a rank that only sends to a
+//     peer waits for that peer to complete) follow those edges, and a closed ring would make
+//     them a cycle that never completes (N = 4: 0 → 2 → 3 → 0). A rank also receives round
+//     the ring the blocks it forwarded in the scatter, as the standard algorithm does: the
+//     ring stays uniform (one block per step for everyone).
 //   Segments: P is not used. Every transfer already moves whole blocks; cutting them would
 //     add α per piece without taking a byte off the critical path, which is the root's
 //     chain of scatter sends followed by N - 1 ring steps.
@@ -92,6 +99,34 @@ phase_end binomial_scatter(schedule::builder& b, const std::vector<int>& members
     return end;
 }
 
+// The ring all-gather open at the root (see above): position v holds block v in `out` (the
+// root every block in `in`) after `after`; every block ends in `out` everywhere.
+void open_ring_allgather(schedule::builder& b, const std::vector<int>& members, int v,
+                         const block_layout& blocks, vector_at in, vector_at out, phase_end after) {
+    const int n = static_cast<int>(members.size());
+    if (v == 0) {
+        if (!(in.all(blocks.total()) == out.all(blocks.total()))) {
+            b.local_copy(out.all(blocks.total()), in.all(blocks.total()));
+        }
+        step_id prev_send = after.last_send;
+        for (int t = 1; n > 1 && t < n; ++t) {
+            prev_send =
+                b.send(members[1], in.block(blocks, mod(1 - t, n)), {prev_send}, allgather_tag);
+        }
+        return;
+    }
+    const bool last   = v + 1 == n;
+    step_id prev_recv = after.last_recv, prev_send = after.last_send;
+    for (int t = 1; t < n; ++t) {
+        if (!last) {
+            prev_send = b.send(members[v + 1], out.block(blocks, mod(v - t + 1, n)),
+                               {prev_recv, prev_send}, allgather_tag);
+        }
+        prev_recv = b.recv(members[v - 1], out.block(blocks, mod(v - t, n)),
+                           {prev_recv, after.last_send}, allgather_tag);
+    }
+}
+
 status build_broadcast(const call& c, int rank, schedule::builder& b) {
     const int n = c.nranks;
     std::vector<int> members(n);
@@ -101,10 +136,8 @@ status build_broadcast(const call& c, int rank, schedule::builder& b) {
     const int v        = mod(rank - c.root, n);
     const auto blocks  = block_layout::even(c.count, n);
     const vector_at in = {buffer_id::input, 0}, out = {buffer_id::output, 0};
-    phase_end scattered = binomial_scatter(b, members, v, blocks, in, out);
-    // The root's own block comes from its input; everyone else's is in the output already.
-    ring_allgather(b, members, v, blocks, (v == 0 ? in : out).block(blocks, v), out, scattered,
-                   allgather_tag);
+    open_ring_allgather(b, members, v, blocks, in, out,
+                        binomial_scatter(b, members, v, blocks, in, out));
     return status::ok();
 }
 
@@ -123,7 +156,8 @@ cost cost_broadcast(const cost_query& q) {
 const algorithm broadcast_scatter_allgather{
     "scatter-allgather",
     collective::broadcast,
-    "binomial scatter of N blocks from the root, then a ring all-gather (van de Geijn)",
+    "binomial scatter of N blocks from the root, then a ring all-gather open at the root (van de "
+    "Geijn)",
     "(L+N-1)α + 2(N-1)/N·M/BW, L = ⌈log2N⌉; single-port the same",
     "any N, any root, any count; P not used",
     any_call,
