@@ -46,10 +46,10 @@
 //     lies between (L+N-1)α + 2(N-1)·⌊count/N⌋·s/BW and
 //     (L+N-1)α + (count + (N-2)·⌈count/N⌉)·s/BW. count < N leaves empty blocks: their
 //     messages still make their round trip (α each).
-//   Against the others (per-edge): binomial's L·M/BW at P = 1 for (N-1)α more; the
-//     pipelined chain's (N+P-2)(α + M/(P·BW)) tends to M/BW, below 2(N-1)/N·M/BW, but needs
-//     P* = √((N-2)·M/(α·BW)) segments to get near it. This one reaches its BW term with N + L - 1
-//     messages, which is where it wins: mid sizes, N small enough for the (N-1)α.
+//   Against the others (per-edge): it beats binomial's L·M/BW at P = 1 from N = 4 on, for
+//     (N-1)α more; the pipelined chain's (N+P-2)(α + M/(P·BW)) tends to M/BW, below
+//     2(N-1)/N·M/BW, but needs P* = √((N-2)·M/(α·BW)) segments to get near it. This one
+//     reaches its BW term in L + N - 1 rounds: large vectors, N small enough for (N-1)α.
 //
 // Constraints
 //   Any N ≥ 1, any count (0 and count < N included), any root, P ignored, any topology
