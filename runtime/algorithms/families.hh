@@ -12,6 +12,7 @@ namespace loom::algorithms {
 std::vector<const algorithm*> family_ring();                // ring.cc
 std::vector<const algorithm*> family_ring_bidirectional();  // ring_bidirectional.cc
 std::vector<const algorithm*> family_binomial();            // binomial.cc
+std::vector<const algorithm*> family_scatter_allgather();   // scatter_allgather.cc
 std::vector<const algorithm*> family_double_binary_tree();  // double_binary_tree.cc
 std::vector<const algorithm*> family_recursive_doubling();  // recursive_doubling.cc
 std::vector<const algorithm*> family_rabenseifner();        // rabenseifner.cc

@@ -15,9 +15,9 @@ namespace {
 std::vector<const algorithm*> build_catalogue() {
     std::vector<const algorithm*> all;
     for (auto family :
-         {family_ring, family_ring_bidirectional, family_binomial, family_double_binary_tree,
-          family_recursive_doubling, family_rabenseifner, family_pat, family_bruck,
-          family_alltoall_pairwise, family_alltoall_relay, family_torus_dims,
+         {family_ring, family_ring_bidirectional, family_binomial, family_scatter_allgather,
+          family_double_binary_tree, family_recursive_doubling, family_rabenseifner, family_pat,
+          family_bruck, family_alltoall_pairwise, family_alltoall_relay, family_torus_dims,
           family_dims_rabenseifner, family_hier_ring, family_sendrecv, family_inc}) {
         auto part = family();
         all.insert(all.end(), part.begin(), part.end());

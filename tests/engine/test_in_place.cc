@@ -202,7 +202,7 @@ void ring_allreduce_sets_nothing_aside(void**) {
 
 // The root of an in-place broadcast neither sets its input aside nor copies it onto itself.
 void broadcast_root_copies_nothing(void**) {
-    for (const char* algo : {"binomial", "ring"}) {
+    for (const char* algo : {"binomial", "ring", "scatter-allgather"}) {
         auto p = catalogue_plan("broadcast", algo, 4, 0);
         assert_true(p->in_place_analysed);
         if (!p->in_place_aside.empty()) {

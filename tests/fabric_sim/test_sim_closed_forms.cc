@@ -2,6 +2,7 @@
 // The simulator reproduces every exact closed form (relative error < 1e-9 in time, n_alpha
 // and n_beta), under the port model the formula states, over many N and shapes. Counts are
 // multiples of N (and of P) so blocks and segments are equal, as the forms assume.
+#include "algorithms/util.hh"
 #include "sim_test.hh"
 #include "test_case.hh"
 
@@ -50,6 +51,52 @@ static void binomial_unpipelined_equals_closed_forms(void**) {
     expect_on_stars(collective::broadcast, "binomial", both_ports, 60, true);
     expect_on_stars(collective::reduce, "binomial", both_ports, 60, true);
     expect_on_stars(collective::allreduce, "reduce-broadcast", both_ports);
+}
+
+// (L+N-1)α + 2(N-1)/N·M/BW, per-edge and single-port, every N of the issue and three roots;
+// with segments asked for too (P is not used, so the form is the same).
+static void scatter_allgather_equals_closed_form(void**) {
+    expect_on_stars(collective::broadcast, "scatter-allgather", both_ports, 60, true);
+    const auto& a = test::find_algorithm(collective::broadcast, "scatter-allgather");
+    for (int n : {3, 8, 13}) {
+        for (port_model p : both_ports) {
+            test::expect_closed_form(a, test::make_call(collective::broadcast, n, n * 60, 1, 4),
+                                     test::generic_fabric(p));
+        }
+    }
+}
+
+// Uneven blocks (count % N ≠ 0) and empty ones (count < N): the simulated time lies between
+// the header's bounds, (L+N-1)α + 2(N-1)·⌊c/N⌋·s/BW and (L+N-1)α + (c + (N-2)·⌈c/N⌉)·s/BW
+// (the scatter is exactly (c - ⌈c/N⌉)·s/BW, each ring step moves at most ⌈c/N⌉).
+static void scatter_allgather_uneven_blocks_within_bounds(void**) {
+    const auto& a = test::find_algorithm(collective::broadcast, "scatter-allgather");
+    int checked   = 0;
+    for (int n : test::standard_ranks()) {
+        if (n == 1) {
+            continue;
+        }
+        for (int64_t count :
+             {int64_t{1}, int64_t{n - 1}, int64_t{n} * 60 + 1, int64_t{n} * 60 + n - 1}) {
+            for (port_model p : both_ports) {
+                auto f      = test::generic_fabric(p);
+                auto c      = test::make_call(collective::broadcast, n, count, n / 2);
+                auto r      = test::simulate_call(a, c, f);
+                double s    = c.dtype_size / f.bw_bytes_per_s;
+                double hops = (algorithms::ceil_log2(n) + n - 1) * f.alpha_s;
+                double lo   = hops + 2.0 * (n - 1) * static_cast<double>(count / n) * s;
+                double ceil = static_cast<double>((count + n - 1) / n);
+                double hi   = hops + (static_cast<double>(count) + (n - 2) * ceil) * s;
+                if (r.time_s < lo * (1 - 1e-9) || r.time_s > hi * (1 + 1e-9)) {
+                    LOOM_FAIL(test::describe_call(a, c) + " " + test::ports_name(f) +
+                              ": simulated " + test::fmt(r.time_s) + " s, outside [" +
+                              test::fmt(lo) + ", " + test::fmt(hi) + "]");
+                }
+                ++checked;
+            }
+        }
+    }
+    assert_true(checked > 100);
 }
 
 // DBT at P = 1: per-edge for every N; single-port where the form is exact (N = 2^D, and N = 4
@@ -191,6 +238,8 @@ LOOM_TEST_MAIN(
               expect_on_stars(collective::allreduce, "rabenseifner", both_ports)),
     cmocka_unit_test(binomial_unpipelined_equals_closed_forms),
     cmocka_unit_test(dbt_unpipelined_equals_closed_forms),
+    cmocka_unit_test(scatter_allgather_equals_closed_form),
+    cmocka_unit_test(scatter_allgather_uneven_blocks_within_bounds),
     cmocka_unit_test(hier_ring_equals_closed_form_on_a_torus_and_routed_count_on_a_mesh),
     cmocka_unit_test(pat_bruck_and_sendrecv_equal_closed_forms),
     // ring-relay per-edge: its busiest link's waves (docs/references.md#ring-relay-load) are what

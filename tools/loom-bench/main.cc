@@ -73,6 +73,7 @@ bool likely_rank0() {
 std::vector<std::string> catalogue_names(loom_collective_t c) {
     switch (c) {
         case LOOM_BROADCAST:
+            return {"ring", "binomial", "scatter-allgather", "dims", "dims-one-way"};
         case LOOM_REDUCE:
             return {"ring", "binomial", "dims", "dims-one-way"};
         case LOOM_ALLREDUCE:
