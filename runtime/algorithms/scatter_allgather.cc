@@ -20,10 +20,9 @@
 //     it copies its input to its output (in place: nothing to copy), receives nothing, and
 //     sends in step t, from its input, the block the closed ring would have brought it, so
 //     the last rank sends nothing back. The same rounds and bytes as the closed ring with
-//     N - 1 fewer messages, and every message goes from a lower position to a higher one:
-//     the engine's completion acknowledgements of a broadcast (a rank that only sends to a
-//     peer waits for that peer to complete) follow those edges, and a closed ring would make
-//     them a cycle that never completes (N = 4: 0 → 2 → 3 → 0). A rank also receives round
+//     N - 1 fewer messages, and every message goes from a lower position to a higher one, so
+//     the broadcast's completion acknowledgements (a rank that only sends to a peer waits
+//     for that peer's) form a tree rather than a cycle. A rank also receives round
 //     the ring the blocks it forwarded in the scatter, as the standard algorithm does: the
 //     ring stays uniform (one block per step for everyone).
 //   Segments: P is not used. Every transfer already moves whole blocks; cutting them would
