@@ -69,8 +69,9 @@ result<std::unique_ptr<user_schedule>> user_schedule::load(communicator& comm,
     out->origin_ = std::move(origin);
     // Hashed in its canonical form, so the same schedule written as text or as JSON (or with
     // other spacing) runs as the same call on every rank.
-    out->text_hash_ = fnv1a64(schedule::to_text(s));
-    out->mine_      = std::move(s.ranks[static_cast<size_t>(comm.rank())]);
+    out->text_hash_            = fnv1a64(schedule::to_text(s));
+    out->acks_when_steps_done_ = engine::one_way_roles_cycle(s);
+    out->mine_                 = std::move(s.ranks[static_cast<size_t>(comm.rank())]);
     if (has_in_network_steps(out->mine_) && !comm.in_network()) {
         return not_supported(out->origin_ +
                              ": the schedule has inc_push/inc_pull steps and no aggregation "
@@ -119,7 +120,8 @@ result<std::shared_ptr<const engine::plan>> user_schedule::plan_for(const schedu
                            static_cast<uint64_t>(op)}) {
             sig = splitmix64(sig ^ v);
         }
-        auto p = engine::compile(info_, mine_, static_cast<loom_dtype_t>(call.dtype), sig);
+        auto p = engine::compile(info_, mine_, static_cast<loom_dtype_t>(call.dtype), sig,
+                                 acks_when_steps_done_);
         if (!p) {
             return status(p.error()).prefix(who + ": ");
         }

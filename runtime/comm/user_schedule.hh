@@ -66,8 +66,9 @@ class user_schedule {
 
     communicator* comm_ = nullptr;
     schedule::schedule_info info_;
-    schedule::rank_schedule mine_;  // this rank's steps; the others were only verified
-    uint64_t text_hash_ = 0;        // of the schedule's canonical text form
+    schedule::rank_schedule mine_;       // this rank's steps; the others were only verified
+    bool acks_when_steps_done_ = false;  // its one-way roles form a cycle (engine.hh)
+    uint64_t text_hash_        = 0;      // of the schedule's canonical text form
     std::string origin_;
     std::array<std::shared_ptr<const engine::plan>, size_t{LOOM_DTYPE_COUNT} * LOOM_OP_COUNT>
         plans_{};

@@ -92,12 +92,13 @@ void engine_impl::begin_acks(request& r) {
     }
 }
 
-// Every step is done, so every message from the peers this rank acknowledges has arrived:
-// it says so now, not when its own acknowledgements are in. Acknowledging only at the end
-// would deadlock wherever the one-way peers form a cycle (a ring broadcast whose last rank
-// sends back to the root: each rank would wait for the next one's acknowledgement).
+// A rank acknowledges when it completes, so a mismatch anywhere downstream also fails the
+// ranks upstream; in a schedule whose one-way roles form a cycle that would deadlock, so
+// there it acknowledges as soon as its own steps are done (engine.hh one_way_roles_cycle).
 void engine_impl::steps_done(request& r) {
-    send_acks(r);
+    if (r.p->acks_when_steps_done) {
+        send_acks(r);
+    }
     if (r.acks_missing == 0) {
         finish(r);
     }

@@ -40,9 +40,19 @@ class plan;  // compiled schedule (engine/plan.hh)
 /// comm layer hashes primitive, count, dtype, op, root, algorithm); it travels with every
 /// message so mismatched calls across ranks are detected before any data lands. Fails
 /// (invalid argument) when a tag or message count does not fit the wire format.
+/// `acks_when_steps_done`: for a schedule whose one-way roles form a cycle
+/// (one_way_roles_cycle), acknowledge as soon as this rank's steps are done.
 result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
                                             const schedule::rank_schedule& steps,
-                                            loom_dtype_t dtype, uint64_t signature);
+                                            loom_dtype_t dtype, uint64_t signature,
+                                            bool acks_when_steps_done = false);
+
+/// True when the ranks that only send to a peer (and wait for its acknowledgement, plan.hh)
+/// form a cycle: 0 waits for 1, 1 for 2, 2 for 0. Acknowledging only on completion, as
+/// loom does to make a mismatch anywhere downstream fail the ranks upstream, would then
+/// deadlock; such a schedule runs with acknowledgements sent when each rank's steps are done.
+/// The catalogue's schedules have no such cycle (engine_acks checks them).
+bool one_way_roles_cycle(const schedule::schedule& s);
 
 enum class progress_mode { caller, thread };
 

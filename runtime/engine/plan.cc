@@ -74,7 +74,7 @@ void one_way_peers(const schedule::rank_schedule& rs, std::vector<int32_t>* only
 
 result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
                                             const schedule::rank_schedule& rs, loom_dtype_t dtype,
-                                            uint64_t signature) {
+                                            uint64_t signature, bool acks_when_steps_done) {
     auto p      = std::make_shared<plan>();
     size_t elem = loom_dtype_size(dtype);
     if (elem == 0) {
@@ -90,6 +90,7 @@ result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
     p->output_bytes         = schedule::output_count(info, rs.rank) * e;
     p->scratch_bytes        = rs.scratch_count * e;
     p->reduced_output_bytes = reduced_output(info, rs.rank, elem);
+    p->acks_when_steps_done = acks_when_steps_done;
     p->steps.resize(rs.steps.size());
     // k per (peer, tag, direction): the k-th message of that pair and tag (step.hh's rule).
     std::map<std::tuple<int, uint32_t, bool>, uint32_t> counters;
@@ -154,6 +155,47 @@ result<std::shared_ptr<const plan>> compile(const schedule::schedule_info& info,
     }
     analyse_in_place(rs, *p);
     return std::shared_ptr<const plan>(std::move(p));
+}
+
+bool one_way_roles_cycle(const schedule::schedule& s) {
+    if (!needs_acks(s.info.coll)) {
+        return false;
+    }
+    // waits_for[r]: the peers rank r only sends to (plan::ack_from).
+    const size_t n = s.ranks.size();
+    std::vector<std::vector<int32_t>> waits_for(n);
+    for (size_t r = 0; r < n; ++r) {
+        std::vector<int32_t> only_received;
+        one_way_peers(s.ranks[r], &waits_for[r], &only_received);
+    }
+    // Depth-first search for a back edge: 0 unseen, 1 on the path, 2 done.
+    std::vector<uint8_t> mark(n, 0);
+    std::vector<std::pair<size_t, size_t>> path;  // (rank, next edge to follow)
+    for (size_t start = 0; start < n; ++start) {
+        if (mark[start] != 0) {
+            continue;
+        }
+        path.push_back({start, 0});
+        mark[start] = 1;
+        while (!path.empty()) {
+            auto& [at, edge] = path.back();
+            if (edge == waits_for[at].size()) {
+                mark[at] = 2;
+                path.pop_back();
+                continue;
+            }
+            auto next = static_cast<size_t>(waits_for[at][edge++]);
+            if (next >= n || mark[next] == 2) {
+                continue;
+            }
+            if (mark[next] == 1) {
+                return true;
+            }
+            mark[next] = 1;
+            path.push_back({next, 0});
+        }
+    }
+    return false;
 }
 
 }  // namespace loom::engine

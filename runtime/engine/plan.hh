@@ -50,6 +50,9 @@ class plan {
     /// its signature when it starts), and the peers it hears from and never sends to, which
     /// it acks when it completes.
     std::vector<int32_t> ack_from, ack_to;
+    /// Acknowledge when this rank's steps are done rather than when the call completes
+    /// (one_way_roles_cycle in engine.hh).
+    bool acks_when_steps_done = false;
     /// Output elements that hold a reduction (LOOM_AVG divides them at the end): bytes.
     int64_t reduced_output_bytes = 0;
     /// In place with the input `in_place_shift` bytes into the output (loom.h's convention:

@@ -260,6 +260,9 @@ void engine_impl::finish(request& r) {
         finish_average(r.output, p.dtype, p.reduced_output_bytes / p.element_bytes, p.info.nranks);
     }
     r.status.store(LOOM_SUCCESS, std::memory_order_release);  // R: test/wait acquire it
+    if (!p.acks_when_steps_done) {
+        send_acks(r);
+    }
 }
 
 std::string engine_impl::describe(const request& r, int step) const {
