@@ -12,6 +12,9 @@ for each request, so the script can check the status and grep the JSON.
                                    "never" after 5 s); timed in one process, so the figure is
                                    the controller's and not this script's start-up
   ctld_http.py ADDR RAW TEXT       sends TEXT as it is (a malformed request), prints the status
+  ctld_http.py ADDR GARBAGE N       sends N malformed requests (random bytes, bad request lines,
+                                   lengths and chunks, oversized headers), prints how many got
+                                   an HTTP answer
   ctld_http.py ADDR HANG SECONDS   listens on ADDR, accepts nothing, for SECONDS (a controller
                                    that never answers)
 Every wait is bounded (5 s); a failure to connect prints "000 <reason>".
@@ -19,6 +22,7 @@ Every wait is bounded (5 s); a failure to connect prints "000 <reason>".
 import argparse
 import http.client
 import json
+import random
 import socket
 import sys
 import time
@@ -59,6 +63,31 @@ def raw(host, port, text):
     return parts[1] if len(parts) > 1 else "000"
 
 
+def garbage(host, port, count):
+    rng = random.Random(15)
+    shapes = [
+        lambda: bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))),
+        lambda: b"GET /v1/status HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+        lambda: b"POST /v1/members HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n{",
+        lambda: b"POST /v1/members HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        lambda: b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n",
+        lambda: b"GET /v1/status HTTP/1.1\r\nX: " + b"b" * 20000 + b"\r\n\r\n",
+        lambda: b"GET /v1/members/99999999999999999999999/heartbeat HTTP/1.1\r\n\r\n",
+        lambda: b"\r\n\r\n\r\n",
+    ]
+    answered = 0
+    for i in range(count):
+        try:
+            with socket.create_connection((host, port), timeout=5) as s:
+                s.sendall(shapes[i % len(shapes)]())
+                s.shutdown(socket.SHUT_WR)
+                if s.recv(16).startswith(b"HTTP/1.1 "):
+                    answered += 1
+        except OSError:
+            pass
+    print(answered)
+
+
 def hang(host, port, seconds):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -91,6 +120,9 @@ def main():
     host, port = split(addr)
     if method == "RAW":
         print(raw(host, port, sys.argv[3]))
+        return
+    if method == "GARBAGE":
+        garbage(host, port, int(sys.argv[3]))
         return
     if method == "HANG":
         hang(host, port, float(sys.argv[3]))
