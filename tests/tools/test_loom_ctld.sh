@@ -4,9 +4,9 @@
 # (port 0) and loomctl against it. Join, heartbeat, leave; a member that stops heartbeating is
 # down within three periods (200 ms) and its next heartbeat is refused (410); the token
 # (401, counted in /metrics), malformed, oversized, unknown and wrong-method requests and the
-# rate limit (4xx, counted by reason, the server still serving) and 80 malformed requests; kill -9 and restart with the
-# same --state keeps every member and lease; SIGTERM stops it cleanly; a token file others can
-# read is refused at start; loomctl's verbs as a table and --json, its one-line errors and
+# rate limit (4xx, counted by reason, the server still serving), 80 malformed requests; kill -9
+# and restart with the same --state keeps every member and lease; SIGTERM stops it cleanly; a
+# token file others can read is refused at start; loomctl's verbs as a table and --json, its one-line errors and
 # exit codes, and no hang against a dead or silent controller.
 #
 # Usage: test_loom_ctld.sh PATH/TO/loom-ctld PATH/TO/loomctl    (Meson passes the binaries)
@@ -157,13 +157,14 @@ expect "a wrong kind: 400" 400 "host, dpu or switch" -- POST /v1/members "${auth
     --body '{"name":"n","kind":"router","addresses":[]}'
 expect "a body over --max-body: 413" 413 "" -- POST /v1/members "${auth[@]}" --body-bytes 10000
 expect "an unknown path: 404" 404 "no such path" -- GET /v1/nothing "${auth[@]}"
+expect "an unknown path without the token: 401, not 404" 401 "no bearer token" -- GET /v1/nothing
 expect "a wrong method: 405" 405 "not allowed" -- PUT /v1/members "${auth[@]}" --body '{}'
 expect "DELETE on /v1/status: 405" 405 "allowed: GET" -- DELETE /v1/status "${auth[@]}"
 got=$(http "$addr" RAW 'NOT A REQUEST\r\n\r\n')
 [ "$got" = 400 ] && pass "a malformed request line: 400" || fail "a malformed request line: 400" "$got"
 expect "the server still serves after the refusals" 200 '"api":"v1"' -- GET /v1/status "${auth[@]}"
 snap_metrics
-[ "$(metric 'loom_ctld_refused_total{reason="unauthorized"}')" = 4 ] &&
+[ "$(metric 'loom_ctld_refused_total{reason="unauthorized"}')" = 5 ] &&
     pass "/metrics counts the 401s" ||
     fail "/metrics counts the 401s" "$(flat "$tmp/metrics")"
 ok=1

@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -12,6 +13,8 @@
 #include "controller.hh"
 
 namespace loom::ctld {
+
+using namespace loom::control;  // the table this file serves
 namespace {
 
 using json = nlohmann::json;
@@ -219,13 +222,48 @@ void status_page(controller& ctl, httplib::Response& res) {
            {"members", counts}});
 }
 
-// The allowed methods of each path; any other gets 405, with the Allow header.
-void allow_only(httplib::Server& server, const std::string& pattern, const std::string& allowed) {
-    auto wrong = [allowed](const httplib::Request& req, httplib::Response& res) {
+using handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+// The checks in front of every route: the rate (429) and then the token (401), so a client
+// guessing tokens is slowed down too. False: refused, `res` says why. They run once the body
+// is read (within --max-body): a refusal before it would leave the body on the connection,
+// where it would be read as the next request.
+bool admitted(controller& ctl, const httplib::Request& req, httplib::Response& res) {
+    if (!ctl.limiter().allow(req.remote_addr)) {
+        res.set_header("Retry-After", "1");
+        refuse(res, 429, "too many requests from " + req.remote_addr + " (--rate)");
+        return false;
+    }
+    constexpr std::string_view scheme = "Bearer ";
+    std::string header                = req.get_header_value("Authorization");
+    if (header.size() <= scheme.size() ||
+        std::string_view(header).substr(0, scheme.size()) != scheme ||
+        !ctl.token_matches(std::string_view(header).substr(scheme.size()))) {
+        res.set_header("WWW-Authenticate", "Bearer realm=\"loom-ctld\"");
+        refuse(res, 401,
+               header.empty() ? "no bearer token (Authorization: Bearer TOKEN)"
+                              : "wrong bearer token");
+        return false;
+    }
+    return true;
+}
+
+handler guarded(controller& ctl, handler serve) {
+    return [&ctl, serve = std::move(serve)](const httplib::Request& req, httplib::Response& res) {
+        if (admitted(ctl, req, res)) {
+            serve(req, res);
+        }
+    };
+}
+
+// The allowed methods of each path; any other gets 405 (after the checks), with Allow.
+void allow_only(httplib::Server& server, controller& ctl, const std::string& pattern,
+                const std::string& allowed) {
+    handler wrong = guarded(ctl, [allowed](const httplib::Request& req, httplib::Response& res) {
         res.set_header("Allow", allowed);
         refuse(res, 405,
                req.method + " is not allowed on " + req.path + " (allowed: " + allowed + ")");
-    };
+    });
     std::string_view a = allowed;
     if (a.find("GET") == std::string_view::npos) {
         server.Get(pattern, wrong);
@@ -241,34 +279,16 @@ void allow_only(httplib::Server& server, const std::string& pattern, const std::
     server.Options(pattern, wrong);
 }
 
-// In front of every route: the rate (429) and then the token (401), so a client guessing
-// tokens is slowed down too.
-httplib::Server::HandlerResponse check_request(controller& ctl, const httplib::Request& req,
-                                               httplib::Response& res) {
-    if (!ctl.limiter().allow(req.remote_addr)) {
-        res.set_header("Retry-After", "1");
-        refuse(res, 429, "too many requests from " + req.remote_addr + " (--rate)");
-        return httplib::Server::HandlerResponse::Handled;
-    }
-    constexpr std::string_view scheme = "Bearer ";
-    std::string header                = req.get_header_value("Authorization");
-    if (header.size() <= scheme.size() ||
-        std::string_view(header).substr(0, scheme.size()) != scheme ||
-        !ctl.token_matches(std::string_view(header).substr(scheme.size()))) {
-        res.set_header("WWW-Authenticate", "Bearer realm=\"loom-ctld\"");
-        refuse(res, 401,
-               header.empty() ? "no bearer token (Authorization: Bearer TOKEN)"
-                              : "wrong bearer token");
-        return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-}
-
 // Every answer of 400 or more passes here, whoever made it (a route, the checks above, the
 // HTTP parser itself: a bad request line, a body over the limit, no such path): counted by
-// reason, and given a one-line JSON reason when it has none.
+// reason, and given a one-line JSON reason when it has none. A path that matches no route
+// is checked like the others first, so without the token it is a 401, not a 404.
 httplib::Server::HandlerResponse on_error(controller& ctl, const httplib::Request& req,
                                           httplib::Response& res) {
+    if (res.status == 404 && res.body.empty() && !admitted(ctl, req, res)) {
+        ctl.stats().refuse(refusal_of_status(res.status));
+        return httplib::Server::HandlerResponse::Handled;
+    }
     ctl.stats().refuse(refusal_of_status(res.status));
     if (res.body.empty()) {
         std::string why;
@@ -294,9 +314,6 @@ httplib::Server::HandlerResponse on_error(controller& ctl, const httplib::Reques
 }  // namespace
 
 void install_api(httplib::Server& server, controller& ctl) {
-    server.set_pre_routing_handler([&ctl](const httplib::Request& req, httplib::Response& res) {
-        return check_request(ctl, req, res);
-    });
     server.set_error_handler(httplib::Server::HandlerWithResponse(
         [&ctl](const httplib::Request& req, httplib::Response& res) {
             return on_error(ctl, req, res);
@@ -305,27 +322,34 @@ void install_api(httplib::Server& server, controller& ctl) {
     server.set_logger([&ctl](const httplib::Request&, const httplib::Response&) {
         ctl.stats().requests.fetch_add(1, std::memory_order_relaxed);
     });
-    server.Post("/v1/members", [&ctl](const httplib::Request& req, httplib::Response& res) {
-        join(ctl, req, res);
-    });
-    server.Get("/v1/members",
-               [&ctl](const httplib::Request&, httplib::Response& res) { list_members(ctl, res); });
-    allow_only(server, "/v1/members", "GET, POST");
-    server.Post(
-        R"(/v1/members/(\d+)/heartbeat)",
-        [&ctl](const httplib::Request& req, httplib::Response& res) { heartbeat(ctl, req, res); });
-    allow_only(server, R"(/v1/members/(\d+)/heartbeat)", "POST");
-    server.Delete(R"(/v1/members/(\d+))", [&ctl](const httplib::Request& req,
-                                                 httplib::Response& res) { leave(ctl, req, res); });
-    allow_only(server, R"(/v1/members/(\d+))", "DELETE");
-    server.Get("/v1/status",
-               [&ctl](const httplib::Request&, httplib::Response& res) { status_page(ctl, res); });
-    allow_only(server, "/v1/status", "GET");
-    server.Get("/metrics", [&ctl](const httplib::Request&, httplib::Response& res) {
-        res.set_content(metrics_text(ctl.stats(), ctl.members().snapshot(), ctl.uptime_s()),
-                        "text/plain; version=0.0.4");
-    });
-    allow_only(server, "/metrics", "GET");
+    server.Post("/v1/members",
+                guarded(ctl, [&ctl](const httplib::Request& req, httplib::Response& res) {
+                    join(ctl, req, res);
+                }));
+    server.Get("/v1/members", guarded(ctl, [&ctl](const httplib::Request&, httplib::Response& res) {
+                   list_members(ctl, res);
+               }));
+    allow_only(server, ctl, "/v1/members", "GET, POST");
+    server.Post(R"(/v1/members/(\d+)/heartbeat)",
+                guarded(ctl, [&ctl](const httplib::Request& req, httplib::Response& res) {
+                    heartbeat(ctl, req, res);
+                }));
+    allow_only(server, ctl, R"(/v1/members/(\d+)/heartbeat)", "POST");
+    server.Delete(R"(/v1/members/(\d+))",
+                  guarded(ctl, [&ctl](const httplib::Request& req, httplib::Response& res) {
+                      leave(ctl, req, res);
+                  }));
+    allow_only(server, ctl, R"(/v1/members/(\d+))", "DELETE");
+    server.Get("/v1/status", guarded(ctl, [&ctl](const httplib::Request&, httplib::Response& res) {
+                   status_page(ctl, res);
+               }));
+    allow_only(server, ctl, "/v1/status", "GET");
+    server.Get("/metrics", guarded(ctl, [&ctl](const httplib::Request&, httplib::Response& res) {
+                   res.set_content(
+                       metrics_text(ctl.stats(), ctl.members().snapshot(), ctl.uptime_s()),
+                       "text/plain; version=0.0.4");
+               }));
+    allow_only(server, ctl, "/metrics", "GET");
 }
 
 }  // namespace loom::ctld

@@ -4,9 +4,11 @@
 
 #include <iostream>
 
-#include "state_file.hh"
+#include "control/store_file.hh"
 
 namespace loom::ctld {
+
+using namespace loom::control;  // the table this file serves
 
 controller::controller(const options& o, std::string_view token)
     : options_(o),

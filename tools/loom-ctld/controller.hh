@@ -11,8 +11,8 @@
 
 #include "base/secret.hh"
 #include "base/status.hh"
+#include "control/members.hh"
 #include "counters.hh"
-#include "members.hh"
 #include "options.hh"
 #include "rate_limit.hh"
 
@@ -34,7 +34,7 @@ class controller {
     /// or on the presented length.
     bool token_matches(std::string_view presented) const;
 
-    member_table& members() { return members_; }
+    control::member_table& members() { return members_; }
     counters& stats() { return stats_; }
     rate_limiter& limiter() { return limiter_; }
     const options& config() const { return options_; }
@@ -43,7 +43,7 @@ class controller {
 
   private:
     const options options_;
-    member_table members_;
+    control::member_table members_;
     counters stats_;
     rate_limiter limiter_;
     std::mutex persist_mutex_;

@@ -10,6 +10,8 @@
 
 namespace loom::ctld {
 
+using namespace loom::control;  // the table this file serves
+
 const char* refusal_name(refusal r) {
     switch (r) {
         case refusal::bad_request:

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "members.hh"
+#include "control/members.hh"
 
 namespace loom::ctld {
 
@@ -39,6 +39,7 @@ struct counters {
 
 /// The /metrics page: members by kind and state (every pair, zeros included), the counters,
 /// refusals by reason (every reason), uptime.
-std::string metrics_text(const counters& c, const std::vector<member>& members, double uptime_s);
+std::string metrics_text(const counters& c, const std::vector<control::member>& members,
+                         double uptime_s);
 
 }  // namespace loom::ctld

@@ -6,7 +6,7 @@
 
 #include "base/secret.hh"
 
-namespace loom::ctld {
+namespace loom::control {
 
 const char* kind_name(member_kind k) {
     switch (k) {
@@ -135,4 +135,4 @@ void member_table::restore(std::vector<member> members, uint64_t next_id) {
     }
 }
 
-}  // namespace loom::ctld
+}  // namespace loom::control

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The embedded store: the member table as one JSON file, written whole and atomically (a
-// temporary file beside it, fsync, rename, fsync of the folder), so a controller killed at
-// any moment leaves either the old or the new table, never half of one.
+// The embedded store of the control plane: the member table as one JSON file, written whole
+// and atomically (a temporary file beside it, fsync, rename, fsync of the folder), so a
+// controller killed at any moment leaves either the old or the new table, never half of one.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include "base/status.hh"
 #include "members.hh"
 
-namespace loom::ctld {
+namespace loom::control {
 
 struct stored_table {
     std::vector<member> members;
@@ -24,4 +24,4 @@ status save_state(const std::string& path, const std::vector<member>& members, u
 /// a table loom-ctld wrote is an error (it is never overwritten silently).
 result<stored_table> load_state(const std::string& path);
 
-}  // namespace loom::ctld
+}  // namespace loom::control

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The state file (state_file.hh).
-#include "state_file.hh"
+// The state file (store_file.hh).
+#include "store_file.hh"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "base/net.hh"
 #include "base/text_file.hh"
 
-namespace loom::ctld {
+namespace loom::control {
 namespace {
 
 using json = nlohmann::json;
@@ -129,4 +129,4 @@ result<stored_table> load_state(const std::string& path) {
     return out;
 }
 
-}  // namespace loom::ctld
+}  // namespace loom::control

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The members of the control plane and their leases: hosts (their agents), DPUs and switches.
+// The members of the control plane and their leases (fabric/control: the controller's logic,
+// free of any transport; loom-ctld serves it over HTTP): hosts (their agents), DPUs and
+// switches.
 // A member joins and gets a lease that its heartbeats renew; a lease not renewed for three
 // heartbeat periods expires and the member is `down` until it joins again. Thread-safe: the
 // HTTP workers and the sweep share one table.
@@ -15,7 +17,7 @@
 
 #include "base/status.hh"
 
-namespace loom::ctld {
+namespace loom::control {
 
 using steady = std::chrono::steady_clock;
 
@@ -83,4 +85,4 @@ class member_table {
     uint64_t next_id_ = 1;
 };
 
-}  // namespace loom::ctld
+}  // namespace loom::control
