@@ -13,7 +13,7 @@ using namespace loom::control;  // the table this file serves
 controller::controller(const options& o, std::string_view token)
     : options_(o),
       members_(std::chrono::milliseconds(int64_t(o.heartbeat_s * 1000 + 0.5)), o.max_members),
-      limiter_(o.rate) {
+      limiter_(o.rate_per_s) {
     // A key of this process only: a digest seen elsewhere says nothing about the token.
     auto key      = random_secret_hex();
     digest_key_   = key ? *key : std::string(token);

@@ -78,7 +78,7 @@ int serve(const options& o) {
     httplib::Server server;
     int threads           = o.threads;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-    server.set_payload_max_length(o.max_body);
+    server.set_payload_max_length(o.max_body_bytes);
     server.set_read_timeout(5, 0);
     server.set_write_timeout(5, 0);
     server.set_keep_alive_timeout(5);

@@ -20,9 +20,9 @@ void add_options(CLI::App& app, options& o) {
                    "heartbeat period in seconds given to members; three missed periods mark a "
                    "member down")
         ->capture_default_str();
-    app.add_option("--max-body", o.max_body, "largest request body in bytes (larger: 413)")
+    app.add_option("--max-body", o.max_body_bytes, "largest request body in bytes (larger: 413)")
         ->capture_default_str();
-    app.add_option("--rate", o.rate,
+    app.add_option("--rate", o.rate_per_s,
                    "requests per second one client address may make (429 "
                    "above; 0: no limit)")
         ->capture_default_str();
@@ -39,10 +39,10 @@ status check_options(options& o) {
     if (!(o.heartbeat_s >= 0.01 && o.heartbeat_s <= 3600)) {
         return invalid_argument("--heartbeat must be between 0.01 and 3600 seconds");
     }
-    if (o.max_body < 256 || o.max_body > (size_t{64} << 20)) {
+    if (o.max_body_bytes < 256 || o.max_body_bytes > (size_t{64} << 20)) {
         return invalid_argument("--max-body must be between 256 bytes and 64 MiB");
     }
-    if (!(o.rate >= 0)) {
+    if (!(o.rate_per_s >= 0)) {
         return invalid_argument("--rate must be >= 0 requests per second");
     }
     if (o.max_members < 1 || o.threads < 1 || o.threads > 256) {

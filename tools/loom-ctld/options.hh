@@ -20,11 +20,11 @@ struct options {
     net::host_port where;  // --listen, parsed
     std::string token_file;
     std::string state_file;  // empty: the table lives in memory only
-    double heartbeat_s = 1.0;
-    size_t max_body    = 64 * 1024;
-    double rate        = 100;  // requests per second per client; 0: unlimited
-    size_t max_members = 65536;
-    int threads        = 4;
+    double heartbeat_s    = 1.0;
+    size_t max_body_bytes = 64 * 1024;
+    double rate_per_s     = 100;  // requests per second per client; 0: unlimited
+    size_t max_members    = 65536;
+    int threads           = 4;
 };
 
 /// Declares every flag on `app`, bound to `o`.
