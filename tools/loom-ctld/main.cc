@@ -34,6 +34,11 @@ std::string version_text() {
            " (API v1)\nfeatures: " + loom_build_features();
 }
 
+// Loopback is the default; anything else is a choice worth saying out loud.
+bool is_loopback(const std::string& host) {
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 // Blocked in every thread (the workers inherit the mask), and taken by sigtimedwait.
 sigset_t stop_signals() {
     sigset_t set;
@@ -93,6 +98,12 @@ int serve(const options& o) {
         return fail(
             "cannot listen on " + o.listen + " (the address is in use or not one of this host's)",
             exit_failed);
+    }
+    if (!is_loopback(o.where.host)) {
+        std::cerr << "loom-ctld: note: listening on " << o.listen
+                  << ", reachable beyond this host; the API has no TLS yet (keep it on a "
+                     "management network)"
+                  << std::endl;
     }
     std::cout << "loom-ctld listening on " << net::address_text({o.where.host, uint16_t(port)})
               << std::endl;
