@@ -7,6 +7,7 @@
 #include "base/log.hh"
 #include "base/log_params.hh"
 #include "bootstrap/bootstrap_params.hh"
+#include "bootstrap/controller_params.hh"
 #include "comm/comm_params.hh"
 #include "drivers/driver_params.hh"
 #include "inc/inc_params.hh"
@@ -18,8 +19,13 @@ namespace loom::comm {
 std::span<const loom::params::component* const> parameter_components() {
     static const std::vector<const loom::params::component*> list = [] {
         std::vector<const loom::params::component*> all = {
-            &log::params::component, &routing::params::component,   &tuner::params::component,
-            &inc::params::component, &bootstrap::params::component, &comm::params::component,
+            &log::params::component,
+            &routing::params::component,
+            &tuner::params::component,
+            &inc::params::component,
+            &bootstrap::params::component,
+            &comm::params::component,
+            &bootstrap::controller_params::component,
         };
         auto of_drivers = drivers::parameter_components();
         all.insert(all.end(), of_drivers.begin(), of_drivers.end());

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// The state file (store_file.hh).
+#include "store_file.hh"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/net.hh"
+#include "base/text_file.hh"
+
+namespace loom::control {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int state_format       = 1;
+constexpr size_t max_state_bytes = size_t{256} << 20;
+
+status write_all(int fd, const std::string& text) {
+    size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return system_error(net::errno_text(errno));
+        }
+        done += size_t(n);
+    }
+    return status::ok();
+}
+
+// The rename is only durable once the folder's entry is on disk too.
+void sync_folder(const std::string& path) {
+    std::string folder = std::filesystem::path(path).parent_path().string();
+    int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)::fsync(fd);
+        ::close(fd);
+    }
+}
+
+}  // namespace
+
+status save_state(const std::string& path, const std::vector<member>& members, uint64_t next_id) {
+    json table = {{"format", state_format}, {"next_id", next_id}, {"members", json::array()}};
+    for (const member& m : members) {
+        table["members"].push_back({{"id", m.id},
+                                    {"name", m.name},
+                                    {"kind", kind_name(m.kind)},
+                                    {"addresses", m.addresses},
+                                    {"lease", m.lease},
+                                    {"state", state_name(m.state)},
+                                    {"joined_unix_s", m.joined_unix_s}});
+    }
+    std::string text = table.dump(1) + "\n";
+    std::string tmp  = path + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return system_error("--state " + tmp + ": cannot create: " + net::errno_text(errno));
+    }
+    status st = write_all(fd, text);
+    if (st && ::fsync(fd) != 0) {
+        st = system_error(net::errno_text(errno));
+    }
+    ::close(fd);
+    if (!st) {
+        ::unlink(tmp.c_str());
+        return st.prefix("--state " + tmp + ": cannot write: ");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        int err = errno;
+        ::unlink(tmp.c_str());
+        return system_error("--state: cannot rename " + tmp + " to " + path + ": " +
+                            net::errno_text(err));
+    }
+    sync_folder(path);
+    return status::ok();
+}
+
+result<stored_table> load_state(const std::string& path) {
+    int open_errno = 0;
+    auto text      = read_text_file(path, "--state file", max_state_bytes, &open_errno);
+    if (!text) {
+        if (open_errno == ENOENT) {
+            return stored_table{};
+        }
+        return text.error();
+    }
+    json table = json::parse(*text, nullptr, false);
+    auto bad   = [&](const std::string& why) {
+        return invalid_argument("--state " + path + ": " + why +
+                                  " (not a state file of loom-ctld; move it away to start empty)");
+    };
+    if (table.is_discarded() || !table.is_object()) {
+        return bad("not JSON");
+    }
+    if (table.value("format", 0) != state_format || !table["members"].is_array() ||
+        !table["next_id"].is_number_unsigned()) {
+        return bad("unknown format");
+    }
+    stored_table out;
+    out.next_id = table["next_id"].get<uint64_t>();
+    try {
+        for (const json& j : table["members"]) {
+            member m;
+            m.id        = j.at("id").get<uint64_t>();
+            m.name      = j.at("name").get<std::string>();
+            auto kind   = kind_from_name(j.at("kind").get<std::string>());
+            m.addresses = j.at("addresses").get<std::vector<std::string>>();
+            m.lease     = j.at("lease").get<std::string>();
+            m.state =
+                j.at("state").get<std::string>() == "down" ? member_state::down : member_state::up;
+            m.joined_unix_s = j.at("joined_unix_s").get<int64_t>();
+            if (!kind) {
+                return bad("member " + std::to_string(m.id) + " has an unknown kind");
+            }
+            m.kind = *kind;
+            out.members.push_back(std::move(m));
+        }
+    } catch (const json::exception& e) {
+        return bad(std::string("a member is malformed: ") + e.what());
+    }
+    return out;
+}
+
+}  // namespace loom::control
