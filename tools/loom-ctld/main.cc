@@ -18,6 +18,7 @@
 #include "api.hh"
 #include "controller.hh"
 #include "options.hh"
+#include "tools/common/cli_parse.hh"
 #include "tools/common/secret_file.hh"
 
 namespace loom::ctld {
@@ -124,13 +125,10 @@ int run(int argc, char** argv) {
     options o;
     add_options(app, o);
     app.set_version_flag("--version", version_text(), "print the version and build features");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) {
-            return app.exit(e);  // --help, --version: CLI11 prints them to stdout
-        }
-        return fail(e.what(), exit_bad_args);
+    if (auto code =
+            tools::parse_or_exit(app, argc, argv, exit_bad_args,
+                                 [](const std::string& why, int c) { return fail(why, c); })) {
+        return *code;
     }
     if (status st = check_options(o); !st) {
         return fail(st.message(), exit_bad_args);

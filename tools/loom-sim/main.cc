@@ -12,6 +12,7 @@
 #include "base/params.hh"
 #include "comm/params_catalog.hh"
 #include "loom_sim.hh"
+#include "tools/common/cli_parse.hh"
 
 namespace loom::sim_tool {
 namespace {
@@ -81,13 +82,10 @@ int run(int argc, char** argv) {
         return fail(std::string("unknown verb '") + argv[1] + "' (verbs: " + verb_list_text + ")",
                     exit_bad_args);
     }
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) {  // --help, --version: CLI11 prints them to stdout
-            return app.exit(e);
-        }
-        return fail(e.what(), exit_bad_args);
+    if (auto code =
+            tools::parse_or_exit(app, argc, argv, exit_bad_args,
+                                 [](const std::string& why, int c) { return fail(why, c); })) {
+        return *code;
     }
     if (show_config) {
         std::cout << registry.describe();

@@ -20,6 +20,7 @@
 #include "inc/node/ticket.hh"
 #include "key_file.hh"
 #include "options.hh"
+#include "tools/common/cli_parse.hh"
 
 namespace loom::switch_tool {
 namespace {
@@ -144,13 +145,10 @@ int run(int argc, char** argv) {
     options o;
     add_options(app, o);
     app.set_version_flag("--version", version_text(), "print the version and build features");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) {
-            return app.exit(e);  // --help, --version: CLI11 prints them to stdout
-        }
-        return fail(e.what(), exit_bad_args);
+    if (auto code =
+            tools::parse_or_exit(app, argc, argv, exit_bad_args,
+                                 [](const std::string& why, int c) { return fail(why, c); })) {
+        return *code;
     }
     note_given(app, o);
     if (status st = check_options(o); !st) {

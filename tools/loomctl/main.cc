@@ -11,6 +11,7 @@
 #include "client.hh"
 #include "options.hh"
 #include "render.hh"
+#include "tools/common/cli_parse.hh"
 #include "tools/common/secret_file.hh"
 
 namespace loom::ctl_tool {
@@ -47,13 +48,10 @@ int run(int argc, char** argv) {
     options o;
     add_options(app, o);
     app.set_version_flag("--version", version_text(), "print the version and build features");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) {
-            return app.exit(e);  // --help, --version: CLI11 prints them to stdout
-        }
-        return fail(e.what(), exit_bad_args);
+    if (auto code =
+            tools::parse_or_exit(app, argc, argv, exit_bad_args,
+                                 [](const std::string& why, int c) { return fail(why, c); })) {
+        return *code;
     }
     if (status st = resolve_options(o); !st) {
         return fail(st.message(), exit_bad_args);

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// One way for loom's tools to parse their command line with CLI11: --help and --version are
+// printed by CLI11 and end the tool with 0; any other parse error is reported in the tool's
+// one-line form (`tool: reason`) through its own `fail` and ends it with its usage code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+namespace loom::tools {
+
+/// nullopt when argv parsed; otherwise the code the tool's main returns.
+template <class Fail>
+std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv, int usage_code,
+                                 Fail&& fail) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) {
+            return app.exit(e);  // --help, --version: CLI11 prints them to stdout
+        }
+        return fail(std::string(e.what()), usage_code);
+    }
+    return std::nullopt;
+}
+
+}  // namespace loom::tools
