@@ -22,7 +22,7 @@ if [[ "${1:-}" =~ ^[0-9]+$ ]]; then
 fi
 all_targets=(fuzz_packet fuzz_schedule_text fuzz_schedule_json fuzz_calibration fuzz_fabric
              fuzz_bench_baseline fuzz_cli_loom_sim fuzz_cli_loom_bench fuzz_cli_loomrun
-             fuzz_cli_loom_switch)
+             fuzz_cli_loom_switch fuzz_ctld_api)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 

@@ -58,7 +58,7 @@ status save_state(const std::string& path, const std::vector<member>& members, u
                                     {"state", state_name(m.state)},
                                     {"joined_unix_s", m.joined_unix_s}});
     }
-    std::string text = table.dump(1) + "\n";
+    std::string text = table.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
     std::string tmp  = path + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The control plane's first slice end to end (TAP): loom-ctld as a real process on loopback
 # (port 0) and loomctl against it. Join, heartbeat, leave; a member that stops heartbeating is
-# down within three periods (200 ms) and its next heartbeat is refused (410); the token
+# down within three periods (500 ms each) and its next heartbeat is refused (410); the token
 # (401, counted in /metrics), malformed, oversized, unknown and wrong-method requests and the
 # rate limit (4xx, counted by reason, the server still serving), 80 malformed requests; kill -9
 # and restart with the same --state keeps every member and lease; SIGTERM stops it cleanly; a
@@ -110,7 +110,7 @@ expect_refusal "a --state file that is not loom-ctld's is refused" 1 "not JSON" 
 
 # --- membership ----------------------------------------------------------------------------
 # The main server has a long period: nothing expires while the cases below run. The leases'
-# expiry is timed on a second server with a 200 ms period (further down).
+# expiry is timed on a second server with a 500 ms period (further down).
 state=$tmp/ctld.state
 if start_ctld main --heartbeat 10 --state "$state" --max-body 4096; then
     pass "loom-ctld prints the bound address on its first line ($addr)"
@@ -162,13 +162,18 @@ expect "a wrong method: 405" 405 "not allowed" -- PUT /v1/members "${auth[@]}" -
 expect "DELETE on /v1/status: 405" 405 "allowed: GET" -- DELETE /v1/status "${auth[@]}"
 got=$(http "$addr" RAW 'NOT A REQUEST\r\n\r\n')
 [ "$got" = 400 ] && pass "a malformed request line: 400" || fail "a malformed request line: 400" "$got"
+# A path that is not UTF-8, echoed in the refusal: once it ended loom-ctld (the JSON writer
+# threw; found by fuzz_ctld_api, whose corpus keeps the input).
+got=$(http "$addr" RAW "GET /v1/\\xbfnothing HTTP/1.1\r\nAuthorization: Bearer $(cat "$token")\r\n\r\n")
+[ "$got" = 404 ] && pass "a path that is not UTF-8: 404, the server still up" ||
+    fail "a path that is not UTF-8: 404" "$got"
 expect "the server still serves after the refusals" 200 '"api":"v1"' -- GET /v1/status "${auth[@]}"
 snap_metrics
 [ "$(metric 'loom_ctld_refused_total{reason="unauthorized"}')" = 5 ] &&
     pass "/metrics counts the 401s" ||
     fail "/metrics counts the 401s" "$(flat "$tmp/metrics")"
 ok=1
-for want in bad_request:4 too_large:1 not_found:3 method_not_allowed:2 gone:1; do
+for want in bad_request:4 too_large:1 not_found:4 method_not_allowed:2 gone:1; do
     got=$(metric "loom_ctld_refused_total{reason=\"${want%%:*}\"}")
     [ "$got" = "${want#*:}" ] || { ok=0; fail "/metrics counts refusals by reason" "${want%%:*}: $got, expected ${want#*:}"; }
 done
@@ -230,7 +235,9 @@ fi
 kill -9 "$pid"
 wait "$pid" 2>/dev/null
 old_addr=$addr
-if start_ctld restarted --heartbeat 0.2 --state "$state"; then
+# A long period here: the restart's grace (three periods) must outlast the checks below
+# on a loaded machine; expiry itself is timed further down.
+if start_ctld restarted --heartbeat 2 --state "$state"; then
     members=$(http "$addr" GET /v1/members "${auth[@]}" | tr -d ' ')
     if grep -q '"name":"node-a","state":"up"' <<<"$members" &&
         grep -q '"name":"dpu-a","state":"up"' <<<"$members"; then
@@ -255,30 +262,30 @@ else
     fail "restart with the same --state" "$(flat "$tmp/restarted.err")"
 fi
 
-# --- leases expire: a 200 ms period --------------------------------------------------------
+# --- leases expire: a 500 ms period --------------------------------------------------------
 fast_state=$tmp/fast.state
-if start_ctld fast --heartbeat 0.2 --state "$fast_state"; then
+if start_ctld fast --heartbeat 0.5 --state "$fast_state"; then
     joined=$(http "$addr" POST /v1/members "${auth[@]}" \
         --body '{"name":"node-a","kind":"host","addresses":["10.0.0.1:7000"]}')
     id_a=$(field "$joined" id)
     lease_a=$(field "$joined" lease)
     http "$addr" POST /v1/members "${auth[@]}" --body '{"name":"dpu-a","kind":"dpu","addresses":[]}' >/dev/null
-    # node-a heartbeats every 100 ms for 1.2 s (in one process: on time); dpu-a never does.
+    # node-a heartbeats every 100 ms for 2 s (in one process: on time); dpu-a never does.
     http "$addr" POST "/v1/members/$id_a/heartbeat" "${auth[@]}" --body "{\"lease\":\"$lease_a\"}" \
-        --repeat 12 --interval 0.1 >"$tmp/beats"
+        --repeat 20 --interval 0.1 >"$tmp/beats"
     members=$(http "$addr" GET /v1/members "${auth[@]}" | tr -d ' ')
-    if [ "$(grep -c '^200 ' "$tmp/beats")" = 12 ] && grep -q '"name":"node-a","state":"up"' <<<"$members" &&
+    if [ "$(grep -c '^200 ' "$tmp/beats")" = 20 ] && grep -q '"name":"node-a","state":"up"' <<<"$members" &&
         grep -q '"name":"dpu-a","state":"down"' <<<"$members"; then
         pass "a member that heartbeats stays up; one that does not is down after three periods"
     else
         fail "a member that heartbeats stays up; one that does not is down after three periods" \
             "$(flat "$tmp/beats")" "${members:0:400}"
     fi
-    # node-a stops: down three periods (600 ms) after its last heartbeat, within the sweep's
-    # quarter period and the poll; never before.
+    # node-a stops: down three periods (1.5 s) after its last heartbeat, within the sweep's
+    # quarter period and the poll (a loaded machine may add a period); never before.
     ms=$(http "$addr" DOWN_AFTER "$id_a" "$lease_a" node-a "${auth[@]}")
-    if [[ "$ms" =~ ^[0-9]+$ ]] && [ "$ms" -ge 580 ] && [ "$ms" -le 1000 ]; then
-        pass "a member that stops heartbeating is down within three periods (${ms} ms; 600 ms + the sweep)"
+    if [[ "$ms" =~ ^[0-9]+$ ]] && [ "$ms" -ge 1450 ] && [ "$ms" -le 2500 ]; then
+        pass "a member that stops heartbeating is down within three periods (${ms} ms; 1.5 s + the sweep)"
     else
         fail "a member that stops heartbeating is down within three periods" "down after: $ms ms"
     fi
@@ -319,10 +326,10 @@ if start_ctld fast --heartbeat 0.2 --state "$fast_state"; then
         kill -TERM "$pid"
         wait "$pid" 2>/dev/null
     else
-        fail "restart of the 200 ms server" "$(flat "$tmp/fast_again.err")"
+        fail "restart of the 500 ms server" "$(flat "$tmp/fast_again.err")"
     fi
 else
-    fail "a server with a 200 ms period starts" "$(flat "$tmp/fast.err")"
+    fail "a server with a 500 ms period starts" "$(flat "$tmp/fast.err")"
 fi
 
 # --- a dead or silent controller ----------------------------------------------------------

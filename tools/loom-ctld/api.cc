@@ -25,9 +25,11 @@ constexpr size_t max_address_bytes = 256;
 constexpr size_t max_addresses     = 64;
 constexpr size_t max_lease_bytes   = 128;
 
+// Strings from a request (a path in a refusal) may hold bytes that are not UTF-8: they are
+// replaced (U+FFFD), since JSON cannot carry them and nlohmann would throw.
 void reply(httplib::Response& res, int http_status, const json& body) {
     res.status = http_status;
-    res.set_content(body.dump() + "\n", json_type);
+    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", json_type);
 }
 
 // A refusal: one line that says why; counted by the error handler with all the others.
