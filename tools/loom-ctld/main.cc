@@ -25,14 +25,11 @@ namespace loom::ctld {
 namespace {
 
 int fail(std::string_view reason, int code) {
-    std::cout.flush();
-    std::cerr << "loom-ctld: " << reason << '\n';
-    return code;
+    return tools::fail_line("loom-ctld", reason, code);
 }
 
 std::string version_text() {
-    return std::string("loom-ctld ") + loom_version() +
-           " (API v1)\nfeatures: " + loom_build_features();
+    return tools::version_text("loom-ctld", "(API v1)");
 }
 
 // Loopback is the default; anything else is a choice worth saying out loud.

@@ -18,14 +18,11 @@ namespace loom::ctl_tool {
 namespace {
 
 int fail(std::string_view reason, int code) {
-    std::cout.flush();
-    std::cerr << "loomctl: " << reason << '\n';
-    return code;
+    return tools::fail_line("loomctl", reason, code);
 }
 
 std::string version_text() {
-    return std::string("loomctl ") + loom_version() +
-           " (API v1)\nfeatures: " + loom_build_features();
+    return tools::version_text("loomctl", "(API v1)");
 }
 
 int run_verb(const options& o, const std::string& token) {
