@@ -34,12 +34,7 @@ void no_catalogue_schedule_has_a_cycle_of_one_way_roles(void**) {
                     if (!algorithms::check_call(*a, c)) {
                         continue;
                     }
-                    schedule::schedule s;
-                    s.info.coll = c.coll, s.info.nranks = n, s.info.count = count;
-                    s.info.root = root, s.info.peer = c.peer;
-                    for (int r = 0; r < n; ++r) {
-                        s.ranks.push_back(test::value_or_fail(algorithms::generate_rank(*a, c, r)));
-                    }
+                    auto s = test::value_or_fail(algorithms::generate(*a, c));
                     if (engine::one_way_roles_cycle(s)) {
                         LOOM_FAIL(std::string(a->name) + " " +
                                   std::string(schedule::collective_name(c.coll)) +

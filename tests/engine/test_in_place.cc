@@ -26,13 +26,6 @@ using schedule::step_kind;
 
 namespace {
 
-schedule::schedule_info info_of(const algorithms::call& c, std::string_view algo) {
-    schedule::schedule_info info;
-    info.coll = c.coll, info.nranks = c.nranks, info.count = c.count, info.root = c.root;
-    info.peer = c.peer, info.algorithm = std::string(algo), info.dtype_size = 4;
-    return info;
-}
-
 // Is `a` an ancestor of `b`? Breadth-first over the dependencies, back from b.
 bool precedes(const schedule::rank_schedule& rs, uint32_t a, uint32_t b) {
     std::vector<uint8_t> seen(rs.steps.size(), 0);
@@ -150,8 +143,8 @@ void every_catalogue_plan_sets_aside_what_races(void**) {
                     }
                     for (int rank = 0; rank < n; ++rank) {
                         auto rs = test::value_or_fail(algorithms::generate_rank(*a, c, rank));
-                        auto p  = test::value_or_fail(
-                             engine::compile(info_of(c, a->name), rs, LOOM_INT32, 1));
+                        auto p  = test::value_or_fail(engine::compile(
+                             algorithms::schedule_info_for(*a, c), rs, LOOM_INT32, 1));
                         std::string err = check_plan(rs, *p);
                         if (!err.empty()) {
                             LOOM_FAIL(std::string(a->name) + " N=" + std::to_string(n) + " count=" +
@@ -186,7 +179,8 @@ std::shared_ptr<const engine::plan> catalogue_plan(const char* coll, const char*
     const auto* a = algorithms::find(c.coll, algo);
     assert_non_null(a);
     auto rs = test::value_or_fail(algorithms::generate_rank(*a, c, rank));
-    return test::value_or_fail(engine::compile(info_of(c, algo), rs, LOOM_FLOAT32, 1));
+    return test::value_or_fail(
+        engine::compile(algorithms::schedule_info_for(*a, c), rs, LOOM_FLOAT32, 1));
 }
 
 // Ring all-reduce reads each input block before the block on top of it is written (the
