@@ -93,6 +93,16 @@ bool member_table::leave(uint64_t id) {
     return members_.erase(id) > 0;
 }
 
+bool member_table::set_drained(uint64_t id, bool drained) {
+    std::lock_guard lock(mutex_);
+    auto it = members_.find(id);
+    if (it == members_.end()) {
+        return false;
+    }
+    it->second.drained = drained;
+    return true;
+}
+
 size_t member_table::sweep(steady::time_point now) {
     std::lock_guard lock(mutex_);
     size_t marked = 0;

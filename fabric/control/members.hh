@@ -39,7 +39,11 @@ struct member {
     member_kind kind = member_kind::host;
     std::vector<std::string> addresses;
     std::string lease;  // renewed by heartbeats naming it; a new one at every join
-    member_state state    = member_state::up;
+    member_state state = member_state::up;
+    /// Taken out of service by an operator (loomctl drain): it keeps its lease and its
+    /// heartbeats, but routes and trees leave it out until it is undrained. Kept across a
+    /// rejoin and a restart: a drain is the operator's decision, not the member's.
+    bool drained          = false;
     int64_t joined_unix_s = 0;            // wall clock, for people
     steady::time_point last_heartbeat{};  // not persisted: a restart grants a fresh grace
     uint64_t heartbeats = 0;
@@ -66,6 +70,8 @@ class member_table {
     lease_refusal heartbeat(uint64_t id, const std::string& lease);
     /// Removes `id`; false when there is no such member.
     bool leave(uint64_t id);
+    /// Drains or undrains `id`; false when there is no such member.
+    bool set_drained(uint64_t id, bool drained);
     /// Marks `down` every member whose lease ran out; how many it marked.
     size_t sweep(steady::time_point now);
 

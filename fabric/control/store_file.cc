@@ -56,6 +56,7 @@ status save_state(const std::string& path, const std::vector<member>& members, u
                                     {"addresses", m.addresses},
                                     {"lease", m.lease},
                                     {"state", state_name(m.state)},
+                                    {"drained", m.drained},
                                     {"joined_unix_s", m.joined_unix_s}});
     }
     std::string text = table.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -117,6 +118,7 @@ result<stored_table> load_state(const std::string& path) {
             m.state =
                 j.at("state").get<std::string>() == "down" ? member_state::down : member_state::up;
             m.joined_unix_s = j.at("joined_unix_s").get<int64_t>();
+            m.drained       = j.value("drained", false);  // absent in files before drains
             if (!kind) {
                 return bad("member " + std::to_string(m.id) + " has an unknown kind");
             }

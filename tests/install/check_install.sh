@@ -9,7 +9,9 @@
 #  - libloom.so exports the C API alone (loom_* at LOOM_0.1);
 #  - the same example built with CMake through find_package(loom), loom::loom and
 #    loom::loom_static; both run (skipped, and said, without cmake);
-#  - every installed tool starts (--version) with an empty environment (no LD_LIBRARY_PATH).
+#  - every installed tool starts (--version) with an empty environment (no LD_LIBRARY_PATH);
+#  - the daemons' systemd units are installed, start the installed binaries and pass
+#    systemd-analyze verify (where systemd is installed).
 # Usage: tests/install/check_install.sh BUILD_DIR
 set -euo pipefail
 build_dir=$1
@@ -90,4 +92,31 @@ for tool in loom-sim loom-bench loomrun loom-switch loom-ctld loomctl; do
     fi
 done
 echo "install check: installed tools start from $prefix with an empty environment"
+
+# The daemons' systemd units: installed where systemd looks for a package's units, each
+# starting the installed binary. systemd-analyze verify (where systemd is installed) checks
+# them offline, on copies whose ExecStart points into the scratch prefix.
+units=$root/lib/systemd/system
+for unit in loom-ctld loom-switch; do
+    case $unit in loom-ctld) [ -e "$root/bin/$unit" ] || continue ;; esac
+    file=$units/$unit.service
+    if [ ! -f "$file" ] || ! grep -q "^ExecStart=$prefix/bin/$unit " "$file"; then
+        echo "install check: $file is missing or does not start $prefix/bin/$unit" >&2
+        exit 1
+    fi
+    if command -v systemd-analyze >/dev/null; then
+        sed "s|^ExecStart=$prefix/bin/|ExecStart=$root/bin/|" "$file" >"$dest/$unit.service"
+        # A warning about the unit itself (an assignment it ignores) names its file.
+        if ! out=$(systemd-analyze verify "$dest/$unit.service" 2>&1) ||
+            grep -q "$unit.service" <<<"$out"; then
+            echo "install check: systemd-analyze verify $unit.service: $out" >&2
+            exit 1
+        fi
+    fi
+done
+if command -v systemd-analyze >/dev/null; then
+    echo "install check: systemd units installed and verified (systemd-analyze verify)"
+else
+    echo "install check: systemd units installed (systemd-analyze not installed: not verified)"
+fi
 echo "install check: ok"

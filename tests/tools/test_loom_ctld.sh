@@ -7,7 +7,10 @@
 # rate limit (4xx, counted by reason, the server still serving), 80 malformed requests; kill -9
 # and restart with the same --state keeps every member and lease; SIGTERM stops it cleanly; a
 # token file others can read is refused at start; loomctl's verbs as a table and --json, its one-line errors and
-# exit codes, and no hang against a dead or silent controller.
+# exit codes, and no hang against a dead or silent controller. With --fabric (the docs' example
+# tree and torus:4x4): the fabric, routes, route tables and trees; a drained switch and one
+# whose lease ran out are left out of the trees and routes (ranks cut, naming it), undrain
+# puts it back, and a drain survives a restart.
 #
 # Usage: test_loom_ctld.sh PATH/TO/loom-ctld PATH/TO/loomctl    (Meson passes the binaries)
 set -u
@@ -330,6 +333,106 @@ if start_ctld fast --heartbeat 0.5 --state "$fast_state"; then
     fi
 else
     fail "a server with a 500 ms period starts" "$(flat "$tmp/fast.err")"
+fi
+
+# --- the fabric: routes, trees, drain -----------------------------------------------------
+# docs/fabric-example.json: h0, h1 under leaf0; h2, h3 under leaf1; both under spine.
+example=$here/../../docs/fabric-example.json
+if start_ctld plain; then
+    expect "without --fabric: /v1/trees is 404 naming --fabric" 404 "holds no fabric" -- \
+        GET /v1/trees "${auth[@]}"
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null
+else
+    fail "a server without --fabric starts" "$(flat "$tmp/plain.err")"
+fi
+expect_refusal "a --fabric that is neither a shape nor a file is refused at start" 1 "--fabric" \
+    "$CTLD" --listen 127.0.0.1:0 "${auth[@]}" --fabric torus:0x4
+fabric_state=$tmp/fabric.state
+if start_ctld fabric --heartbeat 0.5 --fabric "$example" --state "$fabric_state"; then
+    ctl=("$CTL" --controller "$addr" "${auth[@]}")
+    expect "GET /v1/fabric: every node in service" 200 '"service":"in service"' -- \
+        GET /v1/fabric "${auth[@]}"
+    "${ctl[@]}" trees >"$tmp/trees" 2>&1
+    if grep -q "^tree spine, ranks 0,1,2,3" "$tmp/trees" && grep -q "^    leaf1  ranks 2,3" "$tmp/trees"; then
+        pass "loomctl trees: the declared tree, ranks under each leaf"
+    else
+        fail "loomctl trees: the declared tree, ranks under each leaf" "$(flat "$tmp/trees")"
+    fi
+    "${ctl[@]}" routes h0 h3 >"$tmp/route" 2>&1
+    if grep -q "^h0 -> h3: 4 hops, shortest path" "$tmp/route" && grep -q "spine" "$tmp/route"; then
+        pass "loomctl routes h0 h3: four hops over the spine"
+    else
+        fail "loomctl routes h0 h3: four hops over the spine" "$(flat "$tmp/route")"
+    fi
+    leaf=$(http "$addr" POST /v1/members "${auth[@]}" --body '{"name":"leaf1","kind":"switch","addresses":[]}')
+    id_leaf=$(field "$leaf" id)
+    "${ctl[@]}" drain leaf1 >"$tmp/drain" 2>&1
+    rc=$?
+    "${ctl[@]}" trees --ranks all >"$tmp/trees" 2>&1
+    if [ $rc = 0 ] && grep -q "member leaf1 drained" "$tmp/drain" &&
+        grep -q "^cut: rank 2: leaf1 is drained" "$tmp/trees" &&
+        grep -q "cannot reduce in one tree: rank 2 has no in-network path: leaf1 is drained" "$tmp/trees"; then
+        pass "loomctl drain leaf1: ranks 2 and 3 are cut, the job is told why"
+    else
+        fail "loomctl drain leaf1: ranks 2 and 3 are cut, the job is told why" "$(flat "$tmp/drain" "$tmp/trees")"
+    fi
+    "${ctl[@]}" members >"$tmp/members" 2>&1
+    grep -q "leaf1 .*up,drained" "$tmp/members" && pass "loomctl members shows the drain" ||
+        fail "loomctl members shows the drain" "$(flat "$tmp/members")"
+    "${ctl[@]}" routes h0 h3 --json >"$tmp/route" 2>&1
+    grep -q '"reachable": false' "$tmp/route" && pass "a route through a drained switch is unreachable, saying why" ||
+        fail "a route through a drained switch is unreachable, saying why" "$(flat "$tmp/route")"
+    "${ctl[@]}" undrain "$id_leaf" >/dev/null 2>&1
+    "${ctl[@]}" trees --ranks 0,3 >"$tmp/trees" 2>&1
+    if grep -q "these ranks reduce in tree spine" "$tmp/trees" && ! grep -q "^cut" "$tmp/trees"; then
+        pass "loomctl undrain (by id): the tree is whole again"
+    else
+        fail "loomctl undrain (by id): the tree is whole again" "$(flat "$tmp/trees")"
+    fi
+    expect_refusal "loomctl drain of an unknown member: exit 1, one line" 1 "no member named 'leaf9'" \
+        "${ctl[@]}" drain leaf9
+    expect "a route needs both ends" 400 "from=NODE&to=NODE" -- GET "/v1/routes?from=h0" "${auth[@]}"
+    expect "a route to an unknown node: 404" 404 "no node 'h9'" -- GET "/v1/routes?from=h0&to=h9" "${auth[@]}"
+    expect "?ranks= out of range: 400" 400 "ranks must be" -- GET "/v1/trees?ranks=0,7" "${auth[@]}"
+    expect "POST on /v1/trees: 405" 405 "allowed: GET" -- POST /v1/trees "${auth[@]}" --body '{}'
+    expect "the fabric paths need the token too" 401 "no bearer token" -- GET /v1/trees
+    # leaf1 never heartbeats: after three periods it is down, and the trees follow.
+    for _ in $(seq 60); do
+        http "$addr" GET /v1/trees "${auth[@]}" | grep -q '"because":"leaf1 is down"' && break
+        sleep 0.1
+    done
+    "${ctl[@]}" trees >"$tmp/trees" 2>&1
+    grep -q "^cut: rank 3: leaf1 is down" "$tmp/trees" && pass "a switch whose lease ran out is left out of the trees" ||
+        fail "a switch whose lease ran out is left out of the trees" "$(flat "$tmp/trees")"
+    "${ctl[@]}" drain leaf1 >/dev/null 2>&1
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null
+    if start_ctld fabric_again --heartbeat 0.5 --fabric "$example" --state "$fabric_state"; then
+        "$CTL" --controller "$addr" "${auth[@]}" members >"$tmp/members" 2>&1
+        grep -q "leaf1 .*,drained" "$tmp/members" && pass "a drain survives a restart" ||
+            fail "a drain survives a restart" "$(flat "$tmp/members")"
+        kill -TERM "$pid"
+        wait "$pid" 2>/dev/null
+    else
+        fail "restart of the fabric server" "$(flat "$tmp/fabric_again.err")"
+    fi
+else
+    fail "loom-ctld --fabric starts" "$(flat "$tmp/fabric.err")"
+fi
+if start_ctld torus --fabric torus:4x4; then
+    "$CTL" --controller "$addr" "${auth[@]}" routes r0 r10 >"$tmp/route" 2>&1
+    "$CTL" --controller "$addr" "${auth[@]}" routes r0 --table >"$tmp/table" 2>&1
+    if grep -q "^r0 -> r10: 4 hops, dimension-ordered (toward-plus ties, dateline VCs)" "$tmp/route" &&
+        [ "$(grep -c '^[0-9]' "$tmp/table")" = 16 ]; then
+        pass "on torus:4x4: a DOR route and a route table of 16 ranks"
+    else
+        fail "on torus:4x4: a DOR route and a route table of 16 ranks" "$(flat "$tmp/route" "$tmp/table")"
+    fi
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null
+else
+    fail "loom-ctld --fabric torus:4x4 starts" "$(flat "$tmp/torus.err")"
 fi
 
 # --- a dead or silent controller ----------------------------------------------------------

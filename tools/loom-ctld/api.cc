@@ -2,14 +2,10 @@
 // The routes of API v1 (api.hh).
 #include "api.hh"
 
-#include <httplib.h>
-
-#include <charconv>
-#include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 
+#include "api_common.hh"
+#include "api_fabric.hh"
 #include "controller.hh"
 
 namespace loom::ctld {
@@ -17,43 +13,14 @@ namespace loom::ctld {
 using namespace loom::control;  // the table this file serves
 namespace {
 
-using json = nlohmann::json;
-
-constexpr const char* json_type    = "application/json";
 constexpr size_t max_name_bytes    = 128;
 constexpr size_t max_address_bytes = 256;
 constexpr size_t max_addresses     = 64;
 constexpr size_t max_lease_bytes   = 128;
 
-// Strings from a request (a path in a refusal) may hold bytes that are not UTF-8: they are
-// replaced (U+FFFD), since JSON cannot carry them and nlohmann would throw.
-void reply(httplib::Response& res, int http_status, const json& body) {
-    res.status = http_status;
-    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", json_type);
-}
-
-// A refusal: one line that says why; counted by the error handler with all the others.
-void refuse(httplib::Response& res, int http_status, const std::string& reason) {
-    reply(res, http_status, {{"error", reason}});
-}
-
 bool name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
            c == '_' || c == '-' || c == ':';
-}
-
-// The body as a JSON object, or a refusal (400) saying what is wrong with it.
-bool parse_object(const httplib::Request& req, httplib::Response& res, json* out) {
-    *out = json::parse(req.body, nullptr, false);
-    if (out->is_discarded()) {
-        refuse(res, 400, "the body is not JSON");
-        return false;
-    }
-    if (!out->is_object()) {
-        refuse(res, 400, "the body must be a JSON object");
-        return false;
-    }
-    return true;
 }
 
 // The join's fields, or the reason they are refused.
@@ -98,19 +65,13 @@ std::string read_join(const json& body, join_request* out) {
     return "";
 }
 
-// The member id of the path (its first match), or nothing (too many digits).
-bool path_id(const httplib::Request& req, uint64_t* id) {
-    const std::string& text = req.matches[1].str();
-    auto [end, ec]          = std::from_chars(text.data(), text.data() + text.size(), *id);
-    return ec == std::errc() && end == text.data() + text.size();
-}
-
 json member_json(const member& m, steady::time_point now) {
     double ago_s = std::chrono::duration<double>(now - m.last_heartbeat).count();
     return {{"id", m.id},
             {"name", m.name},
             {"kind", kind_name(m.kind)},
             {"state", state_name(m.state)},
+            {"drained", m.drained},
             {"addresses", m.addresses},
             {"joined_unix_s", m.joined_unix_s},
             {"last_heartbeat_s", ago_s},
@@ -196,6 +157,22 @@ void leave(controller& ctl, const httplib::Request& req, httplib::Response& res)
     reply(res, 200, {{"id", id}, {"left", true}});
 }
 
+// POST /v1/members/ID/drain and /undrain: an operator takes a member out of service or
+// back; routes and trees follow at once (they are computed per request).
+void drain(controller& ctl, const httplib::Request& req, httplib::Response& res, bool drained) {
+    uint64_t id = 0;
+    if (!path_id(req, &id) || !ctl.members().set_drained(id, drained)) {
+        refuse(res, 404, "no member " + req.matches[1].str());
+        return;
+    }
+    if (status st = ctl.persist(); !st) {
+        refuse(res, 500, st.message());
+        return;
+    }
+    ctl.stats().drains.fetch_add(1, std::memory_order_relaxed);
+    reply(res, 200, {{"id", id}, {"drained", drained}});
+}
+
 void list_members(controller& ctl, httplib::Response& res) {
     auto now     = steady::now();
     json members = json::array();
@@ -222,63 +199,6 @@ void status_page(controller& ctl, httplib::Response& res) {
            {"heartbeat_ms", ctl.heartbeat_ms()},
            {"state_file", ctl.config().state_file},
            {"members", counts}});
-}
-
-using handler = std::function<void(const httplib::Request&, httplib::Response&)>;
-
-// The checks in front of every route: the rate (429) and then the token (401), so a client
-// guessing tokens is slowed down too. False: refused, `res` says why. They run once the body
-// is read (within --max-body): a refusal before it would leave the body on the connection,
-// where it would be read as the next request.
-bool admitted(controller& ctl, const httplib::Request& req, httplib::Response& res) {
-    if (!ctl.limiter().allow(req.remote_addr)) {
-        res.set_header("Retry-After", "1");
-        refuse(res, 429, "too many requests from " + req.remote_addr + " (--rate)");
-        return false;
-    }
-    constexpr std::string_view scheme = "Bearer ";
-    std::string header                = req.get_header_value("Authorization");
-    if (header.size() <= scheme.size() ||
-        std::string_view(header).substr(0, scheme.size()) != scheme ||
-        !ctl.token_matches(std::string_view(header).substr(scheme.size()))) {
-        res.set_header("WWW-Authenticate", "Bearer realm=\"loom-ctld\"");
-        refuse(res, 401,
-               header.empty() ? "no bearer token (Authorization: Bearer TOKEN)"
-                              : "wrong bearer token");
-        return false;
-    }
-    return true;
-}
-
-handler guarded(controller& ctl, handler serve) {
-    return [&ctl, serve = std::move(serve)](const httplib::Request& req, httplib::Response& res) {
-        if (admitted(ctl, req, res)) {
-            serve(req, res);
-        }
-    };
-}
-
-// The allowed methods of each path; any other gets 405 (after the checks), with Allow.
-void allow_only(httplib::Server& server, controller& ctl, const std::string& pattern,
-                const std::string& allowed) {
-    handler wrong = guarded(ctl, [allowed](const httplib::Request& req, httplib::Response& res) {
-        res.set_header("Allow", allowed);
-        refuse(res, 405,
-               req.method + " is not allowed on " + req.path + " (allowed: " + allowed + ")");
-    });
-    std::string_view a = allowed;
-    if (a.find("GET") == std::string_view::npos) {
-        server.Get(pattern, wrong);
-    }
-    if (a.find("POST") == std::string_view::npos) {
-        server.Post(pattern, wrong);
-    }
-    if (a.find("DELETE") == std::string_view::npos) {
-        server.Delete(pattern, wrong);
-    }
-    server.Put(pattern, wrong);
-    server.Patch(pattern, wrong);
-    server.Options(pattern, wrong);
 }
 
 // Every answer of 400 or more passes here, whoever made it (a route, the checks above, the
@@ -342,6 +262,14 @@ void install_api(httplib::Server& server, controller& ctl) {
                       leave(ctl, req, res);
                   }));
     allow_only(server, ctl, R"(/v1/members/(\d+))", "DELETE");
+    for (bool drained : {true, false}) {
+        std::string path = drained ? R"(/v1/members/(\d+)/drain)" : R"(/v1/members/(\d+)/undrain)";
+        server.Post(path, guarded(ctl, [&ctl, drained](const httplib::Request& req,
+                                                       httplib::Response& res) {
+                        drain(ctl, req, res, drained);
+                    }));
+        allow_only(server, ctl, path, "POST");
+    }
     server.Get("/v1/status", guarded(ctl, [&ctl](const httplib::Request&, httplib::Response& res) {
                    status_page(ctl, res);
                }));
@@ -352,6 +280,7 @@ void install_api(httplib::Server& server, controller& ctl) {
                        "text/plain; version=0.0.4");
                }));
     allow_only(server, ctl, "/metrics", "GET");
+    install_fabric_api(server, ctl);
 }
 
 }  // namespace loom::ctld

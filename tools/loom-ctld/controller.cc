@@ -26,6 +26,14 @@ bool controller::token_matches(std::string_view presented) const {
 }
 
 status controller::load() {
+    if (!options_.fabric.empty()) {
+        auto f = topology::load_fabric(options_.fabric);
+        if (!f) {
+            status st = f.error();
+            return st.prefix("--fabric: ");
+        }
+        fabric_ = std::move(f).value();
+    }
     if (options_.state_file.empty()) {
         return status::ok();
     }
@@ -54,6 +62,18 @@ void controller::sweep() {
     if (status st = persist(); !st) {
         std::cerr << "loom-ctld: " << st.message() << std::endl;
     }
+}
+
+control::out_of_service controller::out_of_service() const {
+    control::out_of_service out;
+    for (const member& m : members_.snapshot()) {
+        if (m.state == member_state::down) {
+            out[m.name] = "down";
+        } else if (m.drained) {
+            out[m.name] = "drained";
+        }
+    }
+    return out;
 }
 
 double controller::uptime_s() const {

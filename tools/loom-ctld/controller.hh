@@ -6,15 +6,18 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "base/secret.hh"
 #include "base/status.hh"
 #include "control/members.hh"
+#include "control/trees.hh"
 #include "counters.hh"
 #include "options.hh"
 #include "rate_limit.hh"
+#include "topology/fabric.hh"
 
 namespace loom::ctld {
 
@@ -22,7 +25,8 @@ class controller {
   public:
     controller(const options& o, std::string_view token);
 
-    /// Reads the state file back (members resume with a fresh grace); nothing without one.
+    /// Reads the state file back (members resume with a fresh grace) and the fabric (--fabric);
+    /// nothing without them.
     status load();
     /// Writes the table to the state file (nothing without one). Writes are serialised, and
     /// each writes the table as it is when it starts, so the file never goes back in time.
@@ -35,6 +39,12 @@ class controller {
     bool token_matches(std::string_view presented) const;
 
     control::member_table& members() { return members_; }
+    /// The fabric (--fabric), or null when the controller holds none.
+    const topology::fabric* fabric() const { return fabric_ ? &*fabric_ : nullptr; }
+    /// The fabric's nodes that are out of service now: each member that is down or drained,
+    /// by its name, which is the node's id. A node that no member names is in service (a
+    /// switch that does not join the control plane still forwards).
+    control::out_of_service out_of_service() const;
     counters& stats() { return stats_; }
     rate_limiter& limiter() { return limiter_; }
     const options& config() const { return options_; }
@@ -44,6 +54,7 @@ class controller {
   private:
     const options options_;
     control::member_table members_;
+    std::optional<topology::fabric> fabric_;
     counters stats_;
     rate_limiter limiter_;
     std::mutex persist_mutex_;

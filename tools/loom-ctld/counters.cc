@@ -4,6 +4,7 @@
 
 #include <loom/loom.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -99,6 +100,11 @@ std::string metrics_text(const counters& c, const std::vector<member>& members, 
             "Leases that expired (three heartbeat periods missed): members marked down.",
             c.leases_expired);
     counter("loom_ctld_heartbeats_total", "Heartbeats accepted.", c.heartbeats);
+    counter("loom_ctld_drains_total", "Members drained or undrained by an operator.", c.drains);
+    family(out, "loom_ctld_members_drained", "gauge", "Members out of service by an operator.");
+    sample(out, "loom_ctld_members_drained",
+           double(std::count_if(members.begin(), members.end(),
+                                [](const member& m) { return m.drained; })));
     counter("loom_ctld_requests_total", "HTTP requests answered, refused ones included.",
             c.requests);
     family(out, "loom_ctld_refused_total", "counter", "Requests refused, by reason.");

@@ -32,6 +32,7 @@ refusal refusal_of_status(int http_status);
 
 struct counters {
     std::atomic<uint64_t> joins{0}, leaves{0}, leases_expired{0}, heartbeats{0}, requests{0};
+    std::atomic<uint64_t> drains{0};  // drains and undrains
     std::array<std::atomic<uint64_t>, size_t(refusal::count_)> refused{};
 
     void refuse(refusal r) { refused[size_t(r)].fetch_add(1, std::memory_order_relaxed); }

@@ -29,6 +29,15 @@ void add_options(CLI::App& app, options& o) {
     app.add_option("--max-members", o.max_members, "members the table holds at most (503 above)")
         ->capture_default_str();
     app.add_option("--threads", o.threads, "threads serving requests")->capture_default_str();
+    app.add_option("--fabric", o.fabric,
+                   "the fabric the controller holds, a shape (torus:4x4) or a fabric file: it "
+                   "serves its routes, route tables and aggregation trees (/v1/fabric, "
+                   "/v1/routes, /v1/trees) without the members that are down or drained; none: "
+                   "those paths answer 404");
+    app.add_option("--ties", o.ties_name,
+                   "dimension-ordered routing's antipode tie rule on a lattice: toward-plus or "
+                   "source-parity")
+        ->capture_default_str();
 }
 
 status check_options(options& o) {
@@ -44,6 +53,10 @@ status check_options(options& o) {
     }
     if (!(o.rate_per_s >= 0)) {
         return invalid_argument("--rate must be >= 0 requests per second");
+    }
+    if (!routing::parse_tie_rule(o.ties_name, &o.ties)) {
+        return invalid_argument("--ties must be toward-plus or source-parity, not '" + o.ties_name +
+                                "'");
     }
     if (o.max_members < 1 || o.threads < 1 || o.threads > 256) {
         return invalid_argument("--max-members must be at least 1 and --threads 1..256");

@@ -8,6 +8,7 @@
 
 #include "base/net.hh"
 #include "base/status.hh"
+#include "routing/dor.hh"
 
 namespace loom::ctld {
 
@@ -25,6 +26,9 @@ struct options {
     double rate_per_s     = 100;  // requests per second per client; 0: unlimited
     size_t max_members    = 65536;
     int threads           = 4;
+    std::string fabric;  // a shape or fabric file; empty: no routes or trees are served
+    std::string ties_name  = "toward-plus";
+    routing::tie_rule ties = routing::tie_rule::toward_plus;  // --ties, parsed
 };
 
 /// Declares every flag on `app`, bound to `o`.

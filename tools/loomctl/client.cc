@@ -4,6 +4,8 @@
 
 #include <httplib.h>
 
+#include <cctype>
+
 namespace loom::ctl_tool {
 namespace {
 
@@ -22,10 +24,9 @@ std::string failure_text(httplib::Error e) {
     }
 }
 
-}  // namespace
-
-result<nlohmann::json> get_json(const options& o, const std::string& token,
-                                const std::string& path) {
+// One request: GET when `payload` is null, else POST of it.
+result<nlohmann::json> request(const options& o, const std::string& token, const std::string& path,
+                               const nlohmann::json* payload) {
     httplib::Client client(o.where.host, o.where.port);
     auto seconds = time_t(o.timeout_s);
     auto micros  = time_t((o.timeout_s - double(seconds)) * 1e6);
@@ -34,7 +35,9 @@ result<nlohmann::json> get_json(const options& o, const std::string& token,
     client.set_write_timeout(seconds, micros);
     client.set_keep_alive(false);
     httplib::Headers headers = {{"Authorization", "Bearer " + token}};
-    auto answer              = client.Get(path, headers);
+    auto answer              = payload == nullptr
+                                   ? client.Get(path, headers)
+                                   : client.Post(path, headers, payload->dump(), "application/json");
     std::string where        = "the controller at " + o.controller;
     if (!answer) {
         return system_error(where + ": " + failure_text(answer.error()));
@@ -53,6 +56,31 @@ result<nlohmann::json> get_json(const options& o, const std::string& token,
                            "object (is it loom-ctld?)");
     }
     return body;
+}
+
+}  // namespace
+
+result<nlohmann::json> get_json(const options& o, const std::string& token,
+                                const std::string& path) {
+    return request(o, token, path, nullptr);
+}
+
+result<nlohmann::json> post_json(const options& o, const std::string& token,
+                                 const std::string& path, const nlohmann::json& body) {
+    return request(o, token, path, &body);
+}
+
+std::string query_escape(const std::string& text) {
+    static const char hex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : text) {
+        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+            out += char(c);
+        } else {
+            out += {'%', hex[c >> 4], hex[c & 15]};
+        }
+    }
+    return out;
 }
 
 }  // namespace loom::ctl_tool

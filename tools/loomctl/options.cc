@@ -38,6 +38,39 @@ void add_options(CLI::App& app, options& o) {
     add_common(*members_verb, o);
     members_verb->add_flag("--json", o.json, "print the controller's answer as JSON");
     members_verb->callback([&o] { o.what = verb::members; });
+
+    auto* routes_verb = app.add_subcommand(
+        "routes",
+        "the route from node A to node B (DOR on a lattice, with ports and VCs), or "
+        "with --table, node A's route table, as the controller serves them now");
+    add_common(*routes_verb, o);
+    routes_verb->add_option("A", o.from, "a node of the controller's fabric")->required();
+    routes_verb->add_option("B", o.to, "another node (not with --table)");
+    routes_verb->add_flag("--table", o.table, "node A's route table: next hop per rank");
+    routes_verb->add_flag("--json", o.json, "print the controller's answer as JSON");
+    routes_verb->callback([&o] { o.what = verb::routes; });
+
+    auto* trees_verb = app.add_subcommand(
+        "trees",
+        "the aggregation trees without the members that are down or drained, and the "
+        "ranks left without an in-network path");
+    add_common(*trees_verb, o);
+    trees_verb->add_option("--ranks", o.ranks,
+                           "also say whether one tree holds these ranks ('all' or 0,1,2)");
+    trees_verb->add_flag("--json", o.json, "print the controller's answer as JSON");
+    trees_verb->callback([&o] { o.what = verb::trees; });
+
+    for (verb v : {verb::drain, verb::undrain}) {
+        bool drain = v == verb::drain;
+        auto* sub  = app.add_subcommand(drain ? "drain" : "undrain",
+                                       drain ? "take a member out of service: routes and trees "
+                                                "leave it out (it keeps its lease)"
+                                              : "put a drained member back in service");
+        add_common(*sub, o);
+        sub->add_option("MEMBER", o.member, "the member's id or name")->required();
+        sub->add_flag("--json", o.json, "print the controller's answer as JSON");
+        sub->callback([&o, v] { o.what = v; });
+    }
 }
 
 status resolve_options(options& o) {
@@ -58,6 +91,10 @@ status resolve_options(options& o) {
         return invalid_argument(
             "no token: --token-file FILE or LOOM_CONTROLLER_TOKEN_FILE (the controller's "
             "bearer token, mode 0600)");
+    }
+    if (o.what == verb::routes && o.table != o.to.empty()) {
+        return invalid_argument(o.table ? "routes --table takes one node, not two"
+                                        : "routes needs two nodes: loomctl routes A B");
     }
     if (!(o.timeout_s > 0 && o.timeout_s <= 3600)) {
         return invalid_argument("--timeout must be between 0 and 3600 seconds");

@@ -15,14 +15,18 @@ constexpr int exit_ok       = 0;
 constexpr int exit_failed   = 1;  // the request was refused or failed
 constexpr int exit_bad_args = 2;
 
-enum class verb { none, status, members };
+enum class verb { none, status, members, routes, trees, drain, undrain };
 
 struct options {
     verb what = verb::none;
     std::string controller;  // HOST:PORT
     net::host_port where;
     std::string token_file;
-    bool json        = false;
+    bool json = false;
+    std::string from, to;  // routes A B (to empty with --table: A's route table)
+    bool table = false;
+    std::string ranks;     // trees --ranks: can these ranks reduce in one tree?
+    std::string member;    // drain / undrain: an id or a name
     double timeout_s = 5;  // every wait of a request: connect, send, answer
 };
 

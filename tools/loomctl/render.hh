@@ -12,5 +12,11 @@ namespace loom::ctl_tool {
 std::string status_table(const nlohmann::json& status);
 /// `loomctl members`: one row per member under a header, columns aligned.
 std::string members_table(const nlohmann::json& members);
+/// `loomctl routes A B`: how, then one line per hop with its port and VC; blocked nodes.
+std::string route_text(const nlohmann::json& route);
+/// `loomctl routes A --table`: one row per destination rank.
+std::string route_table_text(const nlohmann::json& table);
+/// `loomctl trees`: each tree indented by level, with the ranks under each node; cut ranks.
+std::string trees_text(const nlohmann::json& trees);
 
 }  // namespace loom::ctl_tool
