@@ -34,6 +34,7 @@ result<nlohmann::json> request(const options& o, const std::string& token, const
     client.set_read_timeout(seconds, micros);
     client.set_write_timeout(seconds, micros);
     client.set_keep_alive(false);
+    client.set_tcp_nodelay(true);  // header and body at once: no wait for the delayed ACK
     httplib::Headers headers = {{"Authorization", "Bearer " + token}};
     auto answer              = payload == nullptr
                                    ? client.Get(path, headers)
