@@ -109,10 +109,14 @@ std::string memif_device(std::string_view name, bool server, int64_t id) {
     return memif_vdev(unique_name("net_memif_loom"), "loom-memif-" + std::string(name), server, id);
 }
 
+// The kernel ring's frames: a 9000-byte MTU frame and its tpacket header; af_packet copies
+// a whole ring frame into one mbuf, so the port's data room holds one.
+constexpr size_t af_packet_frame = 10240;
+
 std::string af_packet_device(std::string_view iface) {
-    // Kernel ring frames large enough for a 9000-byte MTU frame and its tpacket header.
     return unique_name("net_af_packet_loom") + ",iface=" + std::string(iface) +
-           ",qpairs=1,framesz=10240,blocksz=20480,framecnt=512";
+           ",qpairs=1,framesz=" + std::to_string(af_packet_frame) +
+           ",blocksz=" + std::to_string(2 * af_packet_frame) + ",framecnt=512";
 }
 
 class memif_listener final : public datagram_listener {
@@ -198,8 +202,9 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view res
         config.device      = memif_device(a.name, false, a.id);
         config.retry_start = true;
     } else {
-        config.device  = af_packet_device(a.name);
-        config.set_mtu = false;
+        config.device        = af_packet_device(a.name);
+        config.kernel_iface  = a.name;
+        config.min_data_room = af_packet_frame;
     }
     auto p = port::open(config);
     if (!p) {
@@ -218,8 +223,9 @@ result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view rest
     port_config config;
     config.link_timeout_s = params::link_timeout.get();
     if (a.kind == "af_packet") {
-        config.device  = af_packet_device(a.name);
-        config.set_mtu = false;
+        config.device        = af_packet_device(a.name);
+        config.kernel_iface  = a.name;
+        config.min_data_room = af_packet_frame;
         LOOM_ASSIGN(auto p, port::open(config));
         return std::unique_ptr<datagram_listener>(
             std::make_unique<af_packet_listener>(a.name, std::move(p)));

@@ -4,11 +4,14 @@
 // may allocate, sleep and log.
 #include "drivers/dpdk/dpdk_port.hh"
 
+#include <net/if.h>
 #include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,6 +56,25 @@ class quiet_log {
     int type_  = -1;
     int level_ = -1;
 };
+
+/// A kernel interface's MTU, read without changing it.
+result<size_t> kernel_mtu(const std::string& iface) {
+    ifreq req{};
+    if (iface.size() >= sizeof req.ifr_name) {
+        return invalid_argument("dpdk: interface name '" + iface + "' is too long");
+    }
+    memcpy(req.ifr_name, iface.c_str(), iface.size());
+    int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::ioctl(fd, SIOCGIFMTU, &req) != 0) {
+        int e = errno;
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        return system_error("dpdk: the MTU of interface '" + iface + "': " + std::strerror(e));
+    }
+    ::close(fd);
+    return size_t(req.ifr_mtu);
+}
 
 }  // namespace
 
@@ -109,8 +131,9 @@ status port::setup(const port_config& config) {
     }
 
     const char* mtu_how = "set";
-    if (!config.set_mtu) {
-        mtu_how = "the interface's";
+    if (!config.kernel_iface.empty()) {
+        LOOM_ASSIGN(mtu_, kernel_mtu(config.kernel_iface));
+        mtu_how = "the interface's, kept";
     } else if (int rc = rte_eth_dev_set_mtu(id_, uint16_t(want)); rc == 0) {
         mtu_ = want;
     } else if (rc == -ENOTSUP) {
@@ -131,8 +154,10 @@ status port::setup(const port_config& config) {
 
     // The pool: both rings full, a burst being received and one being sent, and the cache.
     unsigned mbufs = unsigned(rx_ring) + tx_ring + 2 * burst_size + pool_cache + 1;
-    size_t room = RTE_PKTMBUF_HEADROOM + std::max(mtu_, size_t(datagram_max_frame)) + eth_overhead;
-    room        = (room + 63) / 64 * 64;
+    size_t room    = RTE_PKTMBUF_HEADROOM +
+                  std::max({mtu_ + eth_overhead, want + eth_overhead,
+                            size_t(datagram_max_frame) + eth_overhead, config.min_data_room});
+    room                  = (room + 63) / 64 * 64;
     std::string pool_name = unique_name("loom_pool");
     pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, pool_cache, 0, uint16_t(room),
                                     int(rte_socket_id()));

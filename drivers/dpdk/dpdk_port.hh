@@ -29,8 +29,12 @@ struct port_config {
     /// Start may fail until the other side is there (a memif client before its server
     /// listens): try again until link_timeout_s.
     bool retry_start = false;
-    /// Set the port's MTU (false: keep it, for a kernel interface that belongs to the host).
-    bool set_mtu          = true;
+    /// An af_packet port's kernel interface: its MTU is read (SIOCGIFMTU) and left as it is,
+    /// since the interface belongs to the host. Empty: the port's MTU is set.
+    std::string kernel_iface;
+    /// Bytes an mbuf must hold past its headroom beyond a whole frame (af_packet: its ring
+    /// frames, which it copies whole).
+    size_t min_data_room  = 0;
     double link_timeout_s = 10;
 };
 
