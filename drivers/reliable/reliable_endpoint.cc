@@ -322,7 +322,10 @@ void rel_endpoint::fail_peer(peer& p, const std::string& why) {
     size_t sends  = p.sendq.size() + p.wait_cts.size() + p.inflight.size();
     size_t recvs  = p.match.posted.size() + p.rndv_wait.size() + (p.in.recv != nullptr ? 1 : 0);
     size_t frames = p.tx.in_flight();
-    if (!closed_) {
+    if (sends + recvs + frames == 0) {
+        LOOM_LOG_DEBUG(log::subsystem::net, "%s: %s; nothing was outstanding toward it",
+                       who(p).c_str(), why.c_str());
+    } else if (!closed_) {
         LOOM_LOG_ERROR(log::subsystem::net,
                        "%s: failed: %s; outstanding toward it: %zu sends, %zu receives, %zu "
                        "unacknowledged frames (over %s)",
