@@ -101,6 +101,7 @@ status rel_endpoint::init() {
         p.rank      = r;
         p.link      = l;
         p.first_seq = random32();
+        p.rto       = opts_.rto_s;
         p.tx.init(opts_.window, p.first_seq);
         p.rx.init(opts_.window, payload_ + header_bytes);
         p.ctsq.init(opts_.max_ops + opts_.early_buffers);

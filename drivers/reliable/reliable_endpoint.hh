@@ -102,6 +102,10 @@ struct peer {
     bool ack_due        = false;
     uint32_t unacked_rx = 0;
     double last_heard = 0, last_ping = 0, last_hello = 0;
+    // Round-trip estimate (RFC 6298's smoothing): the retransmission timeout follows the
+    // peer's real answer time (a busy host's poll gaps included) and never drops below
+    // LOOM_REL_RTO_US.
+    double srtt = 0, rttvar = 0, rto = 0;
 };
 
 class rel_endpoint final : public endpoint {

@@ -28,7 +28,9 @@ inline const loom::params::int_param max_ops{
     "LOOM_ERR_NO_RESOURCE"};
 inline const loom::params::int_param rto_us{
     component, "LOOM_REL_RTO_US", "4000", "us",
-    "first retransmission timeout of a frame; it doubles on every retry up to 64 times this"};
+    "smallest and first retransmission timeout of a frame; above it the timeout follows each "
+    "peer's "
+    "measured round trip (smoothed, plus four deviations, at most 1 s) and doubles on every retry"};
 inline const loom::params::int_param ack_every{
     component, "LOOM_REL_ACK_EVERY", "16", "frames",
     "an acknowledgement goes out after this many frames received from a peer even inside a poll "

@@ -11,9 +11,21 @@
 
 namespace loom::drivers::reliable {
 
-// The retransmission timeout doubles per retry, up to 64 times the first.
+// The retransmission timeout doubles per retry, up to 64 times the peer's.
 static double backoff(double rto_s, uint8_t tries) {
     return rto_s * double(uint64_t{1} << std::min<uint8_t>(tries, 6));
+}
+
+// A round-trip sample updates the peer's smoothed estimate and its timeout.
+static void sample_rtt(peer& p, double r, double min_rto) {
+    if (p.srtt == 0) {
+        p.srtt   = r;
+        p.rttvar = r / 2;
+    } else {
+        p.rttvar = 0.75 * p.rttvar + 0.25 * (p.srtt > r ? p.srtt - r : r - p.srtt);
+        p.srtt   = 0.875 * p.srtt + 0.125 * r;
+    }
+    p.rto = std::min(std::max(min_rto, p.srtt + 4 * p.rttvar), 1.0);
 }
 
 bool rel_endpoint::emit(peer& p, header& h, const uint8_t* body, op* owner) {
@@ -44,7 +56,8 @@ bool rel_endpoint::emit(peer& p, header& h, const uint8_t* body, op* owner) {
     s->offset   = h.offset;
     s->blen     = h.body;
     s->body_crc = body_crc;
-    wheel_.arm(s, now_ + opts_.rto_s);
+    s->sent_at  = now_;
+    wheel_.arm(s, now_ + p.rto);
     p.ack_due    = false;
     p.unacked_rx = 0;
     ++stats_.frames_sent;
@@ -130,25 +143,31 @@ void rel_endpoint::retransmit(tx_slot* s, bool fast) {
         ++s->tries;
         s->fast_done = false;
     }
-    wheel_.arm(s, now_ + backoff(opts_.rto_s, s->tries));
+    wheel_.arm(s, now_ + backoff(p.rto, s->tries));
     p.ack_due    = false;
     p.unacked_rx = 0;
 }
 
 void rel_endpoint::on_ack(peer& p, const header& h) {
-    bool ok = p.tx.apply_ack(
-        h.ack, h.sack,
-        [&](tx_slot* s) {
+    double sample = -1;
+    bool ok       = p.tx.apply_ack(
+              h.ack, h.sack,
+              [&](tx_slot* s) {
             wheel_.disarm(s);
+            if (s->tries == 0 && !s->fast_done) {
+                sample = now_ - s->sent_at;  // Karn: never from a frame sent twice
+            }
             if (auto* o = static_cast<op*>(s->owner); o != nullptr) {
                 if (--o->unacked == 0 && o->at == op_at::inflight) {
                     finish_send(p, o);
                 }
             }
         },
-        [&](tx_slot* s) { retransmit(s, /*fast=*/true); });
+              [&](tx_slot* s) { retransmit(s, /*fast=*/true); });
     if (!ok) {
         ++stats_.stale;  // acknowledges frames never sent
+    } else if (sample >= 0) {
+        sample_rtt(p, sample, opts_.rto_s);
     }
 }
 

@@ -38,6 +38,7 @@ struct tx_slot : timer_node {
     uint64_t offset   = 0;        // of the body in the owner's buffer
     uint32_t blen     = 0;
     uint32_t body_crc = 0;
+    double sent_at    = 0;  // first transmission (round-trip samples: never-retransmitted only)
     uint8_t head[header_bytes]{};
 };
 
