@@ -19,11 +19,18 @@
 //                        form. One endpoint hears every peer of a listener: a peer says
 //                        hello with its own address first, and frames are told apart by the
 //                        number the listener's welcome gave it (drivers/ofi/ofi_datagram.hh)
+//   dpdk:memif:NAME[:ID] a DPDK memif port pair over the abstract socket "/loom-memif-NAME":
+//                        one Ethernet frame (EtherType 0x88B5) per frame. A listener offers
+//                        interface ids 0..LOOM_DPDK_MEMIF_IDS-1, one client each; a client
+//                        names its id (0 when omitted) (drivers/dpdk)
+//   dpdk:af_packet:IFACE a DPDK af_packet port on kernel interface IFACE: frames to broadcast
+//                        until the peer is heard; a listener hands out its one port once
 //   fault:ADDRESS        the endpoint at ADDRESS with its sends dropped, duplicated and
 //                        reordered by LOOM_FAULT_* (drivers/fault; connect only)
 //
 // Fast path: send() and recv() never allocate or block; tcp makes non-blocking socket calls,
-// shm none, ofi non-blocking libfabric calls on buffers posted once. Not thread-safe: one poll loop
+// shm none, ofi non-blocking libfabric calls on buffers posted once, dpdk rx/tx bursts on mbufs
+// from a pool. Not thread-safe: one poll loop
 // owns an endpoint.
 #pragma once
 
@@ -95,7 +102,7 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view add
                                                             double timeout_s);
 
 /// Listens at `address` ("tcp:HOST:PORT", port 0 = any free port; "shm:NAME";
-/// "ofi:PROVIDER").
+/// "ofi:PROVIDER"; "dpdk:memif:NAME"; "dpdk:af_packet:IFACE").
 result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view address);
 
 /// The fault injector (drivers/fault) around `inner`: its sends dropped, duplicated and

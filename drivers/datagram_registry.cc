@@ -10,14 +10,21 @@ namespace {
 
 status unknown(std::string_view address) {
     return invalid_argument("unknown datagram address '" + std::string(address) +
-                            "': expected tcp:HOST:PORT, shm:NAME, ofi:PROVIDER/ADDRESS or "
-                            "fault:ADDRESS");
+                            "': expected tcp:HOST:PORT, shm:NAME, ofi:PROVIDER/ADDRESS, "
+                            "dpdk:memif:NAME[:ID], dpdk:af_packet:IFACE or fault:ADDRESS");
 }
 
 #if !LOOM_BUILT_OFI
 status ofi_not_built(std::string_view address) {
     return not_supported("datagram address '" + std::string(address) +
                          "': this loom was built without the ofi driver (libfabric)");
+}
+#endif
+
+#if !LOOM_BUILT_DPDK
+status dpdk_not_built(std::string_view address) {
+    return not_supported("datagram address '" + std::string(address) +
+                         "': this loom was built without the dpdk driver (libdpdk)");
 }
 #endif
 
@@ -36,6 +43,13 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view add
         return ofi::connect_datagram(address.substr(4), timeout_s);
 #else
         return ofi_not_built(address);
+#endif
+    }
+    if (address.starts_with("dpdk:")) {
+#if LOOM_BUILT_DPDK
+        return dpdk::connect_datagram(address.substr(5), timeout_s);
+#else
+        return dpdk_not_built(address);
 #endif
     }
     if (address.starts_with("fault:")) {
@@ -59,6 +73,13 @@ result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view addr
         return ofi::listen_datagram(address.substr(4));
 #else
         return ofi_not_built(address);
+#endif
+    }
+    if (address.starts_with("dpdk:")) {
+#if LOOM_BUILT_DPDK
+        return dpdk::listen_datagram(address.substr(5));
+#else
+        return dpdk_not_built(address);
 #endif
     }
     return unknown(address);

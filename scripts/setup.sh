@@ -9,10 +9,12 @@ cd "$(dirname "$0")/.."
 # cmake: meson writes the CMake package's version file with it, and the install check
 # builds the example through find_package(loom). libfabric and rdma-core: the ofi and verbs
 # drivers (libfabric-bin brings fi_info, which the docs use to list providers).
-# libcpp-httplib-dev: the HTTP API of the control plane (loom-ctld, loomctl).
+# libcpp-httplib-dev: the HTTP API of the control plane (loom-ctld, loomctl). libdpdk-dev:
+# the dpdk driver (drivers/dpdk; its ports run here on virtual devices, memif and af_packet).
 packages=(g++ meson ninja-build pkg-config python3 libcmocka-dev nlohmann-json3-dev
           libcli11-dev clang-format gnuplot-nox openmpi-bin iproute2 cmake
-          libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev libcpp-httplib-dev)
+          libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev libcpp-httplib-dev
+          libdpdk-dev)
 scripts/install_packages.sh "${packages[@]}"
 
 build_dir=${1:-build}
