@@ -33,6 +33,14 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
                              std::string(LOOM_FEATURES) + ")");
 #endif
     }
+    if (name == "dpdk") {
+#if LOOM_BUILT_DPDK
+        return open_dpdk(config);
+#else
+        return not_supported("dpdk: this loom was built without the dpdk driver (" +
+                             std::string(LOOM_FEATURES) + ")");
+#endif
+    }
     if (name.substr(0, 6) == "fault:") {
         auto inner = open(name.substr(6), config);
         if (!inner) {
@@ -46,7 +54,7 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
     return invalid_argument("unknown driver '" + std::string(name) +
                             "' (available: self, shm, tcp" + (LOOM_BUILT_OFI ? ", ofi" : "") +
                             (LOOM_BUILT_VERBS ? ", verbs" : "") +
-                            ", fault:<driver>, fwd:<driver>)");
+                            (LOOM_BUILT_DPDK ? ", dpdk" : "") + ", fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
@@ -56,6 +64,9 @@ std::vector<std::string> available() {
     }
     if (LOOM_BUILT_VERBS) {
         names.push_back("verbs");
+    }
+    if (LOOM_BUILT_DPDK) {
+        names.push_back("dpdk");
     }
     names.insert(names.end(), {"fault", "fwd"});
     return names;

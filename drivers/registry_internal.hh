@@ -10,6 +10,8 @@ result<std::unique_ptr<endpoint>> open_self(const endpoint_config& config);  // 
 result<std::unique_ptr<endpoint>> open_shm(const endpoint_config& config);   // shm/
 result<std::unique_ptr<endpoint>> open_tcp(const endpoint_config& config);   // tcp/
 result<std::unique_ptr<endpoint>> open_ofi(const endpoint_config& config);   // ofi/ (libfabric)
+/// The reliable endpoint over DPDK ports, a full mesh of memif pairs (dpdk/).
+result<std::unique_ptr<endpoint>> open_dpdk(const endpoint_config& config);
 /// rdma-core: "verbs: no RDMA device ..." where ibv_get_device_list finds none (verbs/).
 result<std::unique_ptr<endpoint>> open_verbs(const endpoint_config& config);
 /// True when ranks on several hosts should take ofi by themselves: LOOM_OFI_PROVIDER names a

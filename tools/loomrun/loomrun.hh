@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.hh"
@@ -164,5 +165,10 @@ int remove_job_segments(const std::string& job);
 
 /// Runs the job; returns loomrun's exit status. Prints one line on stderr when it is not 0.
 int run_job(const options& opts);
+
+/// The drivers a rank's LOOM_TRANSPORT may name under its fault: wrappers (the one list
+/// both --transport's check and LOOM_TRANSPORT's use), and them as the messages print them.
+bool known_transport(std::string_view driver);
+constexpr const char* known_transports = "shm, tcp, ofi, verbs, dpdk, self";
 
 }  // namespace loom::loomrun

@@ -60,7 +60,7 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
     app.add_option("-n,--ranks", text.ranks,
                    "number of ranks to start (1.." + std::to_string(max_ranks) + ")");
     app.add_option("--transport", o.transport,
-                   "LOOM_TRANSPORT of every rank: shm, tcp, ofi, verbs, self (-n 1) or "
+                   "LOOM_TRANSPORT of every rank: shm, tcp, ofi, verbs, dpdk, self (-n 1) or "
                    "fault:<transport>; default: LOOM_TRANSPORT of loomrun's environment, else "
                    "shm; under --hosts netns unset, so the ranks, on several hosts, pick a "
                    "network transport themselves (tcp under --fabric)")
@@ -70,10 +70,9 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
                 while (inner.starts_with("fault:")) {
                     inner.remove_prefix(6);
                 }
-                bool ok = inner == "shm" || inner == "tcp" || inner == "ofi" || inner == "verbs" ||
-                          inner == "self";
-                return ok ? std::string()
-                          : t + " not in {shm, tcp, ofi, verbs, self, fault:<transport>}";
+                return known_transport(inner)
+                           ? std::string()
+                           : t + " not in {" + known_transports + ", fault:<transport>}";
             },
             "TRANSPORT"));
     app.add_option("--fabric", o.fabric,

@@ -39,11 +39,10 @@ status check_transport(const options& o, const std::string& transport, const std
         }
         inner = innermost(inner.substr(4));
     }
-    if (inner != "self" && inner != "shm" && inner != "tcp" && inner != "ofi" && inner != "verbs") {
-        return invalid_argument(
-            said +
-            ": unknown transport (allowed: shm, tcp, ofi, verbs, self with -n 1, "
-            "fault:<transport>, fwd:<transport> with LOOM_FABRIC)");
+    if (!known_transport(inner)) {
+        return invalid_argument(said + ": unknown transport (allowed: " + known_transports +
+                                " with -n 1, fault:<transport>, fwd:<transport> with "
+                                "LOOM_FABRIC)");
     }
     if (inner == "self" && o.ranks != 1) {
         return invalid_argument(said + " connects a rank only to itself, but -n is " +
@@ -65,6 +64,11 @@ status check_flag_owns(const user_settings& user, const char* name, const std::s
 }
 
 }  // namespace
+
+bool known_transport(std::string_view driver) {
+    return driver == "shm" || driver == "tcp" || driver == "ofi" || driver == "verbs" ||
+           driver == "dpdk" || driver == "self";
+}
 
 result<rank_settings> resolve_rank_settings(const options& o, const user_settings& user) {
     rank_settings s;
