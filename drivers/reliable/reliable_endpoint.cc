@@ -413,9 +413,17 @@ void rel_endpoint::progress() {
     }
     wheel_.advance(now_, [&](timer_node* n) {
         auto* s = static_cast<tx_slot*>(n);
-        if (!s->sacked) {
-            retransmit(s, /*fast=*/false);
+        if (s->sacked || !s->used) {
+            return;
         }
+        peer& p = peers_[size_t(s->peer)];
+        if (s->seq - p.tx.base() > sack_bits) {
+            // Beyond what a SACK can report while an older frame is missing: the receiver
+            // may well hold it. Wait for the older one's recovery, which brings it into view.
+            wheel_.arm(s, now_ + p.rto);
+            return;
+        }
+        retransmit(s, /*fast=*/false);
     });
     for (int r : peer_ranks_) {
         peer& p = peers_[size_t(r)];
