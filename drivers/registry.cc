@@ -33,6 +33,9 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
                              std::string(LOOM_FEATURES) + ")");
 #endif
     }
+    if (name == "rel:shm") {
+        return open_reliable_shm(config);  // drivers/reliable over shm datagrams
+    }
     if (name.substr(0, 6) == "fault:") {
         auto inner = open(name.substr(6), config);
         if (!inner) {
@@ -46,7 +49,7 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
     return invalid_argument("unknown driver '" + std::string(name) +
                             "' (available: self, shm, tcp" + (LOOM_BUILT_OFI ? ", ofi" : "") +
                             (LOOM_BUILT_VERBS ? ", verbs" : "") +
-                            ", fault:<driver>, fwd:<driver>)");
+                            ", rel:shm, fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
@@ -57,7 +60,7 @@ std::vector<std::string> available() {
     if (LOOM_BUILT_VERBS) {
         names.push_back("verbs");
     }
-    names.insert(names.end(), {"fault", "fwd"});
+    names.insert(names.end(), {"rel:shm", "fault", "fwd"});
     return names;
 }
 
