@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/params.hh"
 #include "reliable_test_util.hh"
 #include "test_case.hh"
 
@@ -753,6 +754,54 @@ void run_hub() {
     std::printf("# the router dropped %llu frames\n", (unsigned long long)h.dropped);
 }
 
+/// connect() gives up after the configuration's timeout with LOOM_ERR_TIMEOUT naming the peers
+/// that never answered and their links (a router that reaches rank 2, which never opens).
+void connect_names_silent_peers() {
+    hub h;
+    h.queues.resize(3);
+    test::store_dir dir("relsilent");
+    std::string job        = test::unique_job("relsilent");
+    test::ranks_as_threads = true;
+    std::string problems   = test::run_ranks(2, 60, [&](int rank) {
+        file_store store(dir.path);
+        drivers::endpoint_config cfg = test::config_of(rank, 3, job, &store, 1.0);
+        std::vector<std::unique_ptr<drivers::common::frame_link>> links;
+        links.push_back(std::make_unique<hub_link>(&h, rank));
+        auto ep = rel::open_reliable(cfg, std::move(links), std::vector<int>(3, 0), rel::options{});
+        RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+        double t0 = now_s();
+        status st = (*ep)->connect();
+        RANK_CHECK(rank, st.code() == LOOM_ERR_TIMEOUT, "connect: %s", st.to_string().c_str());
+        RANK_CHECK(rank, now_s() - t0 < 5, "took %.1f s", now_s() - t0);
+        const std::string& m = st.message();
+        RANK_CHECK(rank,
+                     m.find("from peers 2 (over hub link of rank " + std::to_string(rank)) !=
+                         std::string::npos,
+                     "message names the wrong peers: %s", m.c_str());
+        return 0;
+    });
+    test::ranks_as_threads = false;
+    EXPECT_PASSED(problems);
+}
+
+/// LOOM_REL_* values are checked when an endpoint's options are read.
+void parameters_are_checked() {
+    auto& reg = params::registry::global();
+    assert_true(rel::options_from_params().is_ok());
+    assert_true(reg.set("LOOM_REL_WINDOW", "0").is_ok());
+    auto o = rel::options_from_params();
+    assert_false(o.is_ok());
+    test::expect_has(o.error().message(), "LOOM_REL_WINDOW");
+    assert_true(reg.set("LOOM_REL_WINDOW", "64").is_ok());
+    assert_true(reg.set("LOOM_REL_RTO_US", "500").is_ok());
+    o = rel::options_from_params();
+    assert_true(o.is_ok());
+    assert_int_equal(o->window, 64);
+    assert_true(o->rto_s > 0.00049 && o->rto_s < 0.00051);
+    assert_true(reg.set("LOOM_REL_WINDOW", "128").is_ok());
+    assert_true(reg.set("LOOM_REL_RTO_US", "4000").is_ok());
+}
+
 }  // namespace
 
 // An argument runs only the cases whose names match it (cmocka's filter, * as wildcard).
@@ -794,6 +843,8 @@ int main(int argc, char** argv) {
         LOOM_CASE(peer_killed_mid_transfer_fails_its_operations, run_failure(false)),
         LOOM_CASE(peer_stopped_mid_transfer_fails_by_silence, run_failure(true)),
         LOOM_CASE(three_ranks_share_one_link_each_behind_a_lossy_router, run_hub()),
+        LOOM_CASE(connect_names_the_peers_that_never_answered, connect_names_silent_peers()),
+        LOOM_CASE(parameters_are_checked_when_options_are_read, parameters_are_checked()),
     };
     return LOOM_RUN_TESTS("drivers_reliable", tests);
 }
