@@ -145,6 +145,7 @@ class rel_endpoint final : public endpoint {
     void pump(peer& p);
     bool emit(peer& p, header& h, const uint8_t* body, op* owner);
     void retransmit(tx_slot* s, bool fast);
+    void arm_probe(peer& p);
     void send_ack(peer& p, uint8_t flags);
     void send_hello(peer& p, frame_kind kind);
     void send_goodbye(peer& p);

@@ -16,6 +16,9 @@ static double backoff(double rto_s, uint8_t tries) {
     return rto_s * double(uint64_t{1} << std::min<uint8_t>(tries, 6));
 }
 
+// The shortest probe timeout's half: below, a probe would race the peer's own ack.
+constexpr double probe_floor_s = 250e-6;
+
 // A round-trip sample updates the peer's smoothed estimate and its timeout.
 static void sample_rtt(peer& p, double r, double min_rto) {
     if (p.srtt == 0) {
@@ -119,6 +122,25 @@ void rel_endpoint::pump(peer& p) {
         o->at = op_at::inflight;
         p.inflight.push_back(o);
     }
+    arm_probe(p);
+}
+
+// Tail-loss probe: when nothing more is queued, the newest frame in flight is resent after
+// about two round trips instead of a whole timeout. A lost last frame (or a lost one-frame
+// message) has no later frame whose SACK would reveal it; the probe's ack does.
+void rel_endpoint::arm_probe(peer& p) {
+    if (p.tx.empty() || p.srtt <= 0) {
+        return;
+    }
+    tx_slot* last = p.tx.at(p.tx.next() - 1);
+    if (last == nullptr || last->probe || last->tries > 0 || last->sacked) {
+        return;
+    }
+    double pto = std::max(2 * p.srtt, 2 * probe_floor_s);
+    if (pto < p.rto) {
+        last->probe = true;
+        wheel_.arm(last, std::max(last->sent_at + pto, now_));
+    }
 }
 
 void rel_endpoint::retransmit(tx_slot* s, bool fast) {
@@ -137,7 +159,9 @@ void rel_endpoint::retransmit(tx_slot* s, bool fast) {
         wheel_.arm(s, now_);  // the next tick
         return;
     }
-    ++(fast ? stats_.fast_retransmits : stats_.retransmits);
+    ++(fast                        ? stats_.fast_retransmits
+       : s->probe && s->tries == 0 ? stats_.probes
+                                   : stats_.retransmits);
     ++stats_.frames_sent;
     if (!fast) {
         ++s->tries;

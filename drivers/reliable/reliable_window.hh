@@ -34,6 +34,7 @@ struct tx_slot : timer_node {
     bool used         = false;
     bool sacked       = false;
     bool fast_done    = false;  // fast-retransmitted since its last timer
+    bool probe        = false;  // its timer is a tail-loss probe (earlier than the timeout)
     uint8_t tries     = 0;      // retransmissions so far (the timeout doubles each time)
     int peer          = -1;
     void* owner       = nullptr;  // the send operation whose bytes the body is (data frames)

@@ -91,9 +91,10 @@ int bench_rank(int rank, const std::string& job, const std::string& dir, double 
         const auto* st = drivers::reliable::stats_of(**ep);
         std::printf(
             "drop %.3f: 8 B half round trip %.2f us; 4 MiB %.0f MB/s; %llu frames sent, "
-            "%llu retransmitted on a timer, %llu fast\n",
+            "%llu retransmitted on a timer, %llu fast, %llu probes\n",
             drop, lat * 1e6, double(big) * reps / secs / 1e6, (unsigned long long)st->frames_sent,
-            (unsigned long long)st->retransmits, (unsigned long long)st->fast_retransmits);
+            (unsigned long long)st->retransmits, (unsigned long long)st->fast_retransmits,
+            (unsigned long long)st->probes);
     }
     (*ep)->close();
     return 0;
