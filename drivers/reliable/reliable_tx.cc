@@ -35,13 +35,15 @@ bool rel_endpoint::emit(peer& p, header& h, const uint8_t* body, op* owner) {
     if (p.tx.full()) {
         return false;
     }
-    h.src     = uint32_t(rank_);
-    h.dst     = uint32_t(p.rank);
-    h.key     = key_;
-    h.src_inc = inc_;
-    h.dst_inc = p.inc;
-    h.seq     = p.tx.next();
-    h.flags |= flag_ack;
+    h.src               = uint32_t(rank_);
+    h.dst               = uint32_t(p.rank);
+    h.key               = key_;
+    h.src_inc           = inc_;
+    h.dst_inc           = p.inc;
+    h.seq               = p.tx.next();
+    const uint8_t* held = nullptr;
+    size_t held_len     = 0;
+    h.flags |= flag_ack | (p.rx.peek(&held, &held_len) ? flag_stalled : 0);
     h.ack  = p.rx.expected();
     h.sack = p.rx.sack();
     uint8_t head[header_bytes];
@@ -51,6 +53,9 @@ bool rel_endpoint::emit(peer& p, header& h, const uint8_t* body, op* owner) {
     if (!links_[size_t(p.link)]->send(head, header_bytes, body, h.body)) {
         ++stats_.link_full;
         return false;
+    }
+    if (p.tx.empty()) {
+        p.last_progress = now_;  // the clock starts with the first frame in flight
     }
     tx_slot* s = p.tx.push();
     std::memcpy(s->head, head, header_bytes);
@@ -174,6 +179,7 @@ void rel_endpoint::retransmit(tx_slot* s, bool fast) {
 
 void rel_endpoint::on_ack(peer& p, const header& h) {
     double sample = -1;
+    uint32_t base = p.tx.base();
     bool ok       = p.tx.apply_ack(
               h.ack, h.sack,
               [&](tx_slot* s) {
@@ -190,7 +196,12 @@ void rel_endpoint::on_ack(peer& p, const header& h) {
               [&](tx_slot* s) { retransmit(s, /*fast=*/true); });
     if (!ok) {
         ++stats_.stale;  // acknowledges frames never sent
-    } else if (sample >= 0) {
+        return;
+    }
+    if (p.tx.base() != base || (h.flags & flag_stalled) != 0) {
+        p.last_progress = now_;
+    }
+    if (sample >= 0) {
         sample_rtt(p, sample, opts_.rto_s);
     }
 }
@@ -225,7 +236,9 @@ void rel_endpoint::send_ack(peer& p, uint8_t flags) {
         return;
     }
     header h;
-    h.flags = flags;
+    const uint8_t* held = nullptr;
+    size_t held_len     = 0;
+    h.flags             = flags | (p.rx.peek(&held, &held_len) ? flag_stalled : 0);
     fill_unreliable(p, h, frame_kind::ack);
     send_unreliable(*links_[size_t(p.link)], h, stats_);
     ++stats_.acks_sent;
