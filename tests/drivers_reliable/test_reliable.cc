@@ -190,7 +190,8 @@ int pingpong_rank(int rank, const std::string& job, const std::string& dir, cons
         (unsigned long long)st->bad_checksum, (unsigned long long)st->truncated,
         (unsigned long long)st->unknown_rank, (unsigned long long)st->stale);
     if (s.faults.drop > 0) {
-        RANK_CHECK(rank, st->retransmits + st->fast_retransmits > 0, "loss without retransmits");
+        RANK_CHECK(rank, st->retransmits + st->fast_retransmits + st->probes > 0,
+                   "loss without retransmits");
     }
     if (s.faults.dup > 0) {
         RANK_CHECK(rank, st->duplicates > 0, "duplicates injected, none seen");
@@ -701,7 +702,7 @@ class hub_link final : public drivers::common::frame_link {
     std::vector<uint8_t> cur_;
 };
 
-/// Three ranks behind one router (a shared link each, 3 % of frames dropped by the router):
+/// Three ranks behind one router (a shared link each, 5 % of frames dropped by the router):
 /// every rank sends messages of every kind (empty, one frame, several, rendezvous) to both
 /// others; every byte arrives once.
 int hub_rank(int rank, hub* h, const std::string& job, const std::string& dir) {
@@ -753,8 +754,6 @@ int hub_rank(int rank, hub* h, const std::string& job, const std::string& dir) {
                                uint64_t(p * 10 + rank) * 100 + uint64_t(i)) < 0,
                    "from %d message %d differs", p, i);
     }
-    const rel::reliable_stats* st = rel::stats_of(**ep);
-    RANK_CHECK(rank, st->retransmits + st->fast_retransmits > 0, "router drops, no retransmits");
     // Everyone done before anyone closes: a closing rank's goodbye would fail the others.
     RANK_CHECK(rank, store.set("done" + std::to_string(rank), "1").is_ok(), "done");
     for (int p = 0; p < size; ++p) {
@@ -769,7 +768,7 @@ int hub_rank(int rank, hub* h, const std::string& job, const std::string& dir) {
 void run_hub() {
     hub h;
     h.queues.resize(3);
-    h.drop = 0.03;
+    h.drop = 0.05;
     test::store_dir dir("relhub");
     std::string job        = test::unique_job("relhub");
     test::ranks_as_threads = true;
@@ -777,7 +776,9 @@ void run_hub() {
         test::run_ranks(3, 120, [&](int rank) { return hub_rank(rank, &h, job, dir.path); });
     test::ranks_as_threads = false;
     EXPECT_PASSED(problems);
+    // Every byte arrived once although the router lost frames: they were recovered.
     std::printf("# the router dropped %llu frames\n", (unsigned long long)h.dropped);
+    assert_true(h.dropped > 0);
 }
 
 /// connect() gives up after the configuration's timeout with LOOM_ERR_TIMEOUT naming the peers
