@@ -5,6 +5,7 @@
 #include "drivers/fault/fault_params.hh"
 #include "drivers/forward/forward_params.hh"
 #include "drivers/ofi/ofi_params.hh"
+#include "drivers/reliable/reliable_params.hh"
 #include "drivers/shm/shm_params.hh"
 #include "drivers/tcp/tcp_params.hh"
 #include "drivers/verbs/verbs_params.hh"
@@ -13,9 +14,9 @@ namespace loom::drivers {
 
 std::span<const loom::params::component* const> parameter_components() {
     static const loom::params::component* const list[] = {
-        &common::params::component, &shm::params::component,     &tcp::params::component,
-        &fault::params::component,  &forward::params::component, &ofi::params::component,
-        &verbs::params::component,
+        &common::params::component, &shm::params::component,      &tcp::params::component,
+        &fault::params::component,  &forward::params::component,  &ofi::params::component,
+        &verbs::params::component,  &reliable::params::component,
     };
     return list;
 }

@@ -41,6 +41,9 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
                              std::string(LOOM_FEATURES) + ")");
 #endif
     }
+    if (name == "rel:shm") {
+        return open_reliable_shm(config);  // drivers/reliable over shm datagrams
+    }
     if (name.substr(0, 6) == "fault:") {
         auto inner = open(name.substr(6), config);
         if (!inner) {
@@ -51,10 +54,10 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
     if (name.substr(0, 4) == "fwd:") {
         return forward::open(name.substr(4), config);  // opens the inner one itself
     }
-    return invalid_argument("unknown driver '" + std::string(name) +
-                            "' (available: self, shm, tcp" + (LOOM_BUILT_OFI ? ", ofi" : "") +
-                            (LOOM_BUILT_VERBS ? ", verbs" : "") +
-                            (LOOM_BUILT_DPDK ? ", dpdk" : "") + ", fault:<driver>, fwd:<driver>)");
+    return invalid_argument(
+        "unknown driver '" + std::string(name) + "' (available: self, shm, tcp" +
+        (LOOM_BUILT_OFI ? ", ofi" : "") + (LOOM_BUILT_VERBS ? ", verbs" : "") +
+        (LOOM_BUILT_DPDK ? ", dpdk" : "") + ", rel:shm, fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
@@ -68,7 +71,7 @@ std::vector<std::string> available() {
     if (LOOM_BUILT_DPDK) {
         names.push_back("dpdk");
     }
-    names.insert(names.end(), {"fault", "fwd"});
+    names.insert(names.end(), {"rel:shm", "fault", "fwd"});
     return names;
 }
 

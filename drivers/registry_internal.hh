@@ -18,6 +18,8 @@ result<std::unique_ptr<endpoint>> open_verbs(const endpoint_config& config);
 /// provider other than shm, or, unset, libfabric offers one on a fabric of its own (cxi, efa,
 /// verbs;ofi_rxm, …; not over sockets, where tcp serves): ofi/ofi_reach.cc.
 bool ofi_preferred_across_hosts();
+/// The reliable protocol over a mesh of shm datagram links, "rel:shm" (reliable/).
+result<std::unique_ptr<endpoint>> open_reliable_shm(const endpoint_config& config);
 /// Wraps `inner`: drops, duplicates, reorders or delays by parameters (fault/).
 result<std::unique_ptr<endpoint>> open_fault(std::unique_ptr<endpoint> inner,
                                              const endpoint_config& config);

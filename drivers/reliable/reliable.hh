@@ -60,6 +60,7 @@ struct reliable_stats {
     uint64_t data_frames_sent  = 0;
     uint64_t retransmits       = 0;  // on a timer
     uint64_t fast_retransmits  = 0;  // on a SACK hole
+    uint64_t probes            = 0;  // tail-loss probes (the newest frame, resent early)
     uint64_t acks_sent         = 0;  // ack-only frames
     uint64_t duplicates        = 0;  // frames already processed or held
     uint64_t out_of_window     = 0;  // beyond the receive window

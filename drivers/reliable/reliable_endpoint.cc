@@ -65,11 +65,12 @@ status rel_endpoint::init() {
         }
         mtu = std::min(mtu, l->mtu());
     }
-    if (links_.empty() || mtu <= header_bytes + 64) {
-        return invalid_argument(me + "no link, or a link MTU of at most " +
-                                std::to_string(header_bytes + 64) + " bytes");
+    if (!links_.empty() && mtu <= header_bytes + 64) {
+        return invalid_argument(me + "a link MTU of at most " + std::to_string(header_bytes + 64) +
+                                " bytes");
     }
-    payload_ = std::min<size_t>(mtu - header_bytes, 65535);
+    // No link at all: a job of one rank, where only the loopback serves.
+    payload_ = links_.empty() ? 1 : std::min<size_t>(mtu - header_bytes, 65535);
     match_.open(opts_.max_ops);
     early_.init(opts_.early_buffers + opts_.max_ops);  // rts records need no buffer
     buffers_.init(opts_.early_buffers);
@@ -242,18 +243,21 @@ loom_status_t rel_endpoint::post_recv(int peer_rank, uint64_t tag, uint64_t imm,
     if (o == nullptr) {
         return LOOM_ERR_NO_RESOURCE;
     }
-    if (p.failed) {
-        match_.complete(o, LOOM_ERR_PEER_FAILURE, 0);
-        return LOOM_SUCCESS;
-    }
     if (early_msg* e = p.match.take_early(tag)) {
         bool rts = e->rts;
+        if (rts && p.failed) {
+            free_early(e);  // its data can no longer come
+            match_.complete(o, LOOM_ERR_PEER_FAILURE, 0);
+            return LOOM_SUCCESS;
+        }
         deliver_early(p, e, o);
         if (rts) {
             now_ = now_s();
             pump(p);  // the cts goes now
             links_[size_t(p.link)]->flush();
         }
+    } else if (p.failed) {
+        match_.complete(o, LOOM_ERR_PEER_FAILURE, 0);
     } else if (const early_msg* c = p.match.early_contradicting(tag, imm)) {
         match_.complete_mismatch(o, c->imm);
     } else {
@@ -356,8 +360,15 @@ void rel_endpoint::fail_peer(peer& p, const std::string& why) {
         free_early(p.in.early);
     }
     p.in = inbound{};
-    while (early_msg* e = p.match.early.pop_front()) {
-        free_early(e);
+    // Eager messages that arrived whole were sent and acknowledged: a receive posted later
+    // still gets them. Rendezvous requests go: their data can no longer come.
+    for (early_msg* e = p.match.early.front(); e != nullptr;) {
+        early_msg* next = e->next;
+        if (e->rts) {
+            p.match.early.remove(e);
+            free_early(e);
+        }
+        e = next;
     }
     for (uint32_t s = p.tx.base(); s != p.tx.next(); ++s) {
         if (tx_slot* slot = p.tx.at(s)) {
@@ -392,7 +403,11 @@ void rel_endpoint::check_peers() {
             continue;
         }
         double quiet = now_ - p.last_heard;
-        if (quiet > opts_.peer_timeout_s) {
+        if (!p.tx.empty() && now_ - p.last_progress > opts_.peer_timeout_s) {
+            fail_peer(p, "no acknowledgement progress for " +
+                             std::to_string(now_ - p.last_progress) + " s (timeout " +
+                             std::to_string(opts_.peer_timeout_s) + " s)");
+        } else if (quiet > opts_.peer_timeout_s) {
             fail_peer(p, "no frame from it for " + std::to_string(quiet) + " s (timeout " +
                              std::to_string(opts_.peer_timeout_s) + " s)");
         } else if (quiet > opts_.peer_timeout_s / 4 &&
@@ -413,9 +428,17 @@ void rel_endpoint::progress() {
     }
     wheel_.advance(now_, [&](timer_node* n) {
         auto* s = static_cast<tx_slot*>(n);
-        if (!s->sacked) {
-            retransmit(s, /*fast=*/false);
+        if (s->sacked || !s->used) {
+            return;
         }
+        peer& p = peers_[size_t(s->peer)];
+        if (s->seq - p.tx.base() > sack_bits) {
+            // Beyond what a SACK can report while an older frame is missing: the receiver
+            // may well hold it. Wait for the older one's recovery, which brings it into view.
+            wheel_.arm(s, now_ + p.rto);
+            return;
+        }
+        retransmit(s, /*fast=*/false);
     });
     for (int r : peer_ranks_) {
         peer& p = peers_[size_t(r)];

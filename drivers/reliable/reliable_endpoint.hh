@@ -102,6 +102,9 @@ struct peer {
     bool ack_due        = false;
     uint32_t unacked_rx = 0;
     double last_heard = 0, last_ping = 0, last_hello = 0;
+    // When the oldest frame in flight last moved (acknowledged, or the receiver said it is
+    // only waiting for room): no progress for the peer timeout fails the peer.
+    double last_progress = 0;
     // Round-trip estimate (RFC 6298's smoothing): the retransmission timeout follows the
     // peer's real answer time (a busy host's poll gaps included) and never drops below
     // LOOM_REL_RTO_US.
@@ -145,6 +148,7 @@ class rel_endpoint final : public endpoint {
     void pump(peer& p);
     bool emit(peer& p, header& h, const uint8_t* body, op* owner);
     void retransmit(tx_slot* s, bool fast);
+    void arm_probe(peer& p);
     void send_ack(peer& p, uint8_t flags);
     void send_hello(peer& p, frame_kind kind);
     void send_goodbye(peer& p);

@@ -246,7 +246,7 @@ bool rel_endpoint::on_data(peer& p, const header& h, const uint8_t* body) {
         }
     }
     inbound& in = p.in;
-    if (h.offset + h.body <= in.len) {
+    if (h.body > 0 && h.offset + h.body <= in.len) {
         if (in.recv != nullptr && !in.recv->cancelled) {
             std::memcpy(in.recv->buf + h.offset, body, h.body);
         } else if (in.early != nullptr) {

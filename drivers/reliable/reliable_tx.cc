@@ -16,6 +16,9 @@ static double backoff(double rto_s, uint8_t tries) {
     return rto_s * double(uint64_t{1} << std::min<uint8_t>(tries, 6));
 }
 
+// The shortest probe timeout's half: below, a probe would race the peer's own ack.
+constexpr double probe_floor_s = 250e-6;
+
 // A round-trip sample updates the peer's smoothed estimate and its timeout.
 static void sample_rtt(peer& p, double r, double min_rto) {
     if (p.srtt == 0) {
@@ -32,13 +35,15 @@ bool rel_endpoint::emit(peer& p, header& h, const uint8_t* body, op* owner) {
     if (p.tx.full()) {
         return false;
     }
-    h.src     = uint32_t(rank_);
-    h.dst     = uint32_t(p.rank);
-    h.key     = key_;
-    h.src_inc = inc_;
-    h.dst_inc = p.inc;
-    h.seq     = p.tx.next();
-    h.flags |= flag_ack;
+    h.src               = uint32_t(rank_);
+    h.dst               = uint32_t(p.rank);
+    h.key               = key_;
+    h.src_inc           = inc_;
+    h.dst_inc           = p.inc;
+    h.seq               = p.tx.next();
+    const uint8_t* held = nullptr;
+    size_t held_len     = 0;
+    h.flags |= flag_ack | (p.rx.peek(&held, &held_len) ? flag_stalled : 0);
     h.ack  = p.rx.expected();
     h.sack = p.rx.sack();
     uint8_t head[header_bytes];
@@ -48,6 +53,9 @@ bool rel_endpoint::emit(peer& p, header& h, const uint8_t* body, op* owner) {
     if (!links_[size_t(p.link)]->send(head, header_bytes, body, h.body)) {
         ++stats_.link_full;
         return false;
+    }
+    if (p.tx.empty()) {
+        p.last_progress = now_;  // the clock starts with the first frame in flight
     }
     tx_slot* s = p.tx.push();
     std::memcpy(s->head, head, header_bytes);
@@ -119,6 +127,25 @@ void rel_endpoint::pump(peer& p) {
         o->at = op_at::inflight;
         p.inflight.push_back(o);
     }
+    arm_probe(p);
+}
+
+// Tail-loss probe: when nothing more is queued, the newest frame in flight is resent after
+// about two round trips instead of a whole timeout. A lost last frame (or a lost one-frame
+// message) has no later frame whose SACK would reveal it; the probe's ack does.
+void rel_endpoint::arm_probe(peer& p) {
+    if (p.tx.empty() || p.srtt <= 0) {
+        return;
+    }
+    tx_slot* last = p.tx.at(p.tx.next() - 1);
+    if (last == nullptr || last->probe || last->tries > 0 || last->sacked) {
+        return;
+    }
+    double pto = std::max(2 * p.srtt, 2 * probe_floor_s);
+    if (pto < p.rto) {
+        last->probe = true;
+        wheel_.arm(last, std::max(last->sent_at + pto, now_));
+    }
 }
 
 void rel_endpoint::retransmit(tx_slot* s, bool fast) {
@@ -137,7 +164,9 @@ void rel_endpoint::retransmit(tx_slot* s, bool fast) {
         wheel_.arm(s, now_);  // the next tick
         return;
     }
-    ++(fast ? stats_.fast_retransmits : stats_.retransmits);
+    ++(fast                        ? stats_.fast_retransmits
+       : s->probe && s->tries == 0 ? stats_.probes
+                                   : stats_.retransmits);
     ++stats_.frames_sent;
     if (!fast) {
         ++s->tries;
@@ -150,6 +179,7 @@ void rel_endpoint::retransmit(tx_slot* s, bool fast) {
 
 void rel_endpoint::on_ack(peer& p, const header& h) {
     double sample = -1;
+    uint32_t base = p.tx.base();
     bool ok       = p.tx.apply_ack(
               h.ack, h.sack,
               [&](tx_slot* s) {
@@ -166,7 +196,12 @@ void rel_endpoint::on_ack(peer& p, const header& h) {
               [&](tx_slot* s) { retransmit(s, /*fast=*/true); });
     if (!ok) {
         ++stats_.stale;  // acknowledges frames never sent
-    } else if (sample >= 0) {
+        return;
+    }
+    if (p.tx.base() != base || (h.flags & flag_stalled) != 0) {
+        p.last_progress = now_;
+    }
+    if (sample >= 0) {
         sample_rtt(p, sample, opts_.rto_s);
     }
 }
@@ -201,7 +236,9 @@ void rel_endpoint::send_ack(peer& p, uint8_t flags) {
         return;
     }
     header h;
-    h.flags = flags;
+    const uint8_t* held = nullptr;
+    size_t held_len     = 0;
+    h.flags             = flags | (p.rx.peek(&held, &held_len) ? flag_stalled : 0);
     fill_unreliable(p, h, frame_kind::ack);
     send_unreliable(*links_[size_t(p.link)], h, stats_);
     ++stats_.acks_sent;

@@ -20,6 +20,7 @@ tx_slot* send_window::push() {
     s->used      = true;
     s->sacked    = false;
     s->fast_done = false;
+    s->probe     = false;
     s->tries     = 0;
     s->owner     = nullptr;
     s->offset    = 0;

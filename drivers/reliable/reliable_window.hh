@@ -25,6 +25,8 @@ namespace loom::drivers::reliable {
 
 /// Frames three later frames overtook are holes (fast retransmit).
 constexpr uint32_t hole_threshold = 3;
+/// Frames after the cumulative ack that one SACK bitmap reports.
+constexpr uint32_t sack_bits = 64;
 
 /// A frame in flight: enough to send it again (its header, and where its body lives).
 struct tx_slot : timer_node {
@@ -32,6 +34,7 @@ struct tx_slot : timer_node {
     bool used         = false;
     bool sacked       = false;
     bool fast_done    = false;  // fast-retransmitted since its last timer
+    bool probe        = false;  // its timer is a tail-loss probe (earlier than the timeout)
     uint8_t tries     = 0;      // retransmissions so far (the timeout doubles each time)
     int peer          = -1;
     void* owner       = nullptr;  // the send operation whose bytes the body is (data frames)
@@ -75,7 +78,7 @@ class send_window {
         }
         uint32_t highest = cum;
         bool any         = false;
-        for (uint32_t i = 0; i < 64 && sack != 0; ++i, sack >>= 1) {
+        for (uint32_t i = 0; i < sack_bits && sack != 0; ++i, sack >>= 1) {
             uint32_t seq = cum + 1 + i;
             if (!seq_before(seq, next_)) {
                 break;

@@ -8,7 +8,7 @@
 //   2     1   version (1)
 //   3     1   kind: data, ack, hello, hello_ack, goodbye, rts, cts (frame_kind)
 //   4     1   virtual channel: 0 from senders; routers set it
-//   5     1   flags (flag_*)
+//   5     1   flags (flag_*: ack valid, ping, rendezvous data, discard, stalled)
 //   6     2   body bytes after the header in this frame
 //   8     4   source rank
 //  12     4   destination rank
@@ -54,10 +54,11 @@ enum class frame_kind : uint8_t {
 };
 constexpr uint8_t max_kind = 7;
 
-constexpr uint8_t flag_ack     = 1;  // the ack and SACK fields are valid
-constexpr uint8_t flag_ping    = 2;  // ack: please answer with an ack
-constexpr uint8_t flag_rndv    = 4;  // data: of a rendezvous message (its id names the receive)
-constexpr uint8_t flag_discard = 8;  // cts: the receive mismatched, complete the send unsent
+constexpr uint8_t flag_ack     = 1;   // the ack and SACK fields are valid
+constexpr uint8_t flag_ping    = 2;   // ack: please answer with an ack
+constexpr uint8_t flag_rndv    = 4;   // data: of a rendezvous message (its id names the receive)
+constexpr uint8_t flag_discard = 8;   // cts: the receive mismatched, complete the send unsent
+constexpr uint8_t flag_stalled = 16;  // ack: the source holds the next frame until it has room
 
 struct header {
     uint8_t kind  = 0;
