@@ -5,9 +5,11 @@
 // Wiring: a full mesh of memif pairs, one per pair of ranks, as if every two nodes had a
 // cable between them. The lower rank of a pair is the memif server, the higher the client,
 // on an abstract Unix socket named after the job and the pair. Every rank first opens its
-// server ports (never blocking), then its client ports (which retry until their server is
-// there), then waits for every link to come up: a rank blocks only on lower ranks, which
-// have opened their servers before blocking themselves, so no cycle can form.
+// server ports (never blocking) and says so in the store, then opens each client port once
+// that port's server has said so, then waits for every link to come up: a rank waits only
+// on lower ranks, which have opened their servers before waiting themselves, so no cycle
+// can form. A client never knocks before its server listens: DPDK 22.11's memif client,
+// refused again and again, can bring down the EAL's interrupt thread (docs/drivers/dpdk.md).
 //
 // Who may connect: an abstract socket is open to any process of the host, so each memif
 // pair carries a secret (memif's own `secret=`, checked at its hand-shake) that rank 0
@@ -67,6 +69,11 @@ result<std::string> memif_secret(const endpoint_config& config) {
                     ": waiting for rank 0's port secret: ");
     }
     return *got;
+}
+
+// The store key a rank sets once its server ports listen.
+std::string servers_key(int rank) {
+    return "dpdk/listening/" + std::to_string(rank);
 }
 
 std::vector<bool> peers_of(const endpoint_config& config) {

@@ -20,6 +20,8 @@ namespace loom::drivers::reliable {
 namespace {
 
 constexpr double hello_interval_s = 0.02;
+// How long connect() goes on answering hellos after its own were answered (connect()).
+constexpr double answer_linger_s = 3 * hello_interval_s;
 constexpr double link_check_s     = 0.01;  // alive() is asked this often, not every pass
 constexpr double wheel_tick_s     = 250e-6;
 constexpr size_t wheel_buckets    = 1024;
@@ -130,6 +132,11 @@ status rel_endpoint::connect() {
     now_ = now_s();
     wheel_.init(wheel_buckets, wheel_tick_s, now_);
     deadline until(config_.timeout_s);
+    // Once every peer has answered, keep answering for a few hello periods: a peer whose
+    // hello was lost (a port that came up a moment after its peer's) resends it within a
+    // period, and the answer must come even if this rank then stops polling for a while (a
+    // rank may do other work between connect() and its first operation).
+    double answered_at = -1;
     for (;;) {
         now_     = now_s();
         bool all = true;
@@ -144,7 +151,10 @@ status rel_endpoint::connect() {
         for (auto& l : links_) {
             l->flush();
         }
-        if (all) {
+        if (all && answered_at < 0) {
+            answered_at = now_;
+        }
+        if (all && now_ - answered_at >= answer_linger_s) {
             break;
         }
         for (size_t l = 0; l < links_.size(); ++l) {

@@ -19,7 +19,8 @@
 //  36     4   cumulative ack: the next sequence number the source expects from the destination
 //  40     8   SACK: bit i set = frame ack + 1 + i arrived and waits in the source's window
 //  48     4   message id (data, rts, cts), per (source, destination)
-//  52     4   checksum: crc32c of the body, continued over the header with this field zero
+//  52     4   checksum: crc32c of the body, continued over the header with this field and
+//             the vc byte zero (a router rewrites the vc without resealing the frame)
 //  56     8   tag
 //  64     8   imm
 //  72     8   message length
@@ -42,6 +43,7 @@ constexpr uint16_t wire_magic   = 0x4c52;
 constexpr uint8_t wire_version  = 1;
 constexpr size_t header_bytes   = 88;
 constexpr size_t checksum_field = 52;
+constexpr size_t vc_field       = 4;  // the one byte a router rewrites (not checksummed)
 
 enum class frame_kind : uint8_t {
     data      = 1,  // a segment of a message (eager, or rendezvous data after a cts)
@@ -108,10 +110,14 @@ inline void encode_ack(uint8_t* p, uint32_t ack, uint64_t sack) {
 }
 
 /// Seals an encoded header: the checksum of `body_crc` (crc32c of the body) continued over
-/// the header with its checksum field zero.
+/// the header with its checksum field and its vc byte zero (a router rewrites the vc on the
+/// way, and must not have to reseal the frame).
 inline void seal(uint8_t* p, uint32_t body_crc) {
+    uint8_t vc  = p[vc_field];
+    p[vc_field] = 0;
     be::put32(p + checksum_field, 0);
     be::put32(p + checksum_field, crc32c(body_crc, p, header_bytes));
+    p[vc_field] = vc;
 }
 
 /// Why a frame was refused before its kind was looked at.
@@ -136,6 +142,7 @@ inline parse_result decode(const uint8_t* p, size_t len, header* h) {
     }
     uint32_t sent = be::get32(p + checksum_field);
     be::put32(copy + checksum_field, 0);
+    copy[vc_field] = 0;  // routers rewrite it (seal)
     if (crc32c(crc32c(0, p + header_bytes, h->body), copy, header_bytes) != sent) {
         return parse_result::bad_checksum;
     }

@@ -194,13 +194,19 @@ void wire_round_trip_and_checks(void**) {
     assert_int_equal(d.flags, h.flags);
     // crc32c's check value.
     assert_int_equal(crc32c(0, "123456789", 9), 0xe3069283u);
-    // A flipped payload bit, a flipped header bit, a short frame, a wrong magic.
+    // A flipped payload bit, a flipped header bit, a rewritten vc (allowed), a short frame,
+    // a wrong magic.
     frame[header_bytes + 2] ^= 1;
     assert_true(decode(frame, sizeof frame, &d) == parse_result::bad_checksum);
     frame[header_bytes + 2] ^= 1;
     frame[60] ^= 0x10;
     assert_true(decode(frame, sizeof frame, &d) == parse_result::bad_checksum);
     frame[60] ^= 0x10;
+    // A router rewrites the vc byte on the way: the frame stays whole.
+    frame[vc_field] = 1;
+    assert_true(decode(frame, sizeof frame, &d) == parse_result::ok);
+    assert_int_equal(d.vc, 1);
+    frame[vc_field] = 0;
     assert_true(decode(frame, sizeof frame - 1, &d) == parse_result::truncated);
     assert_true(decode(frame, 40, &d) == parse_result::truncated);
     frame[0] ^= 0xff;
