@@ -10,6 +10,8 @@
 //                                    a send after it dropped and counted
 //   two_clients_by_interface_id      two children on one listener, ids 0 and 1, each its
 //                                    own exchange
+//   taken_id_is_refused              a second client on an id in use times out naming its
+//                                    address; the first keeps its link
 //   full_queue_drops                 4000 frames at a peer that does not read: dropped and
 //                                    counted, sent + dropped = 4000, within 2 s
 //   oversize_frames_are_refused      a frame over datagram_max_frame refused, the next one
@@ -119,6 +121,44 @@ void two_clients_by_interface_id(void**) {
     }
     serve_exchange(*ends[0], pids[0]);
     serve_exchange(*ends[1], pids[1]);
+}
+
+// An id already connected is refused by the server: the second client's connect times out
+// naming its address, and the first keeps its link.
+void taken_id_is_refused(void**) {
+    std::string address = memif_address("dgram-taken");
+    channel first_in, done;
+    pid_t pids[2];
+    for (int k = 0; k < 2; ++k) {
+        pids[k] = ::fork();
+        assert_true(pids[k] >= 0);
+        if (pids[k] == 0) {
+            if (k == 1) {
+                (void)first_in.get(20, 0);  // until the first holds id 0
+            }
+            auto l = drivers::connect_datagram(address + ":0", k == 0 ? 10 : 1.5);
+            if (k == 0) {
+                (void)done.get(30, 0);
+                ::_exit(l ? 0 : 10);
+            }
+            bool refused = !l && l.error().code() == LOOM_ERR_TIMEOUT &&
+                           l.error().message().find(address + ":0") != std::string::npos;
+            if (!refused) {
+                std::fprintf(stderr, "# second client: %s\n",
+                             l ? "connected" : l.error().to_string().c_str());
+            }
+            ::_exit(refused ? 0 : 11);
+        }
+    }
+    auto ls    = test::value_or_fail(drivers::listen_datagram(address));
+    auto first = accept_within(*ls, 10);
+    first_in.put(1);
+    assert_non_null(first.get());
+    assert_int_equal(reap(pids[1], 10), 0);
+    assert_true(first->alive());
+    assert_null(ls->accept().get());
+    done.put(1);
+    assert_int_equal(reap(pids[0], 10), 0);
 }
 
 void full_queue_drops(void**) {
@@ -289,7 +329,7 @@ void af_packet_over_veth(void**) {
 
 LOOM_DPDK_TEST_MAIN("drivers_dpdk_datagram", cmocka_unit_test(exchange_with_a_child),
                     cmocka_unit_test(two_clients_by_interface_id),
-                    cmocka_unit_test(full_queue_drops),
+                    cmocka_unit_test(taken_id_is_refused), cmocka_unit_test(full_queue_drops),
                     cmocka_unit_test(oversize_frames_are_refused),
                     cmocka_unit_test(connect_to_nobody_times_out),
                     cmocka_unit_test(bad_addresses_are_refused),
