@@ -59,11 +59,7 @@ class endpoint final : public datagram_endpoint {
 
     bool recv(const uint8_t** frame, size_t* len) override {
         while (next_ == count_) {
-            next_             = 0;
-            count_            = link_.recv(views_, burst_size);
-            const auto& s     = link_.stats();
-            stats_.bad_frames = s.drop_too_long + s.drop_runt + s.drop_wrong_type + oversize_;
-            if (count_ == 0) {
+            if (!receive_burst()) {
                 return false;
             }
         }
@@ -82,10 +78,29 @@ class endpoint final : public datagram_endpoint {
     }
 
     bool alive() const override { return link_.alive(); }
+
+    /// Before accept() hands it out: true once the peer said hello (or sent anything), so
+    /// its receive buffers are posted. Frames that came are kept for recv().
+    bool peer_ready() {
+        if (next_ == count_) {
+            (void)receive_burst();
+        }
+        return link_.peer_ready();
+    }
+    bool say_hello() { return link_.send_hello(); }
     std::string describe() const override { return address_ + " (" + link_.describe() + ")"; }
     const datagram_stats& stats() const override { return stats_; }
 
   private:
+    /// One burst from the link into views_; false when none came.
+    bool receive_burst() {
+        next_             = 0;
+        count_            = link_.recv(views_, burst_size);
+        const auto& s     = link_.stats();
+        stats_.bad_frames = s.drop_too_long + s.drop_runt + s.drop_wrong_type + oversize_;
+        return count_ > 0;
+    }
+
     eth_link link_;
     std::string address_;
     datagram_stats stats_;
@@ -125,13 +140,19 @@ std::string af_packet_device(std::string_view iface) {
 class memif_listener final : public datagram_listener {
   public:
     memif_listener(std::string name, std::vector<std::unique_ptr<port>> ports)
-        : name_(std::move(name)), ports_(std::move(ports)) {}
+        : name_(std::move(name)), ports_(std::move(ports)), waiting_(ports_.size()) {}
 
+    // A client's link comes up before it has posted its receive buffers (memif gives a
+    // server nothing to write into until then): its endpoint is handed out once it said
+    // hello, so the node's first frame (an in-network challenge) is not dropped.
     std::unique_ptr<datagram_endpoint> accept() override {
         for (size_t id = 0; id < ports_.size(); ++id) {
             if (ports_[id] && ports_[id]->link_up()) {
-                return std::make_unique<endpoint>(std::move(ports_[id]),
-                                                  "dpdk:memif:" + name_ + ":" + std::to_string(id));
+                waiting_[id] = std::make_unique<endpoint>(
+                    std::move(ports_[id]), "dpdk:memif:" + name_ + ":" + std::to_string(id));
+            }
+            if (waiting_[id] && waiting_[id]->peer_ready()) {
+                return std::move(waiting_[id]);
             }
         }
         return nullptr;
@@ -140,7 +161,8 @@ class memif_listener final : public datagram_listener {
 
   private:
     std::string name_;
-    std::vector<std::unique_ptr<port>> ports_;
+    std::vector<std::unique_ptr<port>> ports_;        // not yet connected
+    std::vector<std::unique_ptr<endpoint>> waiting_;  // connected, no hello yet
 };
 
 class af_packet_listener final : public datagram_listener {
@@ -194,6 +216,15 @@ result<parsed> parse(std::string_view rest, bool connecting) {
     return p;
 }
 
+/// A memif client's endpoint, once its hello is out (its listener hands out the server's
+/// side on it: accept()).
+result<std::unique_ptr<datagram_endpoint>> with_hello(std::unique_ptr<endpoint> e) {
+    if (!e->say_hello()) {
+        return system_error("dpdk: " + e->describe() + ": the hello did not go out");
+    }
+    return std::unique_ptr<datagram_endpoint>(std::move(e));
+}
+
 /// dpdk:memif:NAME without an id: ids 0, 1, … in turn, each given a short while, until one
 /// comes up (one a peer holds is refused by the server, which the client sees only as a
 /// link that stays down), round after round until the timeout. So the ranks of a job all
@@ -212,7 +243,7 @@ result<std::unique_ptr<datagram_endpoint>> connect_any_id(const std::string& nam
             config.link_timeout_s = std::min(per_id_s, std::max(until.remaining_s(), 0.01));
             auto p                = port::open(config);
             if (p) {
-                return std::unique_ptr<datagram_endpoint>(
+                return with_hello(
                     std::make_unique<endpoint>(std::move(*p), address + ":" + std::to_string(id)));
             }
             if (p.error().code() != LOOM_ERR_TIMEOUT || until.expired()) {
@@ -252,8 +283,11 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view res
         }
         return s.prefix("connect dpdk:" + std::string(rest) + ": ");
     }
-    return std::unique_ptr<datagram_endpoint>(
-        std::make_unique<endpoint>(std::move(*p), "dpdk:" + std::string(rest)));
+    auto e = std::make_unique<endpoint>(std::move(*p), "dpdk:" + std::string(rest));
+    if (a.kind == "memif") {
+        return with_hello(std::move(e));
+    }
+    return std::unique_ptr<datagram_endpoint>(std::move(e));
 }
 
 result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view rest) {
