@@ -6,11 +6,13 @@
 //                         memif pairs one server interface with one client, told apart by
 //                         an interface id, so the listener opens LOOM_DPDK_MEMIF_IDS server
 //                         ports (ids 0..K-1) on the one socket and accept() hands out each
-//                         whose client has connected; a client names its id, or takes the
-//                         first free one (connect_any_id), so all ranks of a job connect to
-//                         the one address a node announces. Ids are the transport's own way to
-//                         share a socket, and a fixed K keeps every pool allocated at listen(),
-//                         none later.
+//                         whose client has connected, once it said hello; a client names
+//                         its id (0 when omitted). Not "the first free id": a client
+//                         refused for a taken id must stop and start its port to try
+//                         another, and DPDK 22.11's memif does not survive that churn (its
+//                         interrupt thread panicked on a closed descriptor). Ids are the
+//                         transport's own way to share a socket, and a fixed K keeps every pool
+//                         allocated at listen(), none later.
 //   dpdk:af_packet:IFACE  a kernel interface through an AF_PACKET socket (veth, a NIC
 //                         without a DPDK driver): both sides open a port on their interface;
 //                         the listener's accept() hands out its one port once, as a wire
@@ -184,7 +186,7 @@ class af_packet_listener final : public datagram_listener {
 
 struct parsed {
     std::string kind, name;
-    int64_t id = -1;  // memif: -1 when the address names none (the first free one)
+    int64_t id = -1;  // memif: -1 when the address names none (then 0)
 };
 
 result<parsed> parse(std::string_view rest, bool connecting) {
@@ -225,50 +227,15 @@ result<std::unique_ptr<datagram_endpoint>> with_hello(std::unique_ptr<endpoint> 
     return std::unique_ptr<datagram_endpoint>(std::move(e));
 }
 
-/// dpdk:memif:NAME without an id: ids 0, 1, … in turn, each given a short while, until one
-/// comes up (one a peer holds is refused by the server, which the client sees only as a
-/// link that stays down), round after round until the timeout. So the ranks of a job all
-/// connect to the one address a node announces.
-result<std::unique_ptr<datagram_endpoint>> connect_any_id(const std::string& name,
-                                                          double timeout_s) {
-    constexpr double per_id_s = 0.3;
-    int64_t ids               = std::clamp<int64_t>(params::memif_ids.get(), 1, 64);
-    deadline until(timeout_s);
-    std::string address = "dpdk:memif:" + name;
-    for (;;) {
-        for (int64_t id = 0; id < ids; ++id) {
-            port_config config;
-            config.device         = memif_device(name, false, id);
-            config.retry_start    = true;
-            config.link_timeout_s = std::min(per_id_s, std::max(until.remaining_s(), 0.01));
-            auto p                = port::open(config);
-            if (p) {
-                return with_hello(
-                    std::make_unique<endpoint>(std::move(*p), address + ":" + std::to_string(id)));
-            }
-            if (p.error().code() != LOOM_ERR_TIMEOUT || until.expired()) {
-                return status(
-                    p.error().code() == LOOM_ERR_TIMEOUT ? LOOM_ERR_TIMEOUT : p.error().code(),
-                    "connect " + address + ": no free interface id (0.." + std::to_string(ids - 1) +
-                        ") came up within " + std::to_string(timeout_s) +
-                        " s; the last: " + p.error().message());
-            }
-        }
-    }
-}
-
 }  // namespace
 
 result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view rest,
                                                             double timeout_s) {
     LOOM_ASSIGN(parsed a, parse(rest, true));
-    if (a.kind == "memif" && a.id < 0) {
-        return connect_any_id(a.name, timeout_s);
-    }
     port_config config;
     config.link_timeout_s = timeout_s;
     if (a.kind == "memif") {
-        config.device      = memif_device(a.name, false, a.id);
+        config.device      = memif_device(a.name, false, a.id < 0 ? 0 : a.id);
         config.retry_start = true;
     } else {
         config.device        = af_packet_device(a.name);

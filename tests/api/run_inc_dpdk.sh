@@ -28,7 +28,7 @@ addr=$(cat "$work/ready" 2>/dev/null)
 [ "$addr" = "$listen" ] || fail_case "the node's address '$addr' is not '$listen'"
 ticket=$("$switch" ticket --key-file "$work/key" --job run-inc-dpdk)
 with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket"
-case_run "$listen N=4" 4 --transport tcp -- "$program"
+case_run "$listen N=1" 1 --transport tcp -- "$program"
 kill "$spid" 2>/dev/null
 i=0
 while kill -0 "$spid" 2>/dev/null && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
