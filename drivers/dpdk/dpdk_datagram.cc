@@ -7,10 +7,9 @@
 //                         an interface id, so the listener opens LOOM_DPDK_MEMIF_IDS server
 //                         ports (ids 0..K-1) on the one socket and accept() hands out each
 //                         whose client has connected, once it said hello; a client names
-//                         its id (0 when omitted). Not "the first free id": a client
-//                         refused for a taken id must stop and start its port to try
-//                         another, and DPDK 22.11's memif does not survive that churn (its
-//                         interrupt thread panicked on a closed descriptor). Ids are the
+//                         its id, or is given a free one by the listener
+//                         (dpdk_memif_ids.hh), so all ranks of a job connect to the one
+//                         address a node announces. Ids are the
 //                         transport's own way to share a socket, and a fixed K keeps every pool
 //                         allocated at listen(), none later.
 //   dpdk:af_packet:IFACE  a kernel interface through an AF_PACKET socket (veth, a NIC
@@ -20,6 +19,8 @@
 //                         is heard. The interface keeps its MTU (`ip link ... mtu 9000`).
 // send() hands each frame to the port at once (the datagram interface has no flush), so
 // its counts are exact: sent when the tx ring took it, send_dropped when not.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -30,6 +31,7 @@
 #include "drivers/datagram_internal.hh"
 #include "drivers/dpdk/dpdk_eal.hh"
 #include "drivers/dpdk/dpdk_link.hh"
+#include "drivers/dpdk/dpdk_memif_ids.hh"
 #include "drivers/dpdk/dpdk_params.hh"
 
 namespace loom::drivers::dpdk {
@@ -141,16 +143,25 @@ std::string af_packet_device(std::string_view iface) {
 
 class memif_listener final : public datagram_listener {
   public:
-    memif_listener(std::string name, std::vector<std::unique_ptr<port>> ports)
-        : name_(std::move(name)), ports_(std::move(ports)), waiting_(ports_.size()) {}
+    memif_listener(std::string name, std::vector<std::unique_ptr<port>> ports, int ids_fd)
+        : name_(std::move(name)),
+          ports_(std::move(ports)),
+          waiting_(ports_.size()),
+          available_(ports_.size(), true),
+          ids_fd_(ids_fd) {}
+    ~memif_listener() override { ::close(ids_fd_); }
+    memif_listener(const memif_listener&)            = delete;
+    memif_listener& operator=(const memif_listener&) = delete;
 
     // A client's link comes up before it has posted its receive buffers (memif gives a
     // server nothing to write into until then): its endpoint is handed out once it said
     // hello, so the node's first frame (an in-network challenge) is not dropped.
     std::unique_ptr<datagram_endpoint> accept() override {
+        memif_ids::serve(ids_fd_, available_);
         for (size_t id = 0; id < ports_.size(); ++id) {
             if (ports_[id] && ports_[id]->link_up()) {
-                waiting_[id] = std::make_unique<endpoint>(
+                available_[id] = false;  // taken by a client that named it
+                waiting_[id]   = std::make_unique<endpoint>(
                     std::move(ports_[id]), "dpdk:memif:" + name_ + ":" + std::to_string(id));
             }
             if (waiting_[id] && waiting_[id]->peer_ready()) {
@@ -165,6 +176,8 @@ class memif_listener final : public datagram_listener {
     std::string name_;
     std::vector<std::unique_ptr<port>> ports_;        // not yet connected
     std::vector<std::unique_ptr<endpoint>> waiting_;  // connected, no hello yet
+    std::vector<bool> available_;                     // ids not yet handed out
+    int ids_fd_;                                      // memif_ids' socket
 };
 
 class af_packet_listener final : public datagram_listener {
@@ -186,7 +199,7 @@ class af_packet_listener final : public datagram_listener {
 
 struct parsed {
     std::string kind, name;
-    int64_t id = -1;  // memif: -1 when the address names none (then 0)
+    int64_t id = -1;  // memif: -1 when the address names none (the listener gives one)
 };
 
 result<parsed> parse(std::string_view rest, bool connecting) {
@@ -232,10 +245,21 @@ result<std::unique_ptr<datagram_endpoint>> with_hello(std::unique_ptr<endpoint> 
 result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view rest,
                                                             double timeout_s) {
     LOOM_ASSIGN(parsed a, parse(rest, true));
+    std::string rest_with_id(rest);
     port_config config;
     config.link_timeout_s = timeout_s;
+    deadline until(timeout_s);
+    if (a.kind == "memif" && a.id < 0) {
+        auto id = memif_ids::ask(a.name, timeout_s);
+        if (!id) {
+            return id.error();
+        }
+        a.id                  = *id;
+        config.link_timeout_s = std::max(until.remaining_s(), 0.01);
+        rest_with_id          = "memif:" + a.name + ":" + std::to_string(a.id);
+    }
     if (a.kind == "memif") {
-        config.device      = memif_device(a.name, false, a.id < 0 ? 0 : a.id);
+        config.device      = memif_device(a.name, false, a.id);
         config.retry_start = true;
     } else {
         config.device        = af_packet_device(a.name);
@@ -250,7 +274,7 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view res
         }
         return s.prefix("connect dpdk:" + std::string(rest) + ": ");
     }
-    auto e = std::make_unique<endpoint>(std::move(*p), "dpdk:" + std::string(rest));
+    auto e = std::make_unique<endpoint>(std::move(*p), "dpdk:" + rest_with_id);
     if (a.kind == "memif") {
         return with_hello(std::move(e));
     }
@@ -277,8 +301,9 @@ result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view rest
         LOOM_ASSIGN(auto p, port::open(config));
         ports.push_back(std::move(p));
     }
+    LOOM_ASSIGN(int ids_fd, memif_ids::listen(a.name));
     return std::unique_ptr<datagram_listener>(
-        std::make_unique<memif_listener>(a.name, std::move(ports)));
+        std::make_unique<memif_listener>(a.name, std::move(ports), ids_fd));
 }
 
 }  // namespace loom::drivers::dpdk
