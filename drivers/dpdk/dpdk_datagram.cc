@@ -269,10 +269,7 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view res
     auto p = port::open(config);
     if (!p) {
         status s = p.error();
-        if (s.code() == LOOM_ERR_TIMEOUT || a.kind == "memif") {
-            s = status(LOOM_ERR_TIMEOUT, s.message());
-        }
-        return s.prefix("connect dpdk:" + std::string(rest) + ": ");
+        return s.prefix("connect dpdk:" + rest_with_id + ": ");
     }
     auto e = std::make_unique<endpoint>(std::move(*p), "dpdk:" + rest_with_id);
     if (a.kind == "memif") {
