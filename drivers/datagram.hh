@@ -22,7 +22,7 @@
 //   dpdk:memif:NAME[:ID] a DPDK memif port pair over the abstract socket "/loom-memif-NAME":
 //                        one Ethernet frame (EtherType 0x88B5) per frame. A listener offers
 //                        interface ids 0..LOOM_DPDK_MEMIF_IDS-1, one client each; a client
-//                        names its id (0 when omitted) (drivers/dpdk)
+//                        names its id, or is given a free one (drivers/dpdk)
 //   dpdk:af_packet:IFACE a DPDK af_packet port on kernel interface IFACE: frames to broadcast
 //                        until the peer is heard; a listener hands out its one port once
 //   fault:ADDRESS        the endpoint at ADDRESS with its sends dropped, duplicated and

@@ -2,6 +2,7 @@
 #include "drivers/driver_params.hh"
 
 #include "drivers/common/loopback_params.hh"
+#include "drivers/dpdk/dpdk_params.hh"
 #include "drivers/fault/fault_params.hh"
 #include "drivers/forward/forward_params.hh"
 #include "drivers/ofi/ofi_params.hh"
@@ -16,7 +17,7 @@ std::span<const loom::params::component* const> parameter_components() {
     static const loom::params::component* const list[] = {
         &common::params::component, &shm::params::component,      &tcp::params::component,
         &fault::params::component,  &forward::params::component,  &ofi::params::component,
-        &verbs::params::component,  &reliable::params::component,
+        &verbs::params::component,  &reliable::params::component, &dpdk::params::component,
     };
     return list;
 }

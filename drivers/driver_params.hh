@@ -9,9 +9,9 @@
 
 namespace loom::drivers {
 
-/// The parameter components of self, shm, tcp, fault, fwd and ofi (declared in every build,
-/// so the settings are known where libfabric is not). Referencing them links each
-/// driver's declarations into the program, so they are known even where it opens none.
+/// The parameter components of self, shm, tcp, fault, fwd, ofi, verbs and dpdk (declared in
+/// every build, so the settings are known where libfabric or DPDK is not). Referencing them links
+/// each driver's declarations into the program, so they are known even where it opens none.
 std::span<const loom::params::component* const> parameter_components();
 
 }  // namespace loom::drivers

@@ -6,9 +6,12 @@
 //                         memif pairs one server interface with one client, told apart by
 //                         an interface id, so the listener opens LOOM_DPDK_MEMIF_IDS server
 //                         ports (ids 0..K-1) on the one socket and accept() hands out each
-//                         whose client has connected; a client names its id (0 when
-//                         omitted). Ids are the transport's own way to share a socket, and
-//                         a fixed K keeps every pool allocated at listen(), none later.
+//                         whose client has connected, once it said hello; a client names
+//                         its id, or is given a free one by the listener
+//                         (dpdk_memif_ids.hh), so all ranks of a job connect to the one
+//                         address a node announces. Ids are the
+//                         transport's own way to share a socket, and a fixed K keeps every pool
+//                         allocated at listen(), none later.
 //   dpdk:af_packet:IFACE  a kernel interface through an AF_PACKET socket (veth, a NIC
 //                         without a DPDK driver): both sides open a port on their interface;
 //                         the listener's accept() hands out its one port once, as a wire
@@ -16,15 +19,19 @@
 //                         is heard. The interface keeps its MTU (`ip link ... mtu 9000`).
 // send() hands each frame to the port at once (the datagram interface has no flush), so
 // its counts are exact: sent when the tx ring took it, send_dropped when not.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
 
 #include "base/check.hh"
+#include "base/clock.hh"
 #include "drivers/datagram_internal.hh"
 #include "drivers/dpdk/dpdk_eal.hh"
 #include "drivers/dpdk/dpdk_link.hh"
+#include "drivers/dpdk/dpdk_memif_ids.hh"
 #include "drivers/dpdk/dpdk_params.hh"
 
 namespace loom::drivers::dpdk {
@@ -56,11 +63,7 @@ class endpoint final : public datagram_endpoint {
 
     bool recv(const uint8_t** frame, size_t* len) override {
         while (next_ == count_) {
-            next_             = 0;
-            count_            = link_.recv(views_, burst_size);
-            const auto& s     = link_.stats();
-            stats_.bad_frames = s.drop_too_long + s.drop_runt + s.drop_wrong_type + oversize_;
-            if (count_ == 0) {
+            if (!receive_burst()) {
                 return false;
             }
         }
@@ -79,10 +82,29 @@ class endpoint final : public datagram_endpoint {
     }
 
     bool alive() const override { return link_.alive(); }
+
+    /// Before accept() hands it out: true once the peer said hello (or sent anything), so
+    /// its receive buffers are posted. Frames that came are kept for recv().
+    bool peer_ready() {
+        if (next_ == count_) {
+            (void)receive_burst();
+        }
+        return link_.peer_ready();
+    }
+    bool say_hello() { return link_.send_hello(); }
     std::string describe() const override { return address_ + " (" + link_.describe() + ")"; }
     const datagram_stats& stats() const override { return stats_; }
 
   private:
+    /// One burst from the link into views_; false when none came.
+    bool receive_burst() {
+        next_             = 0;
+        count_            = link_.recv(views_, burst_size);
+        const auto& s     = link_.stats();
+        stats_.bad_frames = s.drop_too_long + s.drop_runt + s.drop_wrong_type + oversize_;
+        return count_ > 0;
+    }
+
     eth_link link_;
     std::string address_;
     datagram_stats stats_;
@@ -121,14 +143,29 @@ std::string af_packet_device(std::string_view iface) {
 
 class memif_listener final : public datagram_listener {
   public:
-    memif_listener(std::string name, std::vector<std::unique_ptr<port>> ports)
-        : name_(std::move(name)), ports_(std::move(ports)) {}
+    memif_listener(std::string name, std::vector<std::unique_ptr<port>> ports, int ids_fd)
+        : name_(std::move(name)),
+          ports_(std::move(ports)),
+          waiting_(ports_.size()),
+          available_(ports_.size(), true),
+          ids_fd_(ids_fd) {}
+    ~memif_listener() override { ::close(ids_fd_); }
+    memif_listener(const memif_listener&)            = delete;
+    memif_listener& operator=(const memif_listener&) = delete;
 
+    // A client's link comes up before it has posted its receive buffers (memif gives a
+    // server nothing to write into until then): its endpoint is handed out once it said
+    // hello, so the node's first frame (an in-network challenge) is not dropped.
     std::unique_ptr<datagram_endpoint> accept() override {
+        memif_ids::serve(ids_fd_, available_);
         for (size_t id = 0; id < ports_.size(); ++id) {
             if (ports_[id] && ports_[id]->link_up()) {
-                return std::make_unique<endpoint>(std::move(ports_[id]),
-                                                  "dpdk:memif:" + name_ + ":" + std::to_string(id));
+                available_[id] = false;  // taken by a client that named it
+                waiting_[id]   = std::make_unique<endpoint>(
+                    std::move(ports_[id]), "dpdk:memif:" + name_ + ":" + std::to_string(id));
+            }
+            if (waiting_[id] && waiting_[id]->peer_ready()) {
+                return std::move(waiting_[id]);
             }
         }
         return nullptr;
@@ -137,7 +174,10 @@ class memif_listener final : public datagram_listener {
 
   private:
     std::string name_;
-    std::vector<std::unique_ptr<port>> ports_;
+    std::vector<std::unique_ptr<port>> ports_;        // not yet connected
+    std::vector<std::unique_ptr<endpoint>> waiting_;  // connected, no hello yet
+    std::vector<bool> available_;                     // ids not yet handed out
+    int ids_fd_;                                      // memif_ids' socket
 };
 
 class af_packet_listener final : public datagram_listener {
@@ -159,7 +199,7 @@ class af_packet_listener final : public datagram_listener {
 
 struct parsed {
     std::string kind, name;
-    int64_t id = 0;
+    int64_t id = -1;  // memif: -1 when the address names none (the listener gives one)
 };
 
 result<parsed> parse(std::string_view rest, bool connecting) {
@@ -191,13 +231,33 @@ result<parsed> parse(std::string_view rest, bool connecting) {
     return p;
 }
 
+/// A memif client's endpoint, once its hello is out (its listener hands out the server's
+/// side on it: accept()).
+result<std::unique_ptr<datagram_endpoint>> with_hello(std::unique_ptr<endpoint> e) {
+    if (!e->say_hello()) {
+        return system_error("dpdk: " + e->describe() + ": the hello did not go out");
+    }
+    return std::unique_ptr<datagram_endpoint>(std::move(e));
+}
+
 }  // namespace
 
 result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view rest,
                                                             double timeout_s) {
     LOOM_ASSIGN(parsed a, parse(rest, true));
+    std::string rest_with_id(rest);
     port_config config;
     config.link_timeout_s = timeout_s;
+    deadline until(timeout_s);
+    if (a.kind == "memif" && a.id < 0) {
+        auto id = memif_ids::ask(a.name, timeout_s);
+        if (!id) {
+            return id.error();
+        }
+        a.id                  = *id;
+        config.link_timeout_s = std::max(until.remaining_s(), 0.01);
+        rest_with_id          = "memif:" + a.name + ":" + std::to_string(a.id);
+    }
     if (a.kind == "memif") {
         config.device      = memif_device(a.name, false, a.id);
         config.retry_start = true;
@@ -209,13 +269,13 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view res
     auto p = port::open(config);
     if (!p) {
         status s = p.error();
-        if (s.code() == LOOM_ERR_TIMEOUT || a.kind == "memif") {
-            s = status(LOOM_ERR_TIMEOUT, s.message());
-        }
-        return s.prefix("connect dpdk:" + std::string(rest) + ": ");
+        return s.prefix("connect dpdk:" + rest_with_id + ": ");
     }
-    return std::unique_ptr<datagram_endpoint>(
-        std::make_unique<endpoint>(std::move(*p), "dpdk:" + std::string(rest)));
+    auto e = std::make_unique<endpoint>(std::move(*p), "dpdk:" + rest_with_id);
+    if (a.kind == "memif") {
+        return with_hello(std::move(e));
+    }
+    return std::unique_ptr<datagram_endpoint>(std::move(e));
 }
 
 result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view rest) {
@@ -238,8 +298,9 @@ result<std::unique_ptr<datagram_listener>> listen_datagram(std::string_view rest
         LOOM_ASSIGN(auto p, port::open(config));
         ports.push_back(std::move(p));
     }
+    LOOM_ASSIGN(int ids_fd, memif_ids::listen(a.name));
     return std::unique_ptr<datagram_listener>(
-        std::make_unique<memif_listener>(a.name, std::move(ports)));
+        std::make_unique<memif_listener>(a.name, std::move(ports), ids_fd));
 }
 
 }  // namespace loom::drivers::dpdk

@@ -63,6 +63,20 @@ bool eth_link::send(const void* head, size_t hlen, const void* body, size_t blen
     return true;
 }
 
+bool eth_link::send_hello() {
+    rte_mbuf* m = rte_pktmbuf_alloc(port_->pool());
+    if (m == nullptr) {
+        return false;
+    }
+    auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(eth_header)));
+    write_eth_header(p, peer_, port_->mac(), loom_control_ethertype);
+    if (rte_eth_tx_burst(port_->id(), 0, &m, 1) != 1) {
+        rte_pktmbuf_free(m);
+        return false;
+    }
+    return true;
+}
+
 void eth_link::flush() {
     if (tx_count_ == 0) {
         return;
@@ -98,8 +112,20 @@ int eth_link::recv(common::frame_view* out, int max) {
         if (i + 3 < n) {
             rte_prefetch0(rte_pktmbuf_mtod(rx_[i + 3], void*));
         }
-        rte_mbuf* m = rx_[i];
-        switch (classify(m, limit)) {
+        rte_mbuf* m           = rx_[i];
+        frame_verdict verdict = classify(m, limit);
+        if (verdict == frame_verdict::ok || verdict == frame_verdict::control) {
+            // The peer's address, from the first frame it sends (until then: broadcast).
+            const auto* h = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
+            if (!peer_known_) {
+                rte_ether_addr_copy(&h->src_addr, &peer_);
+                peer_known_ = true;
+            }
+        }
+        switch (verdict) {
+            case frame_verdict::control:
+                ++stats_.control_in;
+                continue;
             case frame_verdict::runt:
                 ++stats_.drop_runt;
                 continue;
@@ -113,10 +139,6 @@ int eth_link::recv(common::frame_view* out, int max) {
                 break;
         }
         const auto* p = rte_pktmbuf_mtod(m, const uint8_t*);
-        if (!peer_known_) {
-            rte_ether_addr_copy(&reinterpret_cast<const rte_ether_hdr*>(p)->src_addr, &peer_);
-            peer_known_ = true;
-        }
         out[got].data = p + eth_header;
         out[got].len  = m->pkt_len - eth_header;
         stats_.bytes_in += out[got].len;

@@ -30,6 +30,7 @@ struct link_stats {
     uint64_t drop_wrong_type = 0;            // received, not EtherType 0x88B5
     uint64_t drop_runt       = 0;            // received, shorter than the Ethernet header
     uint64_t drop_too_long   = 0;            // received, longer than mtu()
+    uint64_t control_in      = 0;            // the peer's control frames (hellos)
 };
 
 class eth_link final : public common::frame_link {
@@ -50,6 +51,12 @@ class eth_link final : public common::frame_link {
     port& device() { return *port_; }
     /// Where frames go before a peer has been heard from (broadcast) and after.
     bool peer_known() const { return peer_known_; }
+    /// Sends a hello (a control frame, EtherType 0x88B6, never handed to the protocol):
+    /// "my receive buffers are posted, send". A memif client says it once up, since its
+    /// server's first frames would be dropped before then. False when it could not go.
+    bool send_hello();
+    /// True once anything came from the peer (a hello or a frame): it is ready to receive.
+    bool peer_ready() const { return peer_known_; }
 
   private:
     std::unique_ptr<port> port_;

@@ -21,17 +21,20 @@ inline const loom::params::string_param eal_args{
     "use of a dpdk port"};
 inline const loom::params::int_param ring{
     component, "LOOM_DPDK_RING", "512", "descriptors",
-    "descriptors of each dpdk port's rx and tx queue (power of two, 64..4096); the port's mbuf "
-    "pool holds both rings, two bursts and the pool's per-core cache"};
+    "descriptors of each dpdk port's rx and tx queue, and a memif port's ring slots each way "
+    "(power of two, 64..4096); the port's mbuf pool holds both rings, two bursts and the pool's "
+    "per-core cache"};
 inline const loom::params::int_param mtu{
     component, "LOOM_DPDK_MTU", "9000", "bytes",
     "MTU a dpdk port is set to, or the largest the port allows below it (at least 8248, so an "
     "in-network packet travels in one frame); a port whose driver sets no MTU (memif) carries "
-    "frames up to it as they are"};
+    "frames up to it, each memif buffer holding a whole one; an af_packet port keeps its "
+    "interface's MTU"};
 inline const loom::params::real_param link_timeout{
     component, "LOOM_DPDK_LINK_TIMEOUT", "10", "seconds",
-    "how long opening a dpdk port waits for its link to come up (a memif client: for its "
-    "server to listen and accept) before the open fails naming the port"};
+    "how long a dpdk listener's port may take to come up (af_packet: its link) before "
+    "listening fails naming the port; a connect waits for its own timeout instead (a memif "
+    "client: for its server to listen and accept)"};
 inline const loom::params::real_param down_grace{
     component, "LOOM_DPDK_DOWN_GRACE", "0.5", "seconds",
     "a dpdk link whose port reports the link down for longer than this is taken as gone "

@@ -218,6 +218,7 @@ status port::setup(const port_config& config) {
     (void)rte_eth_macaddr_get(id_, &mac_);
     if (config.wait_link) {
         LOOM_CHECK(wait_link(until.remaining_s() > 0 ? until.remaining_s() : 0));
+        post_rx_buffers();
     }
 
     char mac[RTE_ETHER_ADDR_FMT_SIZE];
@@ -247,6 +248,11 @@ port::~port() {
     if (pool_ != nullptr) {
         rte_mempool_free(pool_);
     }
+}
+
+void port::post_rx_buffers() {
+    rte_mbuf* none[1];
+    (void)rte_eth_rx_burst(id_, 0, none, 0);
 }
 
 bool port::link_up() const {

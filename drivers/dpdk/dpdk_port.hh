@@ -57,6 +57,10 @@ class port {
     bool link_up() const;
     /// Waits for the link to come up; an error naming the port after timeout_s.
     status wait_link(double timeout_s) const;
+    /// A receive of no frames, once the link is up: a memif client's receive is what gives
+    /// its server free buffers to write into, so a frame its server sends before the
+    /// client's first recv() would otherwise be dropped (a hand-shake's first message).
+    void post_rx_buffers();
     /// "dpdk port 0 (net_memif_loom0, net_memif)".
     std::string describe() const;
 

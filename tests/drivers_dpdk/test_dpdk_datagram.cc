@@ -10,6 +10,10 @@
 //                                    a send after it dropped and counted
 //   two_clients_by_interface_id      two children on one listener, ids 0 and 1, each its
 //                                    own exchange
+//   clients_without_ids_take_free_ones   three children on the listener's address, each
+//                                    given a free id by the listener, each its own exchange
+//   taken_id_is_refused              a second client on an id in use times out naming its
+//                                    address; the first keeps its link
 //   full_queue_drops                 4000 frames at a peer that does not read: dropped and
 //                                    counted, sent + dropped = 4000, within 2 s
 //   oversize_frames_are_refused      a frame over datagram_max_frame refused, the next one
@@ -121,6 +125,88 @@ void two_clients_by_interface_id(void**) {
     serve_exchange(*ends[1], pids[1]);
 }
 
+// Three children on the listener's own address (no id): each takes a free one.
+void clients_without_ids_take_free_ones(void**) {
+    std::string address = memif_address("dgram-any");
+    constexpr int n     = 3;
+    pid_t pids[n];
+    for (auto& pid : pids) {
+        pid = ::fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            child_exchange(address);
+        }
+    }
+    auto ls = test::value_or_fail(drivers::listen_datagram(address));
+    std::unique_ptr<datagram_endpoint> ends[n];
+    for (auto& e : ends) {
+        e = accept_within(*ls, 15);
+        if (!e) {
+            for (pid_t pid : pids) {
+                reap(pid, 1);
+            }
+            LOOM_FAIL("three children did not all connect to " + address);
+        }
+    }
+    // Each child's exit status is its own exchange's; which endpoint is whose is not known,
+    // so every endpoint runs its exchange, then the children are reaped.
+    for (auto& e : ends) {
+        assert_int_equal(exchange(*e, exchanged, 30), 0);
+        uint8_t bye[max_packet];
+        assert_true(send_reliably(*e, bye, make_bye(bye), deadline(5)));
+    }
+    for (pid_t pid : pids) {
+        assert_int_equal(reap(pid, 10,
+                              [&] {
+                                  const uint8_t* p;
+                                  size_t len;
+                                  for (auto& e : ends) {
+                                      (void)e->recv(&p, &len);
+                                  }
+                                  sched_yield();
+                              }),
+                         0);
+    }
+}
+
+// An id already connected is refused by the server: the second client's connect times out
+// naming its address, and the first keeps its link.
+void taken_id_is_refused(void**) {
+    std::string address = memif_address("dgram-taken");
+    channel first_in, done;
+    pid_t pids[2];
+    for (int k = 0; k < 2; ++k) {
+        pids[k] = ::fork();
+        assert_true(pids[k] >= 0);
+        if (pids[k] == 0) {
+            if (k == 1) {
+                (void)first_in.get(20, 0);  // until the first holds id 0
+            }
+            auto l = drivers::connect_datagram(address + ":0", k == 0 ? 10 : 1.5);
+            if (k == 0) {
+                (void)done.get(30, 0);
+                ::_exit(l ? 0 : 10);
+            }
+            bool refused = !l && l.error().code() == LOOM_ERR_TIMEOUT &&
+                           l.error().message().find(address + ":0") != std::string::npos;
+            if (!refused) {
+                std::fprintf(stderr, "# second client: %s\n",
+                             l ? "connected" : l.error().to_string().c_str());
+            }
+            ::_exit(refused ? 0 : 11);
+        }
+    }
+    auto ls    = test::value_or_fail(drivers::listen_datagram(address));
+    auto first = accept_within(*ls, 10);
+    first_in.put(1);
+    assert_non_null(first.get());
+    assert_int_equal(reap(pids[1], 10), 0);
+    assert_true(first->alive());
+    assert_null(ls->accept().get());
+    done.put(1);
+    assert_int_equal(reap(pids[0], 10), 0);
+}
+
 void full_queue_drops(void**) {
     std::string address = memif_address("dgram-full");
     channel gate;
@@ -128,15 +214,7 @@ void full_queue_drops(void**) {
     assert_true(pid >= 0);
     if (pid == 0) {
         auto l = drivers::connect_datagram(address, 10);
-        // Poll a moment, then never again until the parent is done: a memif client's
-        // receive posts its free buffers to the ring its server writes into.
-        const uint8_t* p;
-        size_t len;
-        for (deadline posting(0.2); l && !posting.expired();) {
-            (void)(*l)->recv(&p, &len);
-            sched_yield();
-        }
-        (void)gate.get(30, 0);
+        (void)gate.get(30, 0);  // never reads until the parent is done
         ::_exit(l ? 0 : 10);
     }
     auto ls = test::value_or_fail(drivers::listen_datagram(address));
@@ -289,7 +367,8 @@ void af_packet_over_veth(void**) {
 
 LOOM_DPDK_TEST_MAIN("drivers_dpdk_datagram", cmocka_unit_test(exchange_with_a_child),
                     cmocka_unit_test(two_clients_by_interface_id),
-                    cmocka_unit_test(full_queue_drops),
+                    cmocka_unit_test(clients_without_ids_take_free_ones),
+                    cmocka_unit_test(taken_id_is_refused), cmocka_unit_test(full_queue_drops),
                     cmocka_unit_test(oversize_frames_are_refused),
                     cmocka_unit_test(connect_to_nobody_times_out),
                     cmocka_unit_test(bad_addresses_are_refused),

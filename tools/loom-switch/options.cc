@@ -14,8 +14,8 @@ namespace loom::switch_tool {
 void add_options(CLI::App& app, options& o) {
     app.add_option("--listen", o.node.listen,
                    "address to accept links on: tcp:HOST:PORT (port 0: any free one), "
-                   "shm:NAME or ofi:PROVIDER (libfabric; ofi: alone: LOOM_OFI_PROVIDER or the "
-                   "best available)");
+                   "shm:NAME, ofi:PROVIDER (libfabric; ofi: alone: LOOM_OFI_PROVIDER or the "
+                   "best available), dpdk:memif:NAME or dpdk:af_packet:IFACE (DPDK ports)");
     app.add_option("--parent", o.node.parent,
                    "the parent node's address (a tree's next level); none: answer locally");
     app.add_option("--slots", o.node.slots, "aggregation slots in the node's pool")
@@ -64,16 +64,16 @@ status check_address(const std::string& address, const std::string& what) {
     if (a.starts_with("shm:") && a.size() > 4) {
         return status::ok();
     }
-    if (a.starts_with("ofi:")) {
-        return status::ok();  // the provider is checked when the node opens it
+    if (a.starts_with("ofi:") || a.starts_with("dpdk:")) {
+        return status::ok();  // the provider or port is checked when the node opens it
     }
     net::host_port where;
     if (a.starts_with("tcp:") && net::parse_host_port(a.substr(4), &where, 0) == nullptr) {
         return status::ok();
     }
     return invalid_argument(what + " '" + address +
-                            "': expected tcp:HOST:PORT (PORT 0..65535), shm:NAME or "
-                            "ofi:PROVIDER[/ADDRESS]");
+                            "': expected tcp:HOST:PORT (PORT 0..65535), shm:NAME, "
+                            "ofi:PROVIDER[/ADDRESS] or dpdk:memif:NAME / dpdk:af_packet:IFACE");
 }
 
 void note_given(const CLI::App& app, options& o) {
