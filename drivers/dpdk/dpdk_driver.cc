@@ -121,14 +121,28 @@ result<std::unique_ptr<endpoint>> open_dpdk(const endpoint_config& config) {
         LOOM_ASSIGN(std::string secret, memif_secret(config));
         deadline until(config.timeout_s);
         // Servers first (toward higher ranks), then clients: see the file's comment.
-        for (bool servers : {true, false}) {
-            for (int r = 0; r < config.size; ++r) {
-                if (is_peer[size_t(r)] && (r > config.rank) == servers) {
-                    LOOM_ASSIGN(
-                        ports[size_t(r)],
-                        open_pair_port(config, r, secret, std::max(until.remaining_s(), 0.001)));
-                }
+        for (int r = config.rank + 1; r < config.size; ++r) {
+            if (is_peer[size_t(r)]) {
+                LOOM_ASSIGN(ports[size_t(r)], open_pair_port(config, r, secret,
+                                                             std::max(until.remaining_s(), 0.001)));
             }
+        }
+        if (status st = config.store->set(servers_key(config.rank), "1"); !st.is_ok()) {
+            return st.prefix("dpdk: rank " + std::to_string(config.rank) + ": ");
+        }
+        for (int r = 0; r < config.rank; ++r) {
+            if (!is_peer[size_t(r)]) {
+                continue;
+            }
+            auto listening =
+                config.store->get(servers_key(r), std::max(until.remaining_s(), 0.001));
+            if (!listening) {
+                return status(listening.error())
+                    .prefix("dpdk: rank " + std::to_string(config.rank) + ": waiting for rank " +
+                            std::to_string(r) + "'s ports to listen: ");
+            }
+            LOOM_ASSIGN(ports[size_t(r)],
+                        open_pair_port(config, r, secret, std::max(until.remaining_s(), 0.001)));
         }
         for (int r = 0; r < config.size; ++r) {
             if (ports[size_t(r)] != nullptr) {

@@ -5,6 +5,7 @@
 #include "drivers/dpdk/dpdk_port.hh"
 
 #include <net/if.h>
+#include <rte_alarm.h>
 #include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <optional>
 
@@ -235,12 +237,47 @@ status port::setup(const port_config& config) {
     return status::ok();
 }
 
-port::~port() {
-    if (started_) {
-        (void)rte_eth_dev_stop(id_);
+namespace {
+
+struct stop_request {
+    uint16_t id;
+    bool started, configured;
+    std::atomic<bool> done{false};
+};
+
+// Runs on the EAL's interrupt thread (an alarm), where memif also handles its peer's
+// disconnect: stopping a port there cannot race that handler. Stopped on the caller's
+// thread, a memif port whose peer disconnected at the same moment had its regions freed
+// twice by DPDK 22.11 (a crash in the interrupt thread when 8 ranks closed together).
+void stop_on_interrupt_thread(void* arg) {
+    auto* r = static_cast<stop_request*>(arg);
+    if (r->started) {
+        (void)rte_eth_dev_stop(r->id);
     }
-    if (configured_ || started_) {
-        (void)rte_eth_dev_close(id_);
+    if (r->configured || r->started) {
+        (void)rte_eth_dev_close(r->id);
+    }
+    r->done.store(true, std::memory_order_release);  // A: pairs with the acquire below
+}
+
+}  // namespace
+
+port::~port() {
+    if (started_ || configured_) {
+        stop_request request{id_, started_, configured_};
+        if (rte_eal_alarm_set(1, stop_on_interrupt_thread, &request) == 0) {
+            deadline until(10);
+            while (!request.done.load(std::memory_order_acquire) && !until.expired()) {  // A
+                timespec ts{0, 100000};
+                ::nanosleep(&ts, nullptr);
+            }
+            if (!request.done.load(std::memory_order_acquire)) {
+                // The interrupt thread is stuck: the request must outlive this frame.
+                (void)rte_eal_alarm_cancel(stop_on_interrupt_thread, &request);
+            }
+        } else {
+            stop_on_interrupt_thread(&request);
+        }
     }
     if (probed_) {
         (void)rte_eal_hotplug_remove("vdev", name_.c_str());
