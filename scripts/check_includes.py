@@ -95,7 +95,10 @@ def private_home(path):
     # factory header it has (drivers/<d>/<d>.hh) and list its parameters (<d>_params.hh).
     if parts[0] == "drivers" and len(parts) > 2 and parts[1] != "common":
         interface = name in (parts[1] + ".hh", parts[1] + "_params.hh")
-        return folder, ("drivers",) if interface else ()
+        # ... and so do the drivers whose rule names this one (dpdk carries its messages
+        # with drivers/reliable through reliable.hh).
+        users = tuple(c for c, allowed in ALLOWED.items() if folder in allowed)
+        return folder, ("drivers",) + users if interface else ()
     return None
 
 
