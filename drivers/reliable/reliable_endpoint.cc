@@ -22,9 +22,9 @@ namespace {
 constexpr double hello_interval_s = 0.02;
 // How long connect() goes on answering hellos after its own were answered (connect()).
 constexpr double answer_linger_s = 3 * hello_interval_s;
-constexpr double link_check_s     = 0.01;  // alive() is asked this often, not every pass
-constexpr double wheel_tick_s     = 250e-6;
-constexpr size_t wheel_buckets    = 1024;
+constexpr double link_check_s    = 0.01;  // alive() is asked this often, not every pass
+constexpr double wheel_tick_s    = 250e-6;
+constexpr size_t wheel_buckets   = 1024;
 
 uint32_t random32() {
     uint8_t b[4] = {};
