@@ -36,6 +36,7 @@
 #include <cstdint>
 
 #include "base/byte_order.hh"
+#include "base/crc32c.hh"
 
 namespace loom::drivers::reliable {
 
@@ -77,8 +78,7 @@ struct header {
     uint64_t tag = 0, imm = 0, msg_len = 0, offset = 0;
 };
 
-/// crc32c (Castagnoli), continuing from `crc` (0 to start); SSE4.2 where the CPU has it.
-uint32_t crc32c(uint32_t crc, const void* data, size_t len);
+using loom::crc32c;  // the frames' checksum (base/crc32c.hh)
 
 inline void encode(const header& h, uint8_t* p) {
     be::put16(p, wire_magic);

@@ -30,6 +30,8 @@
 #include <span>
 #include <string_view>
 
+#include "base/crc32c.hh"
+
 namespace loom::inc {
 
 constexpr uint32_t packet_magic    = 0x4c4d4e43u;  // "LMNC"
@@ -138,7 +140,6 @@ size_t encode(const header& h, const void* payload, uint8_t* out);
 /// `packet` after the header.
 parse_error parse(const uint8_t* packet, size_t len, header* out, const uint8_t** payload);
 
-/// CRC32C (Castagnoli), hardware-accelerated where the CPU has SSE4.2.
-uint32_t crc32c(uint32_t crc, const void* data, size_t len);
+using loom::crc32c;  // the packets' checksum (base/crc32c.hh)
 
 }  // namespace loom::inc

@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// crc32c for the reliable wire format (reliable_wire.hh): the SSE4.2 instruction where the CPU
-// has it (8 bytes per instruction), a table otherwise. Kept in this driver so drivers depend on
-// base only (inc/ has its own for its packets).
+// CRC32C (crc32c.hh).
+#include "crc32c.hh"
+
 #include <array>
 #include <cstring>
 
-#include "drivers/reliable/reliable_wire.hh"
-
-namespace loom::drivers::reliable {
+namespace loom {
 namespace {
 
-// Reflected Castagnoli polynomial, table built at compile time.
+// The reflected Castagnoli polynomial's table, built at compile time.
 constexpr std::array<uint32_t, 256> table = [] {
     std::array<uint32_t, 256> t{};
     for (uint32_t i = 0; i < 256; ++i) {
@@ -59,4 +57,4 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t len) {
 #endif
 }
 
-}  // namespace loom::drivers::reliable
+}  // namespace loom
