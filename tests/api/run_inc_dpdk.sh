@@ -20,26 +20,11 @@ trap '[ -n "$spid" ] && kill -9 "$spid" 2>/dev/null; rm -rf "$work"' EXIT
 export LOOM_TIMEOUT=20
 
 listen="dpdk:memif:loom-inc-test-$$"
-LOOM_DPDK_MEMIF_IDS=16 "$switch" --listen "$listen" --ready-file "$work/ready" --key-file "$work/key" \
-    >"$work/switch.log" 2>&1 &
-spid=$!
-i=0
-while [ ! -s "$work/ready" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
-addr=$(cat "$work/ready" 2>/dev/null)
+export LOOM_DPDK_MEMIF_IDS=16  # the node's; the ranks connect without ids
+start_node "$listen" run-inc-dpdk
 [ "$addr" = "$listen" ] || fail_case "the node's address '$addr' is not '$listen'"
-ticket=$("$switch" ticket --key-file "$work/key" --job run-inc-dpdk)
-with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket"
 case_run "$listen N=4" 4 --transport tcp -- "$program"
-kill "$spid" 2>/dev/null
-i=0
-while kill -0 "$spid" 2>/dev/null && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
-if kill -0 "$spid" 2>/dev/null; then
-    fail_case "the node did not stop within 5 s of SIGTERM"
-    kill -9 "$spid" 2>/dev/null
-fi
-wait "$spid" 2>/dev/null
-spid=""
-cat "$work/switch.log"
+stop_node "$listen"
 
 if [ "$failures" -ne 0 ]; then
     echo "run_inc_dpdk: $failures case(s) failed"

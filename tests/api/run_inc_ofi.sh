@@ -19,30 +19,13 @@ trap '[ -n "$spid" ] && kill -9 "$spid" 2>/dev/null; rm -rf "$work"' EXIT
 export LOOM_TIMEOUT=20
 
 for provider in "udp" "tcp;ofi_rxm"; do
-    rm -f "$work/ready"
-    "$switch" --listen "ofi:$provider" --ready-file "$work/ready" --key-file "$work/key" \
-        >"$work/switch.log" 2>&1 &
-    spid=$!
-    i=0
-    while [ ! -s "$work/ready" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
-    addr=$(cat "$work/ready" 2>/dev/null)
+    start_node "ofi:$provider" run-inc-ofi
     case "$addr" in
     "ofi:$provider"*/*) ;;
     *) fail_case "ofi:$provider: the node's address '$addr' does not name the provider" ;;
     esac
-    ticket=$("$switch" ticket --key-file "$work/key" --job run-inc-ofi)
-    with="LOOM_SWITCH=$addr LOOM_INC_TICKET=$ticket"
     case_run "ofi:$provider N=4" 4 --transport tcp -- "$program"
-    kill "$spid" 2>/dev/null
-    i=0
-    while kill -0 "$spid" 2>/dev/null && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
-    if kill -0 "$spid" 2>/dev/null; then
-        fail_case "ofi:$provider: the node did not stop within 5 s of SIGTERM"
-        kill -9 "$spid" 2>/dev/null
-    fi
-    wait "$spid" 2>/dev/null
-    spid=""
-    cat "$work/switch.log"
+    stop_node "ofi:$provider"
 done
 
 if [ "$failures" -ne 0 ]; then

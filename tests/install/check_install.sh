@@ -41,16 +41,17 @@ cc -std=c11 -Wall -Wextra -Werror "$here/example.c" -o "$dest/example" $(pc --cf
 LD_LIBRARY_PATH="$lib" "$dest/example" >/dev/null
 echo "install check: example linked with libloom.so runs"
 # A static link: libloom.a and what pkg-config --static adds must be all it needs. Fully
-# static where no back end needs shared libraries; libfabric and libibverbs load their
-# providers as shared objects (and Debian's static libfabric names PSM libraries it does not
-# ship), so with the ofi or verbs driver built libloom.a is linked statically and they stay
-# shared. glibc warns that getaddrinfo in a static program loads NSS modules: expected.
+# static where no back end needs shared libraries; libfabric, libibverbs and DPDK load their
+# providers and poll-mode drivers as shared objects (and Debian's static libfabric names PSM
+# libraries it does not ship), so with the ofi, verbs or dpdk driver built libloom.a is
+# linked statically and they stay shared. glibc warns that getaddrinfo in a static program
+# loads NSS modules: expected.
 static_libs=$(pc --static --libs)
-if grep -qE -- '-l(fabric|ibverbs)( |$)' <<<"$static_libs"; then
+if grep -qE -- '-l(fabric|ibverbs|rte_eal)( |$)' <<<"$static_libs"; then
     others=$(sed -E 's/(^| )-lloom( |$)/ /' <<<"$static_libs")
     cc "$here/example.c" -o "$dest/example_static" $(pc --cflags) -Wl,-Bstatic -lloom \
         -Wl,-Bdynamic $others 2>"$dest/ld.err" || { cat "$dest/ld.err" >&2; exit 1; }
-    how="libloom.a (pkg-config --static; libfabric and libibverbs shared)"
+    how="libloom.a (pkg-config --static; libfabric, libibverbs and DPDK shared)"
 else
     cc -static "$here/example.c" -o "$dest/example_static" $(pc --static --cflags --libs) \
         2>"$dest/ld.err" || { cat "$dest/ld.err" >&2; exit 1; }
