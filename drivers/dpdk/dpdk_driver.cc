@@ -27,6 +27,7 @@
 #include "base/clock.hh"
 #include "base/hash.hh"
 #include "base/secret.hh"
+#include "drivers/common/peer_set.hh"
 #include "drivers/dpdk/dpdk_eal.hh"
 #include "drivers/dpdk/dpdk_link.hh"
 #include "drivers/registry_internal.hh"
@@ -76,17 +77,6 @@ std::string servers_key(int rank) {
     return "dpdk/listening/" + std::to_string(rank);
 }
 
-std::vector<bool> peers_of(const endpoint_config& config) {
-    std::vector<bool> is_peer(size_t(config.size), config.peers.empty());
-    for (int r : config.peers) {
-        if (r >= 0 && r < config.size) {
-            is_peer[size_t(r)] = true;
-        }
-    }
-    is_peer[size_t(config.rank)] = false;
-    return is_peer;
-}
-
 // The memif port of this rank toward `peer`.
 result<std::unique_ptr<dpdk::port>> open_pair_port(const endpoint_config& config, int peer,
                                                    const std::string& secret, double timeout_s) {
@@ -114,8 +104,12 @@ result<std::unique_ptr<endpoint>> open_dpdk(const endpoint_config& config) {
         return st;
     }
     LOOM_ASSIGN(reliable::options opts, reliable::options_from_params());
-    opts.name                 = "dpdk";
-    std::vector<bool> is_peer = peers_of(config);
+    opts.name = "dpdk";
+    LOOM_ASSIGN(std::vector<int> peers, common::peer_set(config, "dpdk"));
+    std::vector<bool> is_peer(size_t(config.size), false);
+    for (int r : peers) {
+        is_peer[size_t(r)] = true;
+    }
     std::vector<std::unique_ptr<dpdk::port>> ports(size_t(config.size));
     if (std::any_of(is_peer.begin(), is_peer.end(), [](bool b) { return b; })) {
         LOOM_ASSIGN(std::string secret, memif_secret(config));
