@@ -11,6 +11,7 @@
 
 #include "base/check.hh"
 #include "base/clock.hh"
+#include "drivers/common/peer_set.hh"
 
 namespace loom::drivers::reliable {
 namespace {
@@ -63,13 +64,11 @@ std::unique_ptr<common::frame_link> datagram_frame_link(std::unique_ptr<datagram
 result<std::vector<std::unique_ptr<common::frame_link>>> shm_mesh(const endpoint_config& config,
                                                                   const link_faults& faults) {
     int me = config.rank;
-    std::vector<bool> is_peer(size_t(config.size), config.peers.empty());
-    for (int r : config.peers) {
-        if (r >= 0 && r < config.size) {
-            is_peer[size_t(r)] = true;
-        }
+    LOOM_ASSIGN(std::vector<int> peers, common::peer_set(config, "rel:shm"));
+    std::vector<bool> is_peer(size_t(config.size), false);
+    for (int r : peers) {
+        is_peer[size_t(r)] = true;
     }
-    is_peer[size_t(me)] = false;
     std::vector<std::unique_ptr<datagram_endpoint>> eps(size_t(config.size));
     std::vector<std::unique_ptr<datagram_listener>> listeners(size_t(config.size));
     // Listen first (never blocks), then connect down, then accept up: every rank's connects
