@@ -86,10 +86,13 @@ result<std::unique_ptr<dpdk::port>> open_pair_port(const endpoint_config& config
     pc.device = dpdk::memif_vdev(dpdk::unique_name("net_memif"), pair_socket(config.job, low, high),
                                  server, 0) +
                 ",secret=" + secret;
-    pc.wait_link      = false;
-    pc.retry_start    = !server;
-    pc.link_timeout_s = timeout_s;
-    auto p            = dpdk::port::open(pc);
+    pc.wait_link   = false;
+    pc.retry_start = !server;
+    // A client opens only after its server said in the store that it listens, so a link
+    // that is slow to come up (a loaded machine) is waited for, never restarted mid-handshake.
+    pc.restart_link_down = false;
+    pc.link_timeout_s    = timeout_s;
+    auto p               = dpdk::port::open(pc);
     if (!p) {
         return status(p.error()).prefix("dpdk: rank " + std::to_string(config.rank) +
                                         ": port to rank " + std::to_string(peer) + ": ");

@@ -185,8 +185,9 @@ status port::setup(const port_config& config) {
     deadline until(config.link_timeout_s);
     // A memif client whose server is not listening yet fails to start; one that connects
     // while its server interface is still being set up is refused once and does not try
-    // again by itself. Both are retried, stopping and starting, with a growing wait.
-    double settle = 0.1;
+    // again by itself. Both are retried, stopping and starting, with a growing wait (the
+    // second only where restart_link_down allows it).
+    double settle = 0.5;
     for (;;) {
         int rc = 0;
         {
@@ -197,9 +198,10 @@ status port::setup(const port_config& config) {
             rc = rte_eth_dev_start(id_);
         }
         if (rc == 0) {
-            started_ = true;
-            if (!config.retry_start ||
-                wait_link(std::min(settle, std::max(until.remaining_s(), 0.0))).is_ok()) {
+            started_      = true;
+            double window = config.restart_link_down ? std::min(settle, until.remaining_s())
+                                                     : until.remaining_s();
+            if (!config.retry_start || wait_link(std::max(window, 0.0)).is_ok()) {
                 break;
             }
             (void)rte_eth_dev_stop(id_);

@@ -29,6 +29,13 @@ struct port_config {
     /// Start may fail until the other side is there (a memif client before its server
     /// listens): try again until link_timeout_s.
     bool retry_start = false;
+    /// With retry_start: a start that connected but whose link did not come up within a
+    /// growing window is stopped and tried again (a memif server still being set up refuses
+    /// once and is not asked again). False where the caller knows the server listens (the
+    /// job's store said so): the link is then awaited for the whole link_timeout_s, since
+    /// stopping a client in the middle of its handshake makes DPDK 22.11's memif server close
+    /// a socket its interrupt thread still watches, which aborts the server's process.
+    bool restart_link_down = true;
     /// An af_packet port's kernel interface: its MTU is read (SIOCGIFMTU) and left as it is,
     /// since the interface belongs to the host. Empty: the port's MTU is set.
     std::string kernel_iface;
