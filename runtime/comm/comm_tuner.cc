@@ -357,12 +357,12 @@ const algorithms::algorithm* communicator::tuned_choice(const algorithms::call& 
                                                         loom_dtype_t dtype, loom_op_t op) {
     const tuner::in_network_state inc = in_network_for(c, dtype, op);
     const double bytes                = tuner::payload_bytes(c);
-    const algorithms::algorithm* a    = decisions_.find(c, inc.usable, bytes);
+    const algorithms::algorithm* a    = decisions_.find(c, inc.usable, bytes, inc.flat_usable);
     if (!a) {
         tuner::ranking r =
             tuner::rank_algorithms(tuner::representative(c, bytes), machine_, settings_.ports, inc);
         a = r.best;
-        decisions_.put(c, inc.usable, bytes, a);
+        decisions_.put(c, inc.usable, bytes, a, inc.flat_usable);
         if (settings_.explain && rank() == 0) {
             tuner::ranking exact = tuner::rank_algorithms(c, machine_, settings_.ports, inc);
             std::fprintf(

@@ -123,7 +123,7 @@ bool engine_impl::execute(request& r, uint32_t i) {
     }
     if (st != LOOM_SUCCESS) {
         fail(r, st, s.peer, static_cast<int>(i),
-             schedule::is_inc(s.kind) ? config_.in_network->last_failure()
+             schedule::is_inc(s.kind) ? offload_of(*r.p)->last_failure()
                                       : std::string("the driver refused the step"),
              true);
         return true;
@@ -133,7 +133,8 @@ bool engine_impl::execute(request& r, uint32_t i) {
 }
 
 loom_status_t engine_impl::post_in_network(request& r, uint32_t i) {
-    if (config_.in_network == nullptr) {
+    offload* o = offload_of(*r.p);
+    if (o == nullptr) {
         return LOOM_ERR_NOT_SUPPORTED;
     }
     const plan_step& s = r.p->steps[i];
@@ -151,7 +152,7 @@ loom_status_t engine_impl::post_in_network(request& r, uint32_t i) {
     op.coll       = r.p->info.coll;
     op.root       = r.p->info.root;
     op.deadline_s = r.deadline_s;
-    return config_.in_network->post(op);
+    return o->post(op);
 }
 
 void engine_impl::on_completion(const drivers::completion& c) {
@@ -178,7 +179,11 @@ void engine_impl::on_completion(const drivers::completion& c) {
         return;
     }
     if (c.status != LOOM_SUCCESS && schedule::is_inc(s.kind)) {
-        fail(r, c.status, -1, static_cast<int>(i), config_.in_network->last_failure(), true);
+        // A dead rank on the node's flat segment is seen by every rank there (each watches
+        // the ranks it waits for, flat_offload.hh) and each names it; a notice from the
+        // first to see it would reach the others first and name only the messenger.
+        const bool notify = !(r.p->info.node_local && c.status == LOOM_ERR_PEER_FAILURE);
+        fail(r, c.status, -1, static_cast<int>(i), offload_of(*r.p)->last_failure(), notify);
         return;
     }
     if (c.status != LOOM_SUCCESS) {
@@ -305,7 +310,7 @@ void engine_impl::withdraw(request& r) {
     for (uint32_t i = 0; i < r.state.size(); ++i) {
         if (r.state[i] == step_state::posted) {
             if (schedule::is_inc(r.p->steps[i].kind)) {
-                config_.in_network->cancel(cookie_of(r, i));
+                offload_of(*r.p)->cancel(cookie_of(r, i));
             } else {
                 fast_.cancel(fast_.ctx, cookie_of(r, i));
             }

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// The node-local offload (engine/offload.hh) that runs the flat algorithms' steps
+// (algorithms/flat.cc) over the node's flat segment (flat_segment.hh): inc_push writes this
+// rank's vector into its slot, inc_pull reads the slots it needs into the output, reducing
+// while it reads. The engine polls it beside the driver; nothing here blocks, allocates or
+// makes a system call on the way of a call that goes well.
+//
+// LL words. Each 8-byte word holds 4 bytes of the vector (low half) and the call's flag
+// (high half), written with one 8-byte store, so a reader that sees the flag sees the data
+// with it: no header message, no separate "ready" store, no fence between data and flag.
+// The flag is the call's sequence number + 1 (0 is what a fresh segment holds), so nothing
+// is reset between calls: a stale word carries an older call's flag.
+//
+// Reduction. The output is built in rank order 0..N-1, 256 data bytes (64 words) at a time:
+// once all 64 words of a slot's chunk carry the flag, they are unpacked into a staging
+// chunk and combined into the output with the engine's kernel (runtime/kernels; the first
+// slot is copied). Every rank therefore computes each element in the same order and gets
+// bit-identical floats; the chunk keeps the output line in cache across the N slots.
+//
+// Reuse rule (two buffers per slot). Call with sequence s uses buffer s & 1 of every slot.
+// Before a rank overwrites its buffer b, it waits until every rank's `done` word (the flag of
+// the last call that rank finished, published with a release store after its reads) has
+// reached the flag this rank last wrote into b: then no reader can still be reading it.
+// In a loop of all-reduces the condition already holds (a rank that finished call s-1 read
+// every slot of s-1, so every peer had started s-1 and finished s-2), so it costs one pass
+// over N cache lines; a reduce's non-roots, which never read, are held back by the root.
+//
+// Order. Calls run one at a time in sequence order, as inc_offload does: collectives start
+// in the same order on every rank and the engine posts a call's steps when it starts.
+//
+// Waits. A flag or `done` that does not come is a wait with the call's deadline; every
+// 2 ms of it the awaited rank's liveness is checked (a pidfd, as drivers/shm does), so a
+// dead rank fails the call with LOOM_ERR_PEER_FAILURE naming it, the waiting rank and the
+// call, long before the deadline; the deadline gives LOOM_ERR_TIMEOUT naming the same.
+// The offload never spins by itself: poll() returns and the engine's idle policy yields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/flat_segment.hh"
+#include "engine/offload.hh"
+#include "kernels/reduce.hh"
+
+namespace loom::comm {
+
+class flat_offload final : public engine::offload {
+  public:
+    flat_offload(flat_segment seg, int rank, size_t max_bytes);
+    ~flat_offload() override;
+
+    loom_status_t post(const engine::offload_op& op) override;
+    int poll(engine::offload_completion* out, int max) override;
+    bool cancel(uint64_t cookie) override;
+    bool pending() const override;
+    std::string last_failure() const override { return failure_; }
+
+    size_t max_bytes() const { return max_bytes_; }
+    /// Marks this rank as attached (its pid in its line); the segment's name can go.
+    void announce();
+    flat_segment& segment() { return seg_; }
+
+  private:
+    static constexpr size_t chunk_bytes = 256;  // data bytes per reduction step (64 words)
+    enum class phase : uint8_t { halves, write, read };
+    struct entry {
+        bool used = false, has_push = false, has_pull = false;
+        int halves_needed = 0, halves_posted = 0;
+        engine::offload_op push, pull;
+        const engine::offload_op& key() const { return has_push ? push : pull; }
+    };
+    struct running {
+        entry* e      = nullptr;
+        phase at      = phase::halves;
+        uint32_t flag = 0, parity = 0;
+        size_t bytes              = 0;  // the vector
+        size_t chunk              = 0;  // next chunk to read
+        int reader                = 0;  // next slot of that chunk (index into the readers)
+        kernels::reduce_fn kernel = nullptr;
+        double stall_since_s = 0, next_check_s = 0;
+    };
+
+    entry* next_ready();
+    bool start(entry& e, engine::offload_completion* out, int* n);
+    bool write_ready(int* behind);
+    void write_slot();
+    bool read_some(int* waiting_for);
+    bool stalled(int peer, const char* what, engine::offload_completion* out, int* n);
+    void finish(loom_status_t code, engine::offload_completion* out, int* n);
+    bool peer_dead(int peer);
+
+    flat_segment seg_;
+    int rank_;
+    int size_;
+    size_t max_bytes_;
+    std::vector<entry> entries_;      // fixed table
+    std::vector<int> pidfds_;         // per peer, opened when first waited for
+    uint32_t last_flag_[2] = {0, 0};  // the flag this rank last wrote into each buffer
+    running run_;
+    alignas(64) std::byte staging_[chunk_bytes];
+    std::string failure_;
+    bool broken_ = false;  // a call failed part-way: later calls cannot line up
+};
+
+/// Whether the flat algorithms run a call of `dtype`/`op` (a reduction kernel exists).
+bool flat_carries(schedule::collective coll, loom_dtype_t dtype, loom_op_t op);
+
+}  // namespace loom::comm
