@@ -144,9 +144,10 @@ status communicator::connect() {
                               .in_network   = inc_.get(),
                               .node_local   = flat_.get()};
     LOOM_ASSIGN(engine_, engine::engine::create(cfg, *endpoint_));
+    // The flat segment first: a calibration at creation measures its α too.
+    LOOM_CHECK(agree_flat());
     LOOM_CHECK(agree_machine_params());
     LOOM_CHECK(agree_in_network());
-    LOOM_CHECK(agree_flat());
     // Choices made while admission was open did not know whether `inc` could run.
     decisions_.clear();
     plans_.clear();

@@ -2,6 +2,7 @@
 // The node-local offload over the flat segment (flat_offload.hh).
 #include "comm/flat_offload.hh"
 
+#include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -201,6 +202,48 @@ bool flat_offload::read_some(int* waiting_for) {
     return true;
 }
 
+// The doorbell (flat_offload.hh): the waker protocol of drivers/waker.hh over a futex in
+// shared memory (not FUTEX_PRIVATE: the waker is another process).
+uint64_t flat_offload::arm_sleep() {
+    flat_rank_line* me = seg_.line(rank_);
+    me->sleeping.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // F1: before the last poll pass
+    return me->bell.load(std::memory_order_seq_cst);
+}
+
+void flat_offload::sleep(uint64_t token, int64_t timeout_ns) {
+    flat_rank_line* me = seg_.line(rank_);
+    if (timeout_ns > 0 && me->bell.load(std::memory_order_acquire) == uint32_t(token)) {
+        timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
+        ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&me->bell), FUTEX_WAIT, uint32_t(token),
+                  &ts, nullptr, 0);
+    }
+    me->sleeping.store(0, std::memory_order_relaxed);
+}
+
+void flat_offload::wake_sleepers() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // F2: pairs with F1
+    for (int r = 0; r < size_; ++r) {
+        flat_rank_line* l = seg_.line(r);
+        if (r != rank_ && l->sleeping.load(std::memory_order_acquire) != 0 &&
+            l->waiting_on.load(std::memory_order_relaxed) == rank_) {
+            l->bell.fetch_add(1, std::memory_order_release);
+            ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&l->bell), FUTEX_WAKE, 1, nullptr,
+                      nullptr, 0);
+        }
+    }
+}
+
+bool flat_offload::waiting_on(int peer) {
+    std::atomic<int32_t>& w = seg_.line(rank_)->waiting_on;
+    if (w.load(std::memory_order_relaxed) == peer) {
+        return false;
+    }
+    w.store(peer, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // F3: pairs with F2
+    return true;
+}
+
 bool flat_offload::peer_dead(int peer) {
     if (peer == rank_) {
         return false;
@@ -256,6 +299,7 @@ void flat_offload::finish(loom_status_t code, engine::offload_completion* out, i
     if (code == LOOM_SUCCESS) {
         // R: this rank's reads of call `flag` are done before anyone overwrites a slot.
         seg_.line(rank_)->done.store(run_.flag, std::memory_order_release);
+        wake_sleepers();  // a writer may wait for this `done`
     } else {
         broken_ = true;
     }
@@ -282,11 +326,12 @@ int flat_offload::poll(engine::offload_completion* out, int max) {
     }
     if (run_.at == phase::write) {
         int behind = -1;
-        if (!write_ready(&behind)) {
+        if (!write_ready(&behind) && (!waiting_on(behind) || !write_ready(&behind))) {
             stalled(behind, "done word (a reader of this buffer's previous call)", out, &n);
             return n;
         }
         write_slot();
+        wake_sleepers();
         run_.stall_since_s = 0;
         if (!run_.e->has_pull) {
             finish(LOOM_SUCCESS, out, &n);  // completes the push (a reduce's non-root)
@@ -296,7 +341,7 @@ int flat_offload::poll(engine::offload_completion* out, int max) {
         run_.at  = phase::read;
     }
     int waiting_for = -1;
-    if (!read_some(&waiting_for)) {
+    if (!read_some(&waiting_for) && (!waiting_on(waiting_for) || !read_some(&waiting_for))) {
         stalled(waiting_for, "contribution", out, &n);
         return n;
     }

@@ -5,8 +5,9 @@
 //
 // Layout, every part on its own cache line so no two writers share one:
 //   line 0            header: magic, version, size, slot bytes, total bytes, creator pid
-//   lines 1..N        one per rank: `done` (the flag of the last call it finished, below)
-//                     and its pid (liveness, flat_offload.cc)
+//   lines 1..N        one per rank: `done` (the flag of the last call it finished, below),
+//                     its pid (liveness) and its doorbell (a futex word and a "sleeping"
+//                     flag: flat_offload.hh)
 //   from a page on    per rank two buffers (call parity) of `slot_bytes` of LL words:
 //                     8 bytes each, 4 of data and 4 of flag
 //
@@ -37,8 +38,11 @@ struct flat_header {
 };
 
 struct alignas(64) flat_rank_line {
-    std::atomic<uint32_t> done{0};  // flag of the last call this rank finished (0: none)
-    std::atomic<int32_t> pid{0};    // set when the rank has mapped the segment
+    std::atomic<uint32_t> done{0};        // flag of the last call this rank finished (0: none)
+    std::atomic<int32_t> pid{0};          // set when the rank has mapped the segment
+    std::atomic<uint32_t> bell{0};        // futex word: bumped by a writer that wakes this rank
+    std::atomic<uint32_t> sleeping{0};    // 1 while this rank is armed to sleep on `bell`
+    std::atomic<int32_t> waiting_on{-1};  // the rank whose slot or `done` it waits for
 };
 
 class flat_segment {
