@@ -17,12 +17,17 @@
 //   broadcast: only the root writes; every rank reads the root's slot.
 //
 // Cost (α_flat: one hand-off through the segment, a cache line moving between cores,
-// calibrated per host as alpha_flat_us; BW the streaming bandwidth)
-//   allreduce, reduce: α_flat + 2(N+1)·M/BW   (write M as 2M of LL words, read N slots of 2M)
-//   broadcast:         α_flat + 4·M/BW        (the root writes 2M, each rank reads 2M)
-//   The β term grows with N (every reader reads every slot), so the family wins only for
-//   small vectors: the runtime offers it up to LOOM_FLAT_MAX_BYTES and the tuner ranks it
-//   against the others below that.
+// calibrated per host and N as alpha_flat_us; BW the pair bandwidth of messages)
+//   allreduce, reduce: α_flat + (N+1)/2·M/BW
+//   broadcast:         α_flat + M/BW
+//   A reader reads N slots of LL words (2·N·M bytes) and the writer writes 2·M, but from
+//   the writers' caches at several times a message's pair bandwidth (no ring slot, no
+//   header, no second copy): measured on the 2-core VM the time grew by 0.48 µs per KiB
+//   at N = 2 and 1.4 at N = 4 (docs/performance.md#flat), which (N+1)/2·M/BW at the
+//   built-in shm BW (4 GB/s: 0.38 and 0.64) follows at N = 2 and a calibrated BW (lower
+//   with more ranks than cores) at N = 4. The β term grows with N (every reader reads
+//   every slot), so the family wins only for small vectors: the runtime offers it up to
+//   LOOM_FLAT_MAX_BYTES and the tuner ranks it against the others below that.
 //
 // Constraints
 //   Any N ≥ 1, any count, any root, one channel (segments are ignored: one pair per call).
@@ -57,8 +62,8 @@ status build_flat(const call& c, int rank, schedule::builder& b) {
 cost cost_flat(const cost_query& q) {
     cost k;
     k.n_alpha_flat = 1;
-    k.n_beta = q.coll == collective::broadcast ? 4.0 : 2.0 * (static_cast<double>(q.nranks) + 1);
-    k.note   = "node-local: α_flat per hand-off through the shared segment; LL words double M";
+    k.n_beta = q.coll == collective::broadcast ? 1.0 : (static_cast<double>(q.nranks) + 1) / 2;
+    k.note   = "node-local: α_flat per hand-off through the shared segment; reads from cache";
     return k;
 }
 
@@ -72,14 +77,14 @@ constexpr algorithm allreduce_flat =
     flat_for(collective::allreduce,
              "every rank writes its vector into its slot of the node's shared segment (data and "
              "flag in one store) and reduces all slots while reading them",
-             "α_flat + 2(N+1)·M/BW", "any N, any count; all ranks on one node over shm");
+             "α_flat + (N+1)/2·M/BW", "any N, any count; all ranks on one node over shm");
 constexpr algorithm reduce_flat = flat_for(
     collective::reduce, "every rank writes its slot of the node's shared segment; the root reduces",
-    "α_flat + 2(N+1)·M/BW", "any N, any count, any root; all ranks on one node over shm");
+    "α_flat + (N+1)/2·M/BW", "any N, any count, any root; all ranks on one node over shm");
 constexpr algorithm broadcast_flat =
     flat_for(collective::broadcast,
              "the root writes its slot of the node's shared segment; every rank reads it",
-             "α_flat + 4·M/BW", "any N, any count, any root; all ranks on one node over shm");
+             "α_flat + M/BW", "any N, any count, any root; all ranks on one node over shm");
 
 }  // namespace
 
