@@ -26,6 +26,11 @@ constexpr size_t entry_table = 64;
 // How often a wait checks that the awaited rank is alive.
 constexpr double liveness_period_s = 0.002;
 
+// The signature in the 32 bits a call word has for it.
+uint32_t sig32(uint64_t signature) {
+    return uint32_t(signature ^ (signature >> 32));
+}
+
 bool seq_before(uint32_t a, uint32_t b) {
     return int32_t(a - b) < 0;
 }
@@ -68,9 +73,6 @@ void flat_offload::announce() {
 }
 
 loom_status_t flat_offload::post(const engine::offload_op& op) {
-    if (broken_) {
-        return LOOM_ERR_PEER_FAILURE;
-    }
     entry* slot = nullptr;
     for (entry& e : entries_) {
         if (e.used && e.key().seq == op.seq) {
@@ -114,7 +116,7 @@ bool flat_offload::start(entry& e, engine::offload_completion* out, int* n) {
     run_.flag                   = flag_of(k.seq);
     run_.parity                 = k.seq & 1u;
     run_.bytes                  = size_t(k.count) * loom_dtype_size(k.dtype);
-    run_.at                     = e.has_push ? phase::write : phase::read;
+    run_.at                     = e.has_push ? phase::write : phase::verify;
     if (k.coll != schedule::collective::broadcast) {
         run_.kernel = kernels::reduce_kernel(k.dtype, k.op);
     }
@@ -129,6 +131,29 @@ bool flat_offload::start(entry& e, engine::offload_completion* out, int* n) {
     if (run_.bytes == 0) {
         finish(LOOM_SUCCESS, out, n);
         return false;
+    }
+    // R: before this rank's slot words, so a rank that sees them can see the call too.
+    seg_.line(rank_)->call.store(uint64_t(run_.flag) << 32 | sig32(k.signature),
+                                 std::memory_order_release);
+    wake_sleepers();  // a rank may wait for this one's arrival (verify)
+    return true;
+}
+
+bool flat_offload::verify(int* waiting_for, int* mismatch) {
+    const uint32_t mine = sig32(run_.e->key().signature);
+    for (; run_.verified < size_; ++run_.verified) {
+        const int r = run_.verified;
+        uint64_t w  = seg_.line(r)->call.load(std::memory_order_acquire);
+        auto flag   = uint32_t(w >> 32);
+        if (flag == run_.flag) {
+            if (uint32_t(w) != mine) {
+                *mismatch = r;
+                return false;
+            }
+        } else if (int32_t(flag - run_.flag) < 0) {
+            *waiting_for = r;  // not in this call yet
+            return false;
+        }  // else past it: it found this call the same everywhere before leaving it
     }
     return true;
 }
@@ -266,6 +291,7 @@ bool flat_offload::peer_dead(int peer) {
 // A wait on `peer` made no progress this pass: true when it ended the call (dead, deadline).
 bool flat_offload::stalled(int peer, const char* what, engine::offload_completion* out, int* n) {
     const double now = now_s();
+    awaited_         = peer;
     if (run_.stall_since_s == 0) {
         run_.stall_since_s = now;
         run_.next_check_s  = now + liveness_period_s;
@@ -282,12 +308,14 @@ bool flat_offload::stalled(int peer, const char* what, engine::offload_completio
         failure_ = call + "rank " + std::to_string(peer) + " is gone (its process exited) while " +
                    "this rank waited for its " + what;
         LOOM_LOG_WARN(log::subsystem::coll, "%s", failure_.c_str());
+        failed_peer_ = peer;
         finish(LOOM_ERR_PEER_FAILURE, out, n);
         return true;
     }
     if (k.deadline_s > 0 && now > k.deadline_s) {
         failure_ = call + "timed out after " + std::to_string(now - run_.stall_since_s) +
                    " s waiting for rank " + std::to_string(peer) + "'s " + what;
+        failed_peer_ = peer;
         finish(LOOM_ERR_TIMEOUT, out, n);
         return true;
     }
@@ -300,17 +328,16 @@ void flat_offload::finish(loom_status_t code, engine::offload_completion* out, i
         // R: this rank's reads of call `flag` are done before anyone overwrites a slot.
         seg_.line(rank_)->done.store(run_.flag, std::memory_order_release);
         wake_sleepers();  // a writer may wait for this `done`
-    } else {
-        broken_ = true;
     }
-    if (e.has_push && run_.at == phase::write) {
+    if (e.has_push && !run_.push_done) {
         out[(*n)++] = {e.push.cookie, code};
     }
     if (e.has_pull) {
         out[(*n)++] = {e.pull.cookie, code};
     }
-    e    = entry{};
-    run_ = running{};
+    e        = entry{};
+    run_     = running{};
+    awaited_ = -1;
 }
 
 int flat_offload::poll(engine::offload_completion* out, int max) {
@@ -333,12 +360,34 @@ int flat_offload::poll(engine::offload_completion* out, int max) {
         write_slot();
         wake_sleepers();
         run_.stall_since_s = 0;
+        if (run_.e->has_pull) {  // else it completes with the call (a reduce's non-root)
+            out[n++]       = {run_.e->push.cookie, LOOM_SUCCESS};
+            run_.push_done = true;
+        }
+        run_.at = phase::verify;
+    }
+    if (run_.at == phase::verify || (run_.at == phase::read && run_.verified < size_)) {
+        int waiting_for = -1, mismatch = -1;
+        if (!verify(&waiting_for, &mismatch) && mismatch < 0 &&
+            (!waiting_on(waiting_for) || !verify(&waiting_for, &mismatch)) && mismatch < 0) {
+            stalled(waiting_for, "arrival in this call", out, &n);
+            return n;
+        }
+        if (mismatch >= 0) {
+            const engine::offload_op& k = run_.e->key();
+            failure_ = "rank " + std::to_string(rank_) + ": flat " + coll_name(k.coll) + " call " +
+                       std::to_string(k.seq) + ": rank " + std::to_string(mismatch) +
+                       " started another call (different primitive, count, dtype, op, root or "
+                       "algorithm)";
+            failed_peer_ = mismatch;
+            finish(LOOM_ERR_MISMATCH, out, &n);
+            return n;
+        }
         if (!run_.e->has_pull) {
             finish(LOOM_SUCCESS, out, &n);  // completes the push (a reduce's non-root)
             return n;
         }
-        out[n++] = {run_.e->push.cookie, LOOM_SUCCESS};
-        run_.at  = phase::read;
+        run_.at = phase::read;
     }
     int waiting_for = -1;
     if (!read_some(&waiting_for) && (!waiting_on(waiting_for) || !read_some(&waiting_for))) {
@@ -362,8 +411,9 @@ bool flat_offload::cancel(uint64_t cookie) {
         if (run_.e == &e) {
             run_ = running{};
         }
-        broken_ = true;  // the ranks no longer run the same flat calls: later ones fail
-        e       = entry{};
+        // Nothing else to undo: `done` stays at the last call this rank finished, which only
+        // makes writers wait for a later one, and every flag is the call's own.
+        e = entry{};
         return true;
     }
     return false;

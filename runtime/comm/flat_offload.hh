@@ -25,6 +25,12 @@
 // every slot of s-1, so every peer had started s-1 and finished s-2), so it costs one pass
 // over N cache lines; a reduce's non-roots, which never read, are held back by the root.
 //
+// Mismatches. Each rank publishes the call it is in (flag and the call's signature, which
+// the engine's messages carry too) in its line, and before it touches its output checks
+// that every rank is in the same call (or past it: a rank that went on had checked this
+// one); another signature fails the call with LOOM_ERR_MISMATCH naming that rank, with the
+// receive buffer untouched, as the message path does.
+//
 // Order. Calls run one at a time in sequence order, as inc_offload does: collectives start
 // in the same order on every rank and the engine posts a call's steps when it starts.
 //
@@ -62,6 +68,8 @@ class flat_offload final : public engine::offload {
     bool cancel(uint64_t cookie) override;
     bool pending() const override;
     std::string last_failure() const override { return failure_; }
+    int failed_peer() const override { return failed_peer_; }
+    int awaited_peer() const override { return awaited_; }
     drivers::waker idle_waker() override { return drivers::waker_of(this); }
     uint64_t arm_sleep();
     void sleep(uint64_t token, int64_t timeout_ns);
@@ -73,7 +81,7 @@ class flat_offload final : public engine::offload {
 
   private:
     static constexpr size_t chunk_bytes = 256;  // data bytes per reduction step (64 words)
-    enum class phase : uint8_t { halves, write, read };
+    enum class phase : uint8_t { halves, write, verify, read };
     struct entry {
         bool used = false, has_push = false, has_pull = false;
         int halves_needed = 0, halves_posted = 0;
@@ -87,6 +95,8 @@ class flat_offload final : public engine::offload {
         size_t bytes              = 0;  // the vector
         size_t chunk              = 0;  // next chunk to read
         int reader                = 0;  // next slot of that chunk (index into the readers)
+        int verified              = 0;  // ranks whose call word matched
+        bool push_done            = false;
         kernels::reduce_fn kernel = nullptr;
         double stall_since_s = 0, next_check_s = 0;
     };
@@ -96,6 +106,8 @@ class flat_offload final : public engine::offload {
     bool write_ready(int* behind);
     void write_slot();
     bool read_some(int* waiting_for);
+    /// True when every rank is in this call (or past it); a mismatch sets *mismatch.
+    bool verify(int* waiting_for, int* mismatch);
     bool stalled(int peer, const char* what, engine::offload_completion* out, int* n);
     void finish(loom_status_t code, engine::offload_completion* out, int* n);
     bool peer_dead(int peer);
@@ -114,7 +126,8 @@ class flat_offload final : public engine::offload {
     running run_;
     alignas(64) std::byte staging_[chunk_bytes];
     std::string failure_;
-    bool broken_ = false;  // a call failed part-way: later calls cannot line up
+    int failed_peer_ = -1;
+    int awaited_     = -1;
 };
 
 /// Whether the flat algorithms run a call of `dtype`/`op` (a reduction kernel exists).

@@ -6,7 +6,8 @@
 // Layout, every part on its own cache line so no two writers share one:
 //   line 0            header: magic, version, size, slot bytes, total bytes, creator pid
 //   lines 1..N        one per rank: `done` (the flag of the last call it finished, below),
-//                     its pid (liveness) and its doorbell (a futex word and a "sleeping"
+//                     the call it is in (flag and signature: mismatches), its pid
+//                     (liveness) and its doorbell (a futex word and a "sleeping"
 //                     flag: flat_offload.hh)
 //   from a page on    per rank two buffers (call parity) of `slot_bytes` of LL words:
 //                     8 bytes each, 4 of data and 4 of flag
@@ -43,6 +44,7 @@ struct alignas(64) flat_rank_line {
     std::atomic<uint32_t> bell{0};        // futex word: bumped by a writer that wakes this rank
     std::atomic<uint32_t> sleeping{0};    // 1 while this rank is armed to sleep on `bell`
     std::atomic<int32_t> waiting_on{-1};  // the rank whose slot or `done` it waits for
+    std::atomic<uint64_t> call{0};        // flag << 32 | signature: the call it is in
 };
 
 class flat_segment {
