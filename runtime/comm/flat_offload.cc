@@ -135,7 +135,9 @@ bool flat_offload::start(entry& e, engine::offload_completion* out, int* n) {
     // R: before this rank's slot words, so a rank that sees them can see the call too.
     seg_.line(rank_)->call.store(uint64_t(run_.flag) << 32 | sig32(k.signature),
                                  std::memory_order_release);
-    wake_sleepers();  // a rank may wait for this one's arrival (verify)
+    if (!e.has_push) {
+        wake_sleepers();  // a rank may wait for this one's arrival (verify); a writer wakes
+    }                     // it once its slot is written (one wake, not two)
     return true;
 }
 
