@@ -117,6 +117,7 @@ bool flat_offload::start(entry& e, engine::offload_completion* out, int* n) {
     run_.parity                 = k.seq & 1u;
     run_.bytes                  = size_t(k.count) * loom_dtype_size(k.dtype);
     run_.at                     = e.has_push ? phase::write : phase::verify;
+    failed_peer_                = -1;
     if (k.coll != schedule::collective::broadcast) {
         run_.kernel = kernels::reduce_kernel(k.dtype, k.op);
     }
