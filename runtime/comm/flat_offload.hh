@@ -2,8 +2,9 @@
 // The node-local offload (engine/offload.hh) that runs the flat algorithms' steps
 // (algorithms/flat.cc) over the node's flat segment (flat_segment.hh): inc_push writes this
 // rank's vector into its slot, inc_pull reads the slots it needs into the output, reducing
-// while it reads. The engine polls it beside the driver; nothing here blocks, allocates or
-// makes a system call on the way of a call that goes well.
+// while it reads. The engine polls it beside the driver; nothing here blocks or allocates
+// on the way of a call, and its only system call there is a futex wake for a peer that
+// sleeps waiting for this rank (below).
 //
 // LL words. Each 8-byte word holds 4 bytes of the vector (low half) and the call's flag
 // (high half), written with one 8-byte store, so a reader that sees the flag sees the data
@@ -29,7 +30,9 @@
 // the engine's messages carry too) in its line, and before it touches its output checks
 // that every rank is in the same call (or past it: a rank that went on had checked this
 // one); another signature fails the call with LOOM_ERR_MISMATCH naming that rank, with the
-// receive buffer untouched, as the message path does.
+// receive buffer untouched, as the message path does. A call that failed (mismatch,
+// timeout, cancelled) leaves nothing to undo: `done` stays at the last call this rank
+// finished, which only makes writers wait for a later one, and every flag is its call's.
 //
 // Order. Calls run one at a time in sequence order, as inc_offload does: collectives start
 // in the same order on every rank and the engine posts a call's steps when it starts.
