@@ -57,12 +57,15 @@ struct cost {
     bool exact     = true;      // false: an asymptotic "≈" form (pipelining optimum, bounds)
     std::string note;           // port model, errata, validity range
     double n_alpha_switch = 0;  // rank ↔ aggregation-node hops (in-network algorithms)
+    double n_alpha_flat   = 0;  // hand-offs through the node's flat segment (flat.cc)
 
-    /// alpha_switch_s < 0: the aggregation node's hops cost alpha_s too.
-    double time_s(double alpha_s, double bw_bytes_per_s, double bytes,
-                  double alpha_switch_s = -1) const {
+    /// alpha_switch_s < 0: the aggregation node's hops cost alpha_s too; alpha_flat_s < 0:
+    /// so does a hand-off through the flat segment.
+    double time_s(double alpha_s, double bw_bytes_per_s, double bytes, double alpha_switch_s = -1,
+                  double alpha_flat_s = -1) const {
         return n_alpha * alpha_s +
                n_alpha_switch * (alpha_switch_s < 0 ? alpha_s : alpha_switch_s) +
+               n_alpha_flat * (alpha_flat_s < 0 ? alpha_s : alpha_flat_s) +
                n_beta * bytes / bw_bytes_per_s;
     }
 };
@@ -104,6 +107,11 @@ struct algorithm {
     /// (tuner.cc): measured over shm at N = 4, bidir-ring took 1.4x ring's time at 64 KiB and
     /// 1 MiB and the same at 16 MiB, where the per-edge form promised half the BW term.
     bool two_links_at_once = false;
+    /// True where the steps (inc_push/inc_pull) run on the node's flat shared segment
+    /// (flat.cc): the algorithm applies only where every rank of the communicator shares one
+    /// node over shm, the segment was set up on all of them and the call fits its slots, a
+    /// constraint the runtime checks (tuner::admits) beside `applicable`.
+    bool node_local = false;
 };
 
 /// Every algorithm, in catalogue order.

@@ -25,5 +25,6 @@ std::vector<const algorithm*> family_hier_ring();           // hier_ring.cc
 std::vector<const algorithm*> family_dims_rabenseifner();   // torus_dims_rabenseifner.cc
 std::vector<const algorithm*> family_sendrecv();            // sendrecv.cc
 std::vector<const algorithm*> family_inc();                 // inc.cc
+std::vector<const algorithm*> family_flat();                // flat.cc
 
 }  // namespace loom::algorithms

@@ -18,7 +18,7 @@ std::vector<const algorithm*> build_catalogue() {
          {family_ring, family_ring_bidirectional, family_binomial, family_scatter_allgather,
           family_double_binary_tree, family_recursive_doubling, family_rabenseifner, family_pat,
           family_bruck, family_alltoall_pairwise, family_alltoall_relay, family_torus_dims,
-          family_dims_rabenseifner, family_hier_ring, family_sendrecv, family_inc}) {
+          family_dims_rabenseifner, family_hier_ring, family_sendrecv, family_inc, family_flat}) {
         auto part = family();
         all.insert(all.end(), part.begin(), part.end());
     }
@@ -177,7 +177,8 @@ schedule::schedule_info schedule_info_for(const algorithm& a, const call& c) {
             std::string(a.name),
             c.topo.to_string(),
             c.segments,
-            c.channels};
+            c.channels,
+            a.node_local};
 }
 
 result<schedule::schedule> generate(const algorithm& a, const call& c) {

@@ -134,14 +134,18 @@ status communicator::connect() {
                                      net::seconds_text(settings_.join_timeout_s) + ", to join)");
     }
     open_in_network();
+    open_flat();
     engine::engine_config cfg{.rank         = settings_.rank,
                               .size         = settings_.size,
                               .comm_id      = settings_.comm_id,
                               .timeout_s    = settings_.timeout_s,
                               .max_requests = settings_.max_inflight,
                               .progress     = settings_.progress,
-                              .in_network   = inc_.get()};
+                              .in_network   = inc_.get(),
+                              .node_local   = flat_.get()};
     LOOM_ASSIGN(engine_, engine::engine::create(cfg, *endpoint_));
+    // The flat segment first: a calibration at creation measures its α too.
+    LOOM_CHECK(agree_flat());
     LOOM_CHECK(agree_machine_params());
     LOOM_CHECK(agree_in_network());
     // Choices made while admission was open did not know whether `inc` could run.

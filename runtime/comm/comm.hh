@@ -37,6 +37,7 @@
 #include "base/kv_store.hh"
 #include "base/status.hh"
 #include "bootstrap/bootstrap.hh"
+#include "comm/flat_offload.hh"
 #include "comm/inc_offload.hh"
 #include "comm/user_schedule.hh"
 #include "drivers/driver.hh"
@@ -201,6 +202,9 @@ struct settings {
     int inc_slots          = 16;
     bool inc_deterministic = true;
     double inc_drop = 0, inc_dup = 0, inc_reorder = 0;  // LOOM_INC_DROP/DUP/REORDER
+    // The node's flat segment (LOOM_FLAT, LOOM_FLAT_MAX_BYTES; flat_offload.hh).
+    bool flat              = true;
+    int64_t flat_max_bytes = 16384;
 };
 
 /// Resolves a loom_config_t (NULL: all defaults) against the parameter registry.
@@ -345,6 +349,9 @@ class communicator {
     /// link closed), whichever rank noticed first (comm_inc.cc).
     engine::failure naming_failed_node(const engine::failure& f);
     status agree_in_network();
+    // comm_flat.cc: the node's flat segment, set up at creation and agreed by all ranks.
+    void open_flat();
+    status agree_flat();
     /// At destruction, with LOOM_LINK_STATS_DIR set: the world communicator (comm id 0) of a
     /// fwd transport writes DIR/rank-<r>.txt, one line "peer sent_bytes recv_bytes
     /// sent_msgs recv_msgs forwarded" per link.
@@ -364,7 +371,10 @@ class communicator {
     settings settings_;
     std::shared_ptr<kv_store> store_;
     std::unique_ptr<drivers::endpoint> endpoint_;
-    std::unique_ptr<inc_offload> inc_;  // outlives engine_, which polls it
+    std::unique_ptr<inc_offload> inc_;    // outlives engine_, which polls it
+    std::unique_ptr<flat_offload> flat_;  // the same
+    bool flat_ready_ = false;
+    std::string flat_reason_;  // why not
     bool inc_ready_ = false;
     std::string inc_reason_;  // why not (logged, and in fallback messages)
     std::unique_ptr<engine::engine> engine_;

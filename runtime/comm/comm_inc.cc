@@ -219,6 +219,18 @@ tuner::in_network_state communicator::in_network_for(const algorithms::call& c, 
     } else if (!st.usable) {
         st.why_not = "the aggregation node does not reduce this dtype/op";
     }
+    // The node's flat segment (comm_flat.cc): the same three primitives, up to its slot size.
+    const double bytes = double(c.count) * double(c.dtype_size);
+    st.flat_usable     = flat_ready_ && inc_call && flat_carries(c.coll, dtype, op) &&
+                     bytes <= double(settings_.flat_max_bytes);
+    if (!flat_ready_) {
+        st.flat_why_not = flat_reason_.empty() ? "no flat segment" : flat_reason_;
+    } else if (!st.flat_usable) {
+        st.flat_why_not =
+            "the call's vector (" + std::to_string(int64_t(bytes)) +
+            " bytes) is over LOOM_FLAT_MAX_BYTES=" + std::to_string(settings_.flat_max_bytes) +
+            " or its dtype/op has no kernel";
+    }
     return st;
 }
 

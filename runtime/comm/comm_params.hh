@@ -49,4 +49,13 @@ inline const loom::params::int_param plan_cache{
     "compiled schedules a communicator keeps (by primitive, algorithm, count, dtype, op, root, "
     "segments, channels); when full it starts afresh"};
 
+inline const loom::params::int_param flat{
+    component, "LOOM_FLAT", "1", "",
+    "1: a communicator whose ranks share one node over shm sets up the flat segment for small "
+    "all-reduce, reduce and broadcast (the `flat` algorithm, docs/algorithms.md#flat); 0: not"};
+inline const loom::params::int_param flat_max_bytes{
+    component, "LOOM_FLAT_MAX_BYTES", "16384", "bytes",
+    "largest vector (bytes per rank) the flat algorithm serves; the segment holds 4 x ranks x "
+    "this (8..1048576); above it the tuner ranks the other algorithms only"};
+
 }  // namespace loom::comm::params

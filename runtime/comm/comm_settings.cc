@@ -166,6 +166,12 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
                                     ": a probability in [0, 1]");
         }
     }
+    s->flat           = params::flat.get() != 0;
+    s->flat_max_bytes = params::flat_max_bytes.get();
+    if (s->flat_max_bytes < 8 || s->flat_max_bytes > (int64_t{1} << 20)) {
+        return invalid_argument("LOOM_FLAT_MAX_BYTES=" + std::to_string(s->flat_max_bytes) +
+                                " must be 8..1048576");
+    }
     if (!s->switch_fabric.empty() && s->switch_address.find('=') == std::string::npos) {
         return invalid_argument(
             "LOOM_SWITCH_FABRIC is set: LOOM_SWITCH must name each switch's "

@@ -191,11 +191,20 @@ status communicator::measure(bool thorough, tuner::machine_params* p) {
         }
         return status::ok();
     };
-    std::vector<double> small_t, large_t;
+    std::vector<double> small_t, large_t, flat_t;
     LOOM_CHECK(timed(small, &small_t));
     LOOM_CHECK(timed(large, &large_t));
+    // α_flat: the median 8-byte flat all-reduce, where the node's flat segment is up (its
+    // β term is negligible at 8 bytes; flat.cc).
+    const measure_plan flat{small.warmup, small.reps, 8, "flat"};
+    if (flat_ready_) {
+        LOOM_CHECK(timed(flat, &flat_t));
+    }
     if (rank() != 0) {
         return status::ok();
+    }
+    if (!flat_t.empty()) {
+        p->alpha_flat_s = median(flat_t);
     }
     auto model = [&](const measure_plan& m) {
         algorithms::call c;
@@ -357,12 +366,12 @@ const algorithms::algorithm* communicator::tuned_choice(const algorithms::call& 
                                                         loom_dtype_t dtype, loom_op_t op) {
     const tuner::in_network_state inc = in_network_for(c, dtype, op);
     const double bytes                = tuner::payload_bytes(c);
-    const algorithms::algorithm* a    = decisions_.find(c, inc.usable, bytes);
+    const algorithms::algorithm* a    = decisions_.find(c, inc.usable, bytes, inc.flat_usable);
     if (!a) {
         tuner::ranking r =
             tuner::rank_algorithms(tuner::representative(c, bytes), machine_, settings_.ports, inc);
         a = r.best;
-        decisions_.put(c, inc.usable, bytes, a);
+        decisions_.put(c, inc.usable, bytes, a, inc.flat_usable);
         if (settings_.explain && rank() == 0) {
             tuner::ranking exact = tuner::rank_algorithms(c, machine_, settings_.ports, inc);
             std::fprintf(

@@ -31,6 +31,9 @@ engine_impl::engine_impl(const engine_config& config, drivers::endpoint& endpoin
     if (config.in_network != nullptr) {
         sources_.push_back(source_of(*config.in_network));
     }
+    if (config.node_local != nullptr) {
+        sources_.push_back(source_of(*config.node_local));
+    }
     pool_.reserve(config.max_requests);
     for (int i = 0; i < config.max_requests; ++i) {
         pool_.push_back(std::make_unique<request>());

@@ -64,6 +64,9 @@ struct engine_config {
     int max_requests       = 16;  // collectives in flight at once
     progress_mode progress = progress_mode::caller;
     offload* in_network    = nullptr;  // runs inc_push/inc_pull steps; null: none here
+    // Runs the inc_push/inc_pull steps of plans whose info says node_local (the flat
+    // segment, comm/flat_offload.hh); null: none here.
+    offload* node_local = nullptr;
 };
 
 /// Why a request failed: the rank, peer, collective, sequence number and step.

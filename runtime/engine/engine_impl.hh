@@ -57,6 +57,11 @@ class engine_impl final : public engine {
     bool drain(request& r);
     bool execute(request& r, uint32_t i);
     loom_status_t post_in_network(request& r, uint32_t i);
+    /// The offload that runs a plan's in-network steps: the node-local one for a
+    /// node_local plan (the flat segment), else the aggregation node's.
+    offload* offload_of(const plan& p) const {
+        return p.info.node_local ? config_.node_local : config_.in_network;
+    }
     void on_completion(const drivers::completion& c);
     void complete(request& r, uint32_t i);
     void count_traffic(const plan_step& s);

@@ -30,6 +30,8 @@ struct offload_op {
     schedule::collective coll = schedule::collective::allreduce;
     int root                  = 0;
     double deadline_s         = 0;  // base/clock.hh now_s() time
+    uint64_t signature        = 0;  // the call's (engine.hh compile): a node-local offload
+                                    // compares it across ranks, as messages do
 };
 
 struct offload_completion {
@@ -56,6 +58,12 @@ class offload {
     virtual drivers::waker idle_waker() { return {}; }
     /// One line on the last failure (which node, what was missing), for the call's message.
     virtual std::string last_failure() const = 0;
+    /// The rank the last failure blames (a dead or mismatched peer), else -1: the failure's
+    /// peer, which the engine's notice to the other ranks names too.
+    virtual int failed_peer() const { return -1; }
+    /// The rank whose part a posted step waits for now, where the offload knows it (the
+    /// node-local one), else -1: the culprit of a timeout.
+    virtual int awaited_peer() const { return -1; }
 };
 
 }  // namespace loom::engine

@@ -123,7 +123,7 @@ bool engine_impl::execute(request& r, uint32_t i) {
     }
     if (st != LOOM_SUCCESS) {
         fail(r, st, s.peer, static_cast<int>(i),
-             schedule::is_inc(s.kind) ? config_.in_network->last_failure()
+             schedule::is_inc(s.kind) ? offload_of(*r.p)->last_failure()
                                       : std::string("the driver refused the step"),
              true);
         return true;
@@ -133,7 +133,8 @@ bool engine_impl::execute(request& r, uint32_t i) {
 }
 
 loom_status_t engine_impl::post_in_network(request& r, uint32_t i) {
-    if (config_.in_network == nullptr) {
+    offload* o = offload_of(*r.p);
+    if (o == nullptr) {
         return LOOM_ERR_NOT_SUPPORTED;
     }
     const plan_step& s = r.p->steps[i];
@@ -151,7 +152,8 @@ loom_status_t engine_impl::post_in_network(request& r, uint32_t i) {
     op.coll       = r.p->info.coll;
     op.root       = r.p->info.root;
     op.deadline_s = r.deadline_s;
-    return config_.in_network->post(op);
+    op.signature  = r.p->signature;
+    return o->post(op);
 }
 
 void engine_impl::on_completion(const drivers::completion& c) {
@@ -178,7 +180,8 @@ void engine_impl::on_completion(const drivers::completion& c) {
         return;
     }
     if (c.status != LOOM_SUCCESS && schedule::is_inc(s.kind)) {
-        fail(r, c.status, -1, static_cast<int>(i), config_.in_network->last_failure(), true);
+        const offload* o = offload_of(*r.p);
+        fail(r, c.status, o->failed_peer(), static_cast<int>(i), o->last_failure(), true);
         return;
     }
     if (c.status != LOOM_SUCCESS) {
@@ -305,7 +308,7 @@ void engine_impl::withdraw(request& r) {
     for (uint32_t i = 0; i < r.state.size(); ++i) {
         if (r.state[i] == step_state::posted) {
             if (schedule::is_inc(r.p->steps[i].kind)) {
-                config_.in_network->cancel(cookie_of(r, i));
+                offload_of(*r.p)->cancel(cookie_of(r, i));
             } else {
                 fast_.cancel(fast_.ctx, cookie_of(r, i));
             }
@@ -347,7 +350,13 @@ void engine_impl::time_out(request& r, int culprit, const std::string& found) {
         step >= 0 && schedule::is_transfer(r.p->steps[step].kind) ? r.p->steps[step].peer : -1;
     std::string why = peer >= 0 ? "waited past the deadline for rank " + std::to_string(peer)
                                 : "waited past the deadline";
-    if (step >= 0 && schedule::is_inc(r.p->steps[step].kind)) {
+    if (step >= 0 && schedule::is_inc(r.p->steps[step].kind) && r.p->info.node_local) {
+        // The node's flat segment: the offload knows whose part is missing.
+        peer = offload_of(*r.p)->awaited_peer();
+        why  = peer >= 0 ? "waited past the deadline for rank " + std::to_string(peer) +
+                              "'s part on the node's flat segment"
+                         : "waited past the deadline on the node's flat segment";
+    } else if (step >= 0 && schedule::is_inc(r.p->steps[step].kind)) {
         // The aggregation node never completed the segment (a rank that did not join the
         // collective, a node that stalled or lost every copy).
         why += " for the aggregation node's result";
@@ -363,6 +372,14 @@ void engine_impl::time_out(request& r, int culprit, const std::string& found) {
 // waiting for us) return too. Best effort: a full queue drops the notice, and their own
 // deadline still ends their wait.
 void engine_impl::notify_peers(const request& r, loom_status_t code) {
+    // A timeout on the node's flat segment: every rank there waits for the same late rank
+    // (each reads every rank's call word) and times out at its own deadline naming it; only
+    // the late rank is told, so that its call fails when it comes instead of succeeding.
+    if (r.p->info.node_local && code == LOOM_ERR_TIMEOUT && r.why.peer >= 0) {
+        send_control(r.why.peer, drivers::control_tag_bit | r.call_tag,
+                     notice_imm(code, config_.rank, r.why.peer));
+        return;
+    }
     send_control_to_others(drivers::control_tag_bit | r.call_tag,
                            notice_imm(code, config_.rank, r.why.peer));
 }

@@ -27,6 +27,10 @@ struct schedule_info {
     std::string topology;     // e.g. "torus:4x4", informational
     int segments = 1;         // pipeline segments P the generator used
     int channels = 1;         // independent channels the generator used
+    // The in-network steps (inc_push/inc_pull) run on the node's flat shared segment
+    // (algorithms/flat.cc) rather than an aggregation node: the engine hands them to its
+    // node-local offload. Set from algorithm::node_local; never in text or JSON forms.
+    bool node_local = false;
 };
 
 /// Elements in each buffer of `rank` for this call (scratch is per-rank, see rank_schedule).

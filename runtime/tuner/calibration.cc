@@ -129,6 +129,10 @@ std::string to_line(const machine_params& p) {
                   p.bw_bytes_per_s / 1e9, p.reduce_bytes_per_s / 1e9, p.switch_alpha() * 1e6,
                   p.source.c_str(), p.date.empty() ? today().c_str() : p.date.c_str());
     std::string line = buf;
+    if (p.alpha_flat_s >= 0) {  // only where measured or written by hand (flat_alpha())
+        std::snprintf(buf, sizeof buf, " alpha_flat_us=%.4g", p.alpha_flat_s * 1e6);
+        line += buf;
+    }
     // How it was measured, when known (older lines and hand-written ones lack it).
     if (p.load1 >= 0) {
         std::snprintf(buf, sizeof buf, " load1=%.2f cpus=%d", p.load1, p.cpus);
@@ -183,6 +187,8 @@ result<machine_params> from_line(std::string_view line) {
             LOOM_CHECK(number(1e9, &p.reduce_bytes_per_s));
         } else if (key == "alpha_switch_us") {
             LOOM_CHECK(number(1e-6, &p.alpha_switch_s));
+        } else if (key == "alpha_flat_us") {
+            LOOM_CHECK(number(1e-6, &p.alpha_flat_s));
         } else if (key == "ranks") {
             // Range first: converting a double beyond int's range to int is undefined.
             double r = 0;

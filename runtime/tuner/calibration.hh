@@ -35,6 +35,7 @@ struct machine_params {
     double bw_bytes_per_s     = 4e9;
     double reduce_bytes_per_s = 8e9;         // <= 0: reductions not counted
     double alpha_switch_s     = -1;          // < 0: alpha_s
+    double alpha_flat_s       = -1;          // < 0: flat_alpha_share · alpha_s
     std::string source        = "defaults";  // "defaults", "file", "measured"
     std::string file;                        // where they came from or went to
     // How a measurement went (calibration_checks.hh judges it; the file records it):
@@ -48,6 +49,16 @@ struct machine_params {
     double spread = -1;     // (largest − smallest) / median of those estimates; < 0: unknown
 
     double switch_alpha() const { return alpha_switch_s < 0 ? alpha_s : alpha_switch_s; }
+    double flat_alpha() const {
+        return alpha_flat_s < 0 ? flat_alpha_share * alpha_s : alpha_flat_s;
+    }
+
+    /// α of a hand-off through the node's flat segment (algorithms/flat.cc) as a share of
+    /// the message α, until a calibration line gives alpha_flat_us: one cache line moving
+    /// between cores against a message's header, matching, copy and completion. Measured
+    /// on the 2-core VM over shm (docs/performance.md#flat): 8 B flat all-reduce at N = 2
+    /// against the calibrated α.
+    static constexpr double flat_alpha_share = 0.25;
 };
 
 /// Built-in figures of a cost class (a 2-core VM's order of magnitude), used until a

@@ -40,7 +40,7 @@ double predict_s(const algorithms::algorithm& a, const algorithms::call& c, doub
         ports = algorithms::port_model::single_port;  // algorithm.hh: two_links_at_once
     }
     algorithms::cost k = algorithms::predict(a, c, bytes, ports);
-    double t           = k.time_s(p.alpha_s, p.bw_bytes_per_s, bytes, p.switch_alpha());
+    double t = k.time_s(p.alpha_s, p.bw_bytes_per_s, bytes, p.switch_alpha(), p.flat_alpha());
     if (p.reduce_bytes_per_s > 0) {
         local_work w = local_bytes(a, c);
         t += (w.reduced + w.copied) / p.reduce_bytes_per_s;
@@ -62,6 +62,9 @@ status admits(const algorithms::algorithm& a, const algorithms::call& c,
     LOOM_CHECK(algorithms::check_call(a, c));
     if (a.in_network && !inc.usable) {
         return status(LOOM_ERR_NOT_APPLICABLE, inc.why_not);
+    }
+    if (a.node_local && !inc.flat_usable) {
+        return status(LOOM_ERR_NOT_APPLICABLE, inc.flat_why_not);
     }
     return status::ok();
 }
@@ -117,10 +120,12 @@ algorithms::call representative(const algorithms::call& c, double bytes) {
     return r;
 }
 
-size_t decision_cache::index(const algorithms::call& c, bool inc_usable, double bytes) {
+size_t decision_cache::index(const algorithms::call& c, bool inc_usable, double bytes,
+                             bool flat_usable) {
     size_t esize = c.dtype_size <= 1 ? 0 : c.dtype_size <= 2 ? 1 : c.dtype_size <= 4 ? 2 : 3;
     size_t prim  = static_cast<size_t>(c.coll);
-    return ((prim * 4 + esize) * 2 + (inc_usable ? 1 : 0)) * size_buckets +
+    return (((prim * 4 + esize) * 2 + (inc_usable ? 1 : 0)) * 2 + (flat_usable ? 1 : 0)) *
+               size_buckets +
            static_cast<size_t>(size_bucket(bytes));
 }
 

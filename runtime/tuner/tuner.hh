@@ -21,9 +21,12 @@
 namespace loom::tuner {
 
 /// Whether the in-network algorithms (algorithm::in_network) can run this call, and why not.
+/// The same for the node-local algorithms (algorithm::node_local, the flat segment).
 struct in_network_state {
-    bool usable         = false;  // admitted by the aggregation node and a dtype/op it reduces
-    std::string why_not = "no aggregation node (LOOM_SWITCH unset)";
+    bool usable              = false;  // admitted by the aggregation node and a dtype/op it reduces
+    std::string why_not      = "no aggregation node (LOOM_SWITCH unset)";
+    bool flat_usable         = false;  // every rank on one node over shm, segment up, call fits
+    std::string flat_why_not = "no flat segment (the communicator is not on one node over shm)";
 };
 
 /// Whether `a` can run `c` here: its own constraints (algorithms::check_call) and, for an
@@ -78,24 +81,25 @@ constexpr int size_buckets = 66;
 /// The call scaled to the middle of its bucket (payload is linear in the count).
 algorithms::call representative(const algorithms::call& c, double bytes);
 
-/// Cached choices; see the file comment. Not thread-safe (a communicator's calls are made
-/// by one thread at a time).
+/// Cached choices; see the file comment. The flat segment's availability is keyed too: it
+/// depends on the call's size (LOOM_FLAT_MAX_BYTES), decided on the call itself. Not thread-safe (a
+/// communicator's calls are made by one thread at a time).
 class decision_cache {
   public:
-    const algorithms::algorithm* find(const algorithms::call& c, bool inc_usable,
-                                      double bytes) const {
-        return table_[index(c, inc_usable, bytes)];
+    const algorithms::algorithm* find(const algorithms::call& c, bool inc_usable, double bytes,
+                                      bool flat_usable = false) const {
+        return table_[index(c, inc_usable, bytes, flat_usable)];
     }
     void put(const algorithms::call& c, bool inc_usable, double bytes,
-             const algorithms::algorithm* a) {
-        table_[index(c, inc_usable, bytes)] = a;
+             const algorithms::algorithm* a, bool flat_usable = false) {
+        table_[index(c, inc_usable, bytes, flat_usable)] = a;
     }
     void clear() { table_.fill(nullptr); }
 
   private:
-    static size_t index(const algorithms::call& c, bool inc_usable, double bytes);
-    // element sizes 1, 2, 4, 8 (others share the last row)
-    std::array<const algorithms::algorithm*, schedule::collective_count * 4 * 2 * size_buckets>
+    static size_t index(const algorithms::call& c, bool inc_usable, double bytes, bool flat_usable);
+    // element sizes 1, 2, 4, 8 (others share the last row) × inc usable × flat usable
+    std::array<const algorithms::algorithm*, schedule::collective_count * 4 * 2 * 2 * size_buckets>
         table_{};
 };
 

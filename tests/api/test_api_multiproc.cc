@@ -58,8 +58,9 @@ std::vector<std::string> algorithms_for(call_kind kind, int n, size_t count,
     for (const loom::algorithms::algorithm* a : loom::algorithms::catalogue()) {
         // inc needs an aggregation node; without one it is the default algorithm again
         // (its fallback), which the sweep already runs. api_inc runs it through real nodes.
+        // flat (node_local) needs the node's flat segment, shm only: api_flat runs it.
         if (a->primitive != loom::comm::primitive_of(kind) ||
-            (lattice_only && !a->topology_aware) || a->name == "inc") {
+            (lattice_only && !a->topology_aware) || a->name == "inc" || a->node_local) {
             continue;
         }
         if (loom::algorithms::check_call(*a, {.coll   = a->primitive,

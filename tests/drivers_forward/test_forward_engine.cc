@@ -42,7 +42,7 @@ int engine_rank(int rank, int n, const std::string& job, const std::string& dir)
     for (const algorithms::algorithm* a : algorithms::catalogue()) {
         // inc's steps go to an aggregation node through the communicator's offload, which
         // an engine alone has not got (api_inc runs it through loom-switch).
-        if (a->primitive != schedule::collective::allreduce || a->name == "inc") {
+        if (a->primitive != schedule::collective::allreduce || a->name == "inc" || a->node_local) {
             continue;
         }
         for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{65539}}) {

@@ -196,8 +196,8 @@ int every_algorithm(rank_env& env) {
     auto shape          = lattice ? *topology::shape::parse(lattice)
                                   : *topology::shape::parse("ring:" + std::to_string(size));
     for (const auto* a : algorithms::catalogue()) {
-        if (a->name == "inc") {
-            continue;  // needs the communicator's offload to a node (api_inc runs it)
+        if (a->name == "inc" || a->node_local) {
+            continue;  // needs the communicator's offload to a node or segment (api_inc, api_flat)
         }
         for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{size}, int64_t{65539}}) {
             for (int root : {0, size - 1}) {

@@ -97,8 +97,15 @@ std::vector<prediction> predict_grid(const algorithms::call& base,
             if (auto_segments) {
                 c.segments = std::max(1, best_segments(auto_segments_cap(c), time_at).segments);
             }
-            p.segments   = c.segments;
-            p.applicable = algorithms::check_call(*a, c);
+            p.segments = c.segments;
+            // A node-local algorithm (flat) runs on one host's shared segment, which the
+            // simulator's fabrics do not model (it would time its steps as an aggregation
+            // node's): not a candidate here.
+            p.applicable = a->node_local ? status(LOOM_ERR_NOT_APPLICABLE,
+                                                  std::string(a->name) +
+                                                      ": runs on a node's shared segment, which "
+                                                      "the simulator does not model")
+                                         : algorithms::check_call(*a, c);
             if (p.applicable) {
                 p.cost = algorithms::predict(*a, c, m, model.ports);
                 p.time_s =

@@ -413,8 +413,9 @@ static void admits_states_the_in_network_constraint(void**) {
     tuner::in_network_state none;
     none.why_not = "no node here";
     tuner::in_network_state usable;
-    usable.usable  = true;
-    int in_network = 0;
+    usable.usable      = true;
+    usable.flat_usable = true;
+    int in_network = 0, node_local = 0;
     for (const algorithms::algorithm* a : algorithms::catalogue()) {
         if (a->primitive != collective::allreduce) {
             continue;
@@ -428,11 +429,15 @@ static void admits_states_the_in_network_constraint(void**) {
             assert_false(without.is_ok());
             assert_int_equal(without.code(), LOOM_ERR_NOT_APPLICABLE);
             assert_string_equal(without.message().c_str(), "no node here");
+        } else if (a->node_local) {
+            ++node_local;
+            assert_int_equal(without.code(), LOOM_ERR_NOT_APPLICABLE);
         } else {
             assert_int_equal(without.is_ok(), fits);
         }
     }
     assert_int_equal(in_network, 1);  // inc
+    assert_int_equal(node_local, 1);  // flat
     for (collective k : {collective::allreduce, collective::reduce, collective::broadcast}) {
         assert_true(algorithms::find(k, "inc")->in_network);
     }

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// The node-local offload (engine/offload.hh) that runs the flat algorithms' steps
+// (algorithms/flat.cc) over the node's flat segment (flat_segment.hh): inc_push writes this
+// rank's vector into its slot, inc_pull reads the slots it needs into the output, reducing
+// while it reads. The engine polls it beside the driver; nothing here blocks or allocates
+// on the way of a call, and its only system call there is a futex wake for a peer that
+// sleeps waiting for this rank (below).
+//
+// LL words. Each 8-byte word holds 4 bytes of the vector (low half) and the call's flag
+// (high half), written with one 8-byte store, so a reader that sees the flag sees the data
+// with it: no header message, no separate "ready" store, no fence between data and flag.
+// The flag is the call's sequence number + 1 (0 is what a fresh segment holds), so nothing
+// is reset between calls: a stale word carries an older call's flag.
+//
+// Reduction. The output is built in rank order 0..N-1, 256 data bytes (64 words) at a time:
+// once all 64 words of a slot's chunk carry the flag, they are unpacked into a staging
+// chunk and combined into the output with the engine's kernel (runtime/kernels; the first
+// slot is copied). Every rank therefore computes each element in the same order and gets
+// bit-identical floats; the chunk keeps the output line in cache across the N slots.
+//
+// Reuse rule (two buffers per slot). Call with sequence s uses buffer s & 1 of every slot.
+// Before a rank overwrites its buffer b, it waits until every rank's `done` word (the flag of
+// the last call that rank finished, published with a release store after its reads) has
+// reached the flag this rank last wrote into b: then no reader can still be reading it.
+// In a loop of all-reduces the condition already holds (a rank that finished call s-1 read
+// every slot of s-1, so every peer had started s-1 and finished s-2), so it costs one pass
+// over N cache lines; a reduce's non-roots, which never read, are held back by the root.
+//
+// Mismatches. Each rank publishes the call it is in (flag and the call's signature, which
+// the engine's messages carry too) in its line, and before it touches its output checks
+// that every rank is in the same call (or past it: a rank that went on had checked this
+// one); another signature fails the call with LOOM_ERR_MISMATCH naming that rank, with the
+// receive buffer untouched, as the message path does. A call that failed (mismatch,
+// timeout, cancelled) leaves nothing to undo: `done` stays at the last call this rank
+// finished, which only makes writers wait for a later one, and every flag is its call's.
+//
+// Order. Calls run one at a time in sequence order, as inc_offload does: collectives start
+// in the same order on every rank and the engine posts a call's steps when it starts.
+//
+// Waits. A flag or `done` that does not come is a wait with the call's deadline; every
+// 2 ms of it the awaited rank's liveness is checked (a pidfd, as drivers/shm does), so a
+// dead rank fails the call with LOOM_ERR_PEER_FAILURE naming it, the waiting rank and the
+// call, long before the deadline; the deadline gives LOOM_ERR_TIMEOUT naming the same.
+// The offload never spins by itself: poll() returns and the engine's idle policy yields,
+// then sleeps on this rank's doorbell (idle_waker: a futex word in its line of the
+// segment). A writer that has published (its slot, or its `done`) wakes the ranks whose
+// line says they sleep waiting for it, with one futex wake each; none when nobody sleeps,
+// the usual case with a core per rank. Waking only the ranks that wait for this writer
+// (`waiting_on`, set before the last look at the data) keeps N writers from waking every
+// sleeper N times. With more ranks than cores a waiting rank leaves the run queue
+// rather than napping, and is back within microseconds of the data it waits for.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/flat_segment.hh"
+#include "engine/offload.hh"
+#include "kernels/reduce.hh"
+
+namespace loom::comm {
+
+class flat_offload final : public engine::offload {
+  public:
+    flat_offload(flat_segment seg, int rank, size_t max_bytes);
+    ~flat_offload() override;
+
+    loom_status_t post(const engine::offload_op& op) override;
+    int poll(engine::offload_completion* out, int max) override;
+    bool cancel(uint64_t cookie) override;
+    bool pending() const override;
+    std::string last_failure() const override { return failure_; }
+    int failed_peer() const override { return failed_peer_; }
+    int awaited_peer() const override { return awaited_; }
+    drivers::waker idle_waker() override { return drivers::waker_of(this); }
+    uint64_t arm_sleep();
+    void sleep(uint64_t token, int64_t timeout_ns);
+
+    size_t max_bytes() const { return max_bytes_; }
+    /// Marks this rank as attached (its pid in its line); the segment's name can go.
+    void announce();
+    flat_segment& segment() { return seg_; }
+
+  private:
+    static constexpr size_t chunk_bytes = 256;  // data bytes per reduction step (64 words)
+    enum class phase : uint8_t { halves, write, verify, read };
+    struct entry {
+        bool used = false, has_push = false, has_pull = false;
+        int halves_needed = 0, halves_posted = 0;
+        engine::offload_op push, pull;
+        const engine::offload_op& key() const { return has_push ? push : pull; }
+    };
+    struct running {
+        entry* e      = nullptr;
+        phase at      = phase::halves;
+        uint32_t flag = 0, parity = 0;
+        size_t bytes              = 0;  // the vector
+        size_t chunk              = 0;  // next chunk to read
+        int reader                = 0;  // next slot of that chunk (index into the readers)
+        int verified              = 0;  // ranks whose call word matched
+        bool push_done            = false;
+        kernels::reduce_fn kernel = nullptr;
+        double stall_since_s = 0, next_check_s = 0;
+    };
+
+    entry* next_ready();
+    bool start(entry& e, engine::offload_completion* out, int* n);
+    bool write_ready(int* behind);
+    void write_slot();
+    bool read_some(int* waiting_for);
+    /// True when every rank is in this call (or past it); a mismatch sets *mismatch.
+    bool verify(int* waiting_for, int* mismatch);
+    bool stalled(int peer, const char* what, engine::offload_completion* out, int* n);
+    void finish(loom_status_t code, engine::offload_completion* out, int* n);
+    bool peer_dead(int peer);
+    void wake_sleepers();
+    /// Records whom this rank waits for; true when that changed (look at the data again:
+    /// the writer may have checked `waiting_on` before this store).
+    bool waiting_on(int peer);
+
+    flat_segment seg_;
+    int rank_;
+    int size_;
+    size_t max_bytes_;
+    std::vector<entry> entries_;      // fixed table
+    std::vector<int> pidfds_;         // per peer, opened when first waited for
+    uint32_t last_flag_[2] = {0, 0};  // the flag this rank last wrote into each buffer
+    running run_;
+    alignas(64) std::byte staging_[chunk_bytes];
+    std::string failure_;
+    int failed_peer_ = -1;
+    int awaited_     = -1;
+};
+
+/// Whether the flat algorithms run a call of `dtype`/`op` (a reduction kernel exists).
+bool flat_carries(schedule::collective coll, loom_dtype_t dtype, loom_op_t op);
+
+}  // namespace loom::comm
