@@ -46,8 +46,10 @@ result<std::unique_ptr<endpoint>> open_dpu(const endpoint_config& config) {
     LOOM_ASSIGN(reliable::options opts, reliable::options_from_params());
     opts.name = "dpu";
     // The DPUs route by the world's ranks: a split child's ranks are numbered anew, so a
-    // child connects its ranks directly over a memif mesh (dpdk) instead (not yet routed).
-    opts.direct = "dpdk";
+    // child connects its ranks directly over tcp instead (not routed by the DPUs yet). Not
+    // over a dpdk memif mesh: children close while their peers close, and DPDK 22.11's memif
+    // can fault in a tx burst while its interrupt thread tears down the peer's connection.
+    opts.direct = "tcp";
     dpdk::port_config pc;
     pc.device = dpdk::memif_vdev(dpdk::unique_name("net_memif"), socket, false, 0, false) +
                 (secret.empty() ? "" : ",secret=" + secret);
