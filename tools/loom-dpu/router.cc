@@ -179,9 +179,12 @@ bool router::poll_input(int in) {
         }
         queue& q = queues_[size_t(v.out) * max_vcs + size_t(v.vc)];
         if (q.size() == q.slots.size()) {
-            ++s.held;  // hold the input: the rest of the burst waits, the rx ring fills
+            // Hold the input: the rest of the burst waits, the rx ring fills behind it.
+            s.held += st.held ? 0 : 1;
+            st.held = true;
             break;
         }
+        st.held                                             = false;
         rte_pktmbuf_mtod(m, uint8_t*)[eth + wire::vc_field] = uint8_t(v.vc);
         ++s.frames_in;
         s.bytes_in += m->data_len;

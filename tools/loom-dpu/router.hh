@@ -61,6 +61,7 @@ class router {
     struct input {
         rte_mbuf* rx[32]{};
         uint16_t count = 0, pos = 0;
+        bool held = false;  // its head frame waits for room (counted once per episode)
     };
     // Where one frame goes: an output port and VC, or a drop cause (out < 0).
     struct verdict {

@@ -31,7 +31,7 @@ struct port_stats {
     uint64_t drops[drop_causes]{};
     uint64_t frames_out[max_vcs]{}, bytes_out[max_vcs]{};
     uint64_t high_water[max_vcs]{};  // most frames its (port, VC) queue held
-    uint64_t held = 0;               // times its input was held: an output queue was full
+    uint64_t held = 0;  // times its input was held (an output queue was full), per episode
 };
 
 /// Prints the table and the per-port lines of `node`.
