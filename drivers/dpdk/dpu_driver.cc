@@ -14,8 +14,10 @@
 // directory of the job's, and the pair carries the job's memif secret (LOOM_DPU_SECRET).
 // Once up, the rank sends a hello control frame: the DPU holds what it has for this rank
 // until then, since memif drops what a server sends before its client's first receive.
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/check.hh"
@@ -27,6 +29,35 @@
 #include "drivers/reliable/reliable.hh"
 
 namespace loom::drivers {
+namespace {
+
+// How long a closing rank keeps its port open after its last frames: memif has no tx
+// completion, and frames still in the ring when the client disconnects are lost with it
+// (the last acks and the goodbye, which peers then wait for until their silence timeout).
+constexpr auto close_drain = std::chrono::milliseconds(100);
+
+// The rank's link to its DPU: eth_link, with the drain above before the port closes.
+class dpu_link final : public common::frame_link {
+  public:
+    explicit dpu_link(std::unique_ptr<dpdk::eth_link> inner) : inner_(std::move(inner)) {}
+    ~dpu_link() override {
+        inner_->flush();
+        std::this_thread::sleep_for(close_drain);  // once per endpoint, at close
+    }
+    size_t mtu() const override { return inner_->mtu(); }
+    bool send(const void* head, size_t hlen, const void* body, size_t blen) override {
+        return inner_->send(head, hlen, body, blen);
+    }
+    void flush() override { inner_->flush(); }
+    int recv(common::frame_view* out, int max) override { return inner_->recv(out, max); }
+    bool alive() const override { return inner_->alive(); }
+    std::string describe() const override { return inner_->describe(); }
+
+  private:
+    std::unique_ptr<dpdk::eth_link> inner_;
+};
+
+}  // namespace
 
 result<std::unique_ptr<endpoint>> open_dpu(const endpoint_config& config) {
     std::string who    = "dpu: rank " + std::to_string(config.rank);
@@ -72,7 +103,7 @@ result<std::unique_ptr<endpoint>> open_dpu(const endpoint_config& config) {
         link->flush();
     }
     std::vector<std::unique_ptr<common::frame_link>> links;
-    links.push_back(std::move(link));
+    links.push_back(std::make_unique<dpu_link>(std::move(link)));
     std::vector<int> link_of_peer(size_t(config.size), 0);
     return reliable::open_reliable(config, std::move(links), std::move(link_of_peer), opts);
 }
