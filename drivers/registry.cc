@@ -41,6 +41,14 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
                              std::string(LOOM_FEATURES) + ")");
 #endif
     }
+    if (name == "dpu") {
+#if LOOM_BUILT_DPDK
+        return open_dpu(config);
+#else
+        return not_supported("dpu: this loom was built without the dpdk driver (" +
+                             std::string(LOOM_FEATURES) + ")");
+#endif
+    }
     if (name == "rel:shm") {
         return open_reliable_shm(config);  // drivers/reliable over shm datagrams
     }
@@ -57,7 +65,7 @@ result<std::unique_ptr<endpoint>> open(std::string_view name, const endpoint_con
     return invalid_argument(
         "unknown driver '" + std::string(name) + "' (available: self, shm, tcp" +
         (LOOM_BUILT_OFI ? ", ofi" : "") + (LOOM_BUILT_VERBS ? ", verbs" : "") +
-        (LOOM_BUILT_DPDK ? ", dpdk" : "") + ", rel:shm, fault:<driver>, fwd:<driver>)");
+        (LOOM_BUILT_DPDK ? ", dpdk, dpu" : "") + ", rel:shm, fault:<driver>, fwd:<driver>)");
 }
 
 std::vector<std::string> available() {
@@ -70,6 +78,7 @@ std::vector<std::string> available() {
     }
     if (LOOM_BUILT_DPDK) {
         names.push_back("dpdk");
+        names.push_back("dpu");
     }
     names.insert(names.end(), {"rel:shm", "fault", "fwd"});
     return names;

@@ -12,6 +12,8 @@ result<std::unique_ptr<endpoint>> open_tcp(const endpoint_config& config);   // 
 result<std::unique_ptr<endpoint>> open_ofi(const endpoint_config& config);   // ofi/ (libfabric)
 /// The reliable endpoint over DPDK ports, a full mesh of memif pairs (dpdk/).
 result<std::unique_ptr<endpoint>> open_dpdk(const endpoint_config& config);
+/// The reliable endpoint over one DPDK port to the rank's own DPU, tools/loom-dpu (dpdk/).
+result<std::unique_ptr<endpoint>> open_dpu(const endpoint_config& config);
 /// rdma-core: "verbs: no RDMA device ..." where ibv_get_device_list finds none (verbs/).
 result<std::unique_ptr<endpoint>> open_verbs(const endpoint_config& config);
 /// True when ranks on several hosts should take ofi by themselves: LOOM_OFI_PROVIDER names a

@@ -72,6 +72,10 @@ ALLOWED = {
 }
 # tools/common: what the tools share (the size grammar, the gnuplot writer).
 ALLOWED_TOOL = RUNTIME | {"runtime/include", "tools/common"}
+# tools/loom-dpu, the DPU's router, is DPDK firmware built on the dpdk driver's ports and
+# frames and reads the reliable protocol's wire header (it routes those frames): it may
+# include those two drivers' headers, private ones included.
+FIRMWARE_TOOLS = {"tools/loom-dpu": {"drivers/dpdk", "drivers/reliable"}}
 
 
 def component(path):
@@ -98,7 +102,8 @@ def private_home(path):
         # ... and so do the drivers whose rule names this one (dpdk carries its messages
         # with drivers/reliable through reliable.hh).
         users = tuple(c for c, allowed in ALLOWED.items() if folder in allowed)
-        return folder, ("drivers",) + users if interface else ()
+        firmware = tuple(t for t, reads in FIRMWARE_TOOLS.items() if folder in reads)
+        return folder, (("drivers",) + users if interface else ()) + firmware
     return None
 
 
@@ -139,7 +144,7 @@ def violations(sources, lines_of, exists):
             if dst == src:
                 continue
             if src.startswith("tools/"):
-                allowed = ALLOWED_TOOL
+                allowed = ALLOWED_TOOL | FIRMWARE_TOOLS.get(src, set())
             elif src in ALLOWED:
                 allowed = ALLOWED[src]
             else:

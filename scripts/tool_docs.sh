@@ -48,12 +48,17 @@ help_block() {
 }
 
 status=0
-for tool in loom-sim loom-bench loomrun loom-switch loom-ctld loomctl; do
+for tool in loom-sim loom-bench loomrun loom-switch loom-dpu loom-ctld loomctl; do
     binary=$build/tools/$tool/$tool
     page=$pages/$tool.md
     # The control plane's tools are built only where cpp-httplib is (tools/meson.build).
     if [ ! -x "$binary" ] && { [ "$tool" = loom-ctld ] || [ "$tool" = loomctl ]; }; then
         echo "tool_docs.sh: $tool is not built (no cpp-httplib): $page is not checked" >&2
+        continue
+    fi
+    # loom-dpu is built only with the dpdk driver (tools/loom-dpu/meson.build).
+    if [ ! -x "$binary" ] && [ "$tool" = loom-dpu ]; then
+        echo "tool_docs.sh: $tool is not built (no libdpdk): $page is not checked" >&2
         continue
     fi
     if [ ! -x "$binary" ]; then

@@ -45,4 +45,15 @@ inline const loom::params::int_param memif_ids{
     "client (memif pairs one server interface with one client); each is a port with its own "
     "mbuf pool (1..64)"};
 
+inline const loom::params::string_param dpu_socket{
+    component, "LOOM_DPU_SOCKET", "",
+    "transport dpu: the memif socket (a file) of this rank's host port on its own DPU "
+    "(tools/loom-dpu listens there; loomrun --dpu sets it per rank). Unset: the dpu transport "
+    "refuses to open"};
+inline const loom::params::string_param dpu_secret{
+    component, "LOOM_DPU_SECRET", "",
+    "transport dpu: the memif secret of the job's DPU host ports (at most 24 characters; "
+    "loomrun --dpu draws one per job and gives it to its loom-dpu processes and ranks). Empty: "
+    "no secret"};
+
 }  // namespace loom::drivers::dpdk::params

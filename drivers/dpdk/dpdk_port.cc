@@ -313,8 +313,8 @@ status port::wait_link(double timeout_s) const {
     return status::ok();
 }
 
-std::string memif_vdev(const std::string& name, const std::string& socket, bool server,
-                       int64_t id) {
+std::string memif_vdev(const std::string& name, const std::string& socket, bool server, int64_t id,
+                       bool abstract) {
     int64_t ring = std::clamp<int64_t>(params::ring.get(), 64, 4096);
     int log2     = 0;
     while ((int64_t(1) << (log2 + 1)) <= ring) {
@@ -323,8 +323,9 @@ std::string memif_vdev(const std::string& name, const std::string& socket, bool 
     int64_t mtu   = std::clamp<int64_t>(params::mtu.get(), RTE_ETHER_MIN_MTU, 65535 - 1024);
     int64_t bsize = (mtu + int64_t(RTE_ETHER_HDR_LEN) + 1023) / 1024 * 1024;
     return name + ",role=" + (server ? "server" : "client") + ",id=" + std::to_string(id) +
-           ",socket=/" + socket + ",socket-abstract=yes,rsize=" + std::to_string(log2) +
-           ",bsize=" + std::to_string(bsize);
+           (abstract ? ",socket=/" + socket + ",socket-abstract=yes"
+                     : ",socket=" + socket + ",socket-abstract=no") +
+           ",rsize=" + std::to_string(log2) + ",bsize=" + std::to_string(bsize);
 }
 
 std::string port::describe() const {

@@ -87,7 +87,9 @@ class port {
 /// The vdev string of a memif port named `name` ("net_memif..."): its role, interface id and
 /// abstract socket "/SOCKET"; a ring of LOOM_DPDK_RING slots, each buffer holding a whole
 /// frame of LOOM_DPDK_MTU (DPDK 22.11's memif lost and mixed up frames that spanned
-/// buffers, under load both ways: docs/drivers/dpdk.md).
-std::string memif_vdev(const std::string& name, const std::string& socket, bool server, int64_t id);
+/// buffers, under load both ways: docs/drivers/dpdk.md). `abstract` false: SOCKET is a file
+/// path (the DPU ports, whose sockets live in a directory only the job can enter).
+std::string memif_vdev(const std::string& name, const std::string& socket, bool server, int64_t id,
+                       bool abstract = true);
 
 }  // namespace loom::drivers::dpdk

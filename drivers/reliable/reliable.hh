@@ -40,6 +40,9 @@ struct options {
     /// The job's secret (LOOM_JOB_SECRET's hex, where the caller has it): mixed into the job
     /// key beside the salt rank 0 publishes in the store.
     std::string secret;
+    /// Behind a router that addresses ranks of the world (drivers/dpdk's dpu): the driver a
+    /// split child communicator opens instead (caps::forwards and caps::direct); "" for none.
+    std::string direct;
 };
 
 /// The LOOM_REL_* parameters; an invalid value is an invalid-argument error naming it.

@@ -121,6 +121,8 @@ caps rel_endpoint::capabilities() const {
     c.max_message        = size_t{1} << 40;
     c.detects_peer_death = true;
     c.carrier            = medium::network;
+    c.forwards           = !opts_.direct.empty();
+    c.direct             = opts_.direct.c_str();
     return c;
 }
 

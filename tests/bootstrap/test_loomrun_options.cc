@@ -67,6 +67,20 @@ static void fabric_must_be_a_lattice_of_n_ranks(void**) {
     expect_fail({"-n", "8", "--link-stats", "--", "./app"}, "--fabric");
 }
 
+// --dpu: a DPU per node of a lattice --fabric; the ranks' transport is dpu and nothing else.
+static void dpu_needs_a_lattice_and_takes_the_transport(void**) {
+    parsed p = parse({"-n", "8", "--dpu", "--fabric", "torus:2x2x2", "--", "./app"});
+    assert_int_equal(static_cast<int>(p.what), static_cast<int>(parsed::action::run));
+    assert_true(p.opts.dpu);
+    assert_string_equal(p.opts.transport.c_str(), "dpu");
+    expect_fail({"-n", "8", "--dpu", "--", "./app"}, "--dpu needs --fabric");
+    expect_fail(
+        {"-n", "8", "--dpu", "--fabric", "torus:2x2x2", "--transport", "tcp", "--", "./app"},
+        "transport dpu");
+    expect_fail({"-n", "8", "--dpu", "--fabric", "torus:2x2x2", "--link-stats", "--", "./app"},
+                "--link-stats");
+}
+
 static void program_after_double_dash_keeps_its_own_flags(void**) {
     parsed p = parse({"-n", "4", "--transport", "tcp", "--", "./app", "-n", "7", "--timeout"});
     assert_int_equal(static_cast<int>(p.what), static_cast<int>(parsed::action::run));
@@ -304,5 +318,6 @@ LOOM_TEST_MAIN("loomrun_options", cmocka_unit_test(program_after_double_dash_kee
                cmocka_unit_test(bad_command_lines_say_what_is_allowed),
                cmocka_unit_test(help_version_and_config_need_no_program),
                cmocka_unit_test(durations_take_s_m_h),
+               cmocka_unit_test(dpu_needs_a_lattice_and_takes_the_transport),
                cmocka_unit_test(every_line_gets_its_rank_prefix),
                cmocka_unit_test(no_tag_output_passes_whole_lines_bare))

@@ -30,6 +30,7 @@
 #include "base/log.hh"
 #include "base/secret.hh"
 #include "bootstrap/bootstrap.hh"
+#include "dpus.hh"
 #include "loomrun.hh"
 #include "switches.hh"
 #include "topology/fabric.hh"
@@ -43,6 +44,9 @@ namespace {
 // After the last rank exits, a background child it left may still hold the pipes open; its
 // output gets this long to arrive, so loomrun never waits on a process it did not start.
 constexpr double drain_s = 1.0;
+// --dpu: how long ranks may take to fail by themselves after a DPU died (their reliable
+// protocol's silence timeout is shorter).
+constexpr double dpu_grace_s = 30.0;
 // Rank 0 listens here inside its namespace (--hosts netns): a fresh namespace has every port.
 constexpr int netns_bootstrap_port = 29500;
 
@@ -139,6 +143,7 @@ class job {
     int poll_timeout_ms(double now) const;
     void on_signals();
     void reap();
+    void on_dpu_exit(pid_t pid, int wstatus);
     void read_output(rank_proc& r, int stream);
     void fail_first(int code, const std::string& reason);
     void end_ranks();
@@ -186,6 +191,9 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
         for (const char* v : switch_vars) {
             ours = ours || (o_.with_switch && sets(entry, v));
         }
+        ours =
+            ours || (o_.dpu && (sets(entry, "LOOM_DPU_SOCKET") || sets(entry, "LOOM_DPU_SECRET") ||
+                                sets(entry, "LOOM_TRANSPORT")));
         ours = ours || (o_.link_stats && sets(entry, "LOOM_LINK_STATS_DIR")) ||
                (net_ != nullptr && (sets(entry, "LOOM_TCP_ADDR") || sets(entry, "LOOM_OFI_ADDR")));
         if (!ours) {
@@ -197,7 +205,12 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
     env.push_back("LOOM_JOB=" + job_id_);
     env.push_back("LOOM_BOOTSTRAP=" + bootstrap);
     env.push_back("LOOM_JOB_SECRET=" + secret_);
-    if (chosen_.transport.empty()) {
+    if (o_.dpu) {
+        // Each rank talks only to its own DPU (tools/loom-dpu), which routes for it.
+        env.push_back("LOOM_TRANSPORT=dpu");
+        env.push_back("LOOM_DPU_SOCKET=" + o_.dpu_dir + "/h" + std::to_string(rank) + ".sock");
+        env.push_back("LOOM_DPU_SECRET=" + o_.dpu_secret);
+    } else if (chosen_.transport.empty()) {
         // The ranks choose (rank_settings.cc): nothing to set.
     } else if (o_.fabric.empty() || !forwarded(o_.fabric)) {
         env.push_back("LOOM_TRANSPORT=" + chosen_.transport);
@@ -346,10 +359,32 @@ void job::end_ranks() {
     signal_running(SIGTERM);
 }
 
+// --dpu: a DPU that ends before the job does fails the job, named. The ranks are given
+// dpu_grace_s to see their peers fail (the reliable protocol's silence timeout) and return
+// their errors themselves; then loomrun ends those still running.
+void job::on_dpu_exit(pid_t pid, int wstatus) {
+    for (auto& [dpu_pid, node] : o_.dpu_pids) {
+        if (dpu_pid != pid || ending_) {
+            continue;
+        }
+        std::string how = WIFSIGNALED(wstatus)
+                              ? "was killed by " + signal_name(WTERMSIG(wstatus))
+                              : "exited with status " + std::to_string(WEXITSTATUS(wstatus));
+        if (reason_.empty()) {
+            exit_code_ = exit_failed;
+            reason_    = "loomrun: the DPU of node " + std::to_string(node) + " (loom-dpu pid " +
+                      std::to_string(pid) + ") " + how + " during the job";
+        }
+        double end_at = now_s() + dpu_grace_s;
+        timeout_at_s_ = timeout_at_s_ > 0 ? std::min(timeout_at_s_, end_at) : end_at;
+    }
+}
+
 void job::reap() {
     int wstatus = 0;
     pid_t pid;
     while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+        on_dpu_exit(pid, wstatus);
         for (size_t k = 0; k < ranks_.size(); ++k) {
             rank_proc& r = ranks_[k];
             if (r.pid != pid || !r.running) {
@@ -572,6 +607,17 @@ int run_job(const options& given) {
         switches        = std::move(*set);
         opts.switch_env = switches->environment();
     }
+    std::unique_ptr<dpu_set> dpus;  // --dpu: up before the ranks, down after
+    if (opts.dpu) {
+        auto set = dpu_set::start(opts.fabric, "lr" + std::to_string(getpid()));
+        if (!set) {
+            return fail(set.error(), exit_failed);
+        }
+        dpus            = std::move(*set);
+        opts.dpu_dir    = dpus->dir();
+        opts.dpu_secret = dpus->secret();
+        opts.dpu_pids   = dpus->pids();
+    }
     int code;
     {
         job j(opts, *chosen, net.get(), sfd, old_mask);
@@ -585,6 +631,10 @@ int run_job(const options& given) {
                 bootstrap::remove_job_rendezvous(bootstrap.substr(5), j.id());
             }
         }
+    }
+    if (dpus) {
+        std::fflush(stdout);
+        dpus->stop(opts.grace_s);  // each prints its per-port, per-VC statistics
     }
     if (switches) {
         std::fflush(stdout);

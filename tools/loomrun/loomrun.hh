@@ -46,6 +46,9 @@ struct options {
     std::string link_stats_dir;           // set by run_job under --link-stats
     bool with_switch = false;             // --switch: start loom-switch node(s) for the ranks
     std::vector<std::string> switch_env;  // set by run_job under --switch (LOOM_SWITCH…)
+    bool dpu = false;                     // --dpu: one loom-dpu per node of --fabric
+    std::string dpu_dir, dpu_secret;      // set by run_job under --dpu (sockets, memif secret)
+    std::vector<std::pair<pid_t, int>> dpu_pids;  // set by run_job: (pid, node) of each DPU
     bool show_config   = false;
     bool show_markdown = false;  // with show_config: the README's environment table
     bool show_version  = false;
@@ -169,6 +172,6 @@ int run_job(const options& opts);
 /// The drivers a rank's LOOM_TRANSPORT may name under its fault: wrappers (the one list
 /// both --transport's check and LOOM_TRANSPORT's use), and them as the messages print them.
 bool known_transport(std::string_view driver);
-constexpr const char* known_transports = "shm, tcp, ofi, verbs, dpdk, self";
+constexpr const char* known_transports = "shm, tcp, ofi, verbs, dpdk, dpu, self";
 
 }  // namespace loom::loomrun

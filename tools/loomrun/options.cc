@@ -85,6 +85,10 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
                  "one for every rank, or with --fabric FILE.json one per in-network switch of "
                  "the file, each told its parent; in-network allreduce/reduce/broadcast ('inc') "
                  "then run through them");
+    app.add_flag("--dpu", o.dpu,
+                 "with --fabric SHAPE: start one loom-dpu (the DPU's router, DPDK memif ports) "
+                 "per node, wired as SHAPE, and run every rank over transport dpu attached to "
+                 "its own DPU; the DPUs' per-link statistics are printed after the job");
     app.add_flag("--link-stats", o.link_stats,
                  "with --fabric: print each rank's per-link traffic after the job (the "
                  "communicators write it at loom_comm_destroy into LOOM_LINK_STATS_DIR)");
@@ -173,6 +177,22 @@ parsed check(parsed out, const flag_text& text) {
     if (fabric_ranks != o.ranks) {
         return fail("--fabric '" + o.fabric + "' has " + std::to_string(fabric_ranks) +
                     " ranks but -n is " + std::to_string(o.ranks) + ": they must be equal");
+    }
+    if (o.dpu) {
+        if (o.fabric.empty() || topology::names_fabric_file(o.fabric)) {
+            return fail(
+                "--dpu needs --fabric SHAPE (torus:AxB…, mesh:AxB…, ring:N): the wiring "
+                "of the DPUs");
+        }
+        if (o.with_switch || o.link_stats) {
+            return fail(
+                "--dpu goes with neither --switch nor --link-stats (the DPUs print "
+                "their own link statistics)");
+        }
+        if (!o.transport.empty() && o.transport != "dpu") {
+            return fail("--dpu runs the ranks over transport dpu, not --transport " + o.transport);
+        }
+        o.transport = "dpu";
     }
     if (o.link_stats && o.fabric.empty()) {
         return fail("--link-stats needs --fabric SHAPE (link counters exist only over fwd:)");

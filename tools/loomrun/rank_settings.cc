@@ -67,7 +67,7 @@ status check_flag_owns(const user_settings& user, const char* name, const std::s
 
 bool known_transport(std::string_view driver) {
     return driver == "shm" || driver == "tcp" || driver == "ofi" || driver == "verbs" ||
-           driver == "dpdk" || driver == "self";
+           driver == "dpdk" || driver == "dpu" || driver == "self";
 }
 
 result<rank_settings> resolve_rank_settings(const options& o, const user_settings& user) {

@@ -1,0 +1,97 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Ranks attached to their own DPU (loomrun --dpu: one tools/loom-dpu per node, wired as the
+# fabric, the ranks over transport dpu), with every process a DPDK one (no hugepages):
+#   sweep        the C-API sweep (test_api_multiproc --from-env) through a 2x2x2 DPU torus;
+#   route        rank 0 sends 32 MiB to rank 7 (node (0,0,0) to (1,1,1), three hops):
+#                the DPUs' per-link counters must show the data on exactly the
+#                dimension-ordered route 0 → 4 → 6 → 7 (fabric/routing, toward-plus ties)
+#                and no such traffic on any other link in that direction;
+#   dateline     rank 3 sends 32 MiB to rank 1 on a 4x4 DPU torus (16 DPUs): the route
+#                3 → 0 → 1 crosses the ring's wraparound, so both hops carry the data on
+#                VC1 (the dateline rule: VC1 from the crossing hop on);
+#   dpu-killed   a DPU SIGKILLed during all-reduces: loomrun fails naming that DPU, every
+#                rank returns an error and prints it, all within the deadline (no hang).
+# Usage: run_dpu.sh LOOMRUN TEST_API_MULTIPROC DPU_PROBE
+set -u
+loomrun=$1
+program=$2
+probe=$3
+case_timeout=400
+# shellcheck source=case_run.sh
+. "$(dirname "$0")/case_run.sh"
+trap 'rm -rf "$work"' EXIT
+export LOOM_CALIBRATE=off
+
+case_run "sweep torus:2x2x2 N=8" 8 --dpu --fabric torus:2x2x2 -- "$program" --from-env
+
+# route: frames_out of the torus port from node A to node B (the dpu-link line of A).
+echo "== route torus:2x2x2 0 -> 7"
+"$loomrun" -n 8 --timeout 120 --dpu --fabric torus:2x2x2 -- "$probe" p2p 0 7 32 \
+    >"$work/route" 2>&1
+rc=$?
+passed=$(grep -c " of 8: [0-9]* checks, 0 failed" "$work/route")
+if [ "$rc" -ne 0 ] || [ "$passed" -ne 8 ]; then
+    cat "$work/route"
+    fail_case "route (loomrun exit $rc, $passed of 8 ranks passed)"
+fi
+# counter FILE FIELD A B: FIELD of the dpu-link line of node A's torus port toward node B.
+counter() {
+    sed -n "s/^dpu-link node=$3 port=[0-9]* to_node=$4 .* $2=\([0-9]*\).*/\1/p" "$1" | head -n 1
+}
+frames() { counter "$work/route" frames_out "$1" "$2"; }
+grep "^dpu-link" "$work/route" | grep -v "to_node=-1"
+# 32 MiB in frames of at most 9000 bytes: more than 3700 data frames on each hop.
+for hop in "0 4" "4 6" "6 7"; do
+    # shellcheck disable=SC2086 # two words: the hop's nodes
+    n=$(frames $hop)
+    echo "route hop $hop: ${n:-none} frames"
+    [ "${n:-0}" -ge 3700 ] || fail_case "route: hop $hop carried ${n:-no} frames, not the data"
+done
+# Every other directed link: at most the handshakes, acks and clear-to-sends.
+for from in 0 1 2 3 4 5 6 7; do
+    for to in 0 1 2 3 4 5 6 7; do
+        case "$from $to" in "0 4" | "4 6" | "6 7") continue ;; esac
+        n=$(frames "$from" "$to")
+        [ -z "$n" ] && continue
+        [ "$n" -lt 1000 ] || fail_case "route: link $from -> $to is off the route but carried $n frames"
+    done
+done
+
+echo "== dateline torus:4x4 3 -> 1"
+"$loomrun" -n 16 --timeout 120 --dpu --fabric torus:4x4 -- "$probe" p2p 3 1 32 \
+    >"$work/dateline" 2>&1
+rc=$?
+passed=$(grep -c " of 16: [0-9]* checks, 0 failed" "$work/dateline")
+if [ "$rc" -ne 0 ] || [ "$passed" -ne 16 ]; then
+    cat "$work/dateline"
+    fail_case "dateline (loomrun exit $rc, $passed of 16 ranks passed)"
+fi
+for hop in "3 0" "0 1"; do
+    # shellcheck disable=SC2086 # two words: the hop's nodes
+    n=$(counter "$work/dateline" vc1_out $hop)
+    echo "dateline hop $hop: ${n:-none} frames on VC1"
+    [ "${n:-0}" -ge 3700 ] || fail_case "dateline: hop $hop carried ${n:-no} frames on VC1"
+done
+
+echo "== dpu-killed torus:2x2x2 node 5"
+start=$(date +%s)
+"$loomrun" -n 8 --timeout 120 --dpu --fabric torus:2x2x2 -- "$probe" kill 5 >"$work/kill" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+grep -v "^dpu-\|^loom-dpu node" "$work/kill"
+echo "dpu-killed: loomrun exit $rc after $took s"
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+    fail_case "dpu-killed: loomrun exit $rc (expected a failure, not 0 or a timeout)"
+fi
+grep -q "the DPU of node 5 (loom-dpu pid [0-9]*) was killed by SIGKILL" "$work/kill" ||
+    fail_case "dpu-killed: loomrun did not name the DPU of node 5"
+errors=$(grep -c "^\[[0-9]*\] rank [0-9]*: error after the DPU's death" "$work/kill")
+[ "$errors" -eq 8 ] || fail_case "dpu-killed: $errors of 8 ranks returned an error"
+[ "$took" -lt 90 ] || fail_case "dpu-killed: took $took s"
+
+if [ "$failures" -ne 0 ]; then
+    echo "run_dpu: $failures case(s) failed"
+    exit 1
+fi
+echo "run_dpu: all cases passed"

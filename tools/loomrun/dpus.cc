@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// loomrun --dpu (dpus.hh).
+#include "dpus.hh"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "base/check.hh"
+#include "base/clock.hh"
+#include "base/secret.hh"
+#include "topology/topology.hh"
+
+namespace loom::loomrun {
+namespace {
+
+// Every DPU opens its server ports, then waits for its lower neighbours' (memif clients
+// connect only to a server that listens): they come up together, within this.
+constexpr double ready_timeout_s = 30;
+
+// loom-dpu next to loomrun (installed), in the build tree's sibling folder, or on PATH.
+std::string dpu_program() {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n]         = '\0';
+        std::string dir = std::string(self).substr(0, std::string(self).rfind('/'));
+        for (const std::string& c : {dir + "/loom-dpu", dir + "/../loom-dpu/loom-dpu"}) {
+            if (access(c.c_str(), X_OK) == 0) {
+                return c;
+            }
+        }
+    }
+    return "loom-dpu";
+}
+
+}  // namespace
+
+status dpu_set::launch(int node, const std::string& fabric) {
+    std::vector<std::string> args = {dpu_program(), "--node",        std::to_string(node),
+                                     "--fabric",    fabric,          "--dir",
+                                     dir_,          "--secret-file", dir_ + "/secret"};
+    pid_t launcher                = getpid();
+    pid_t pid                     = fork();
+    if (pid < 0) {
+        return system_error(std::string("--dpu: fork: ") + strerror(errno));
+    }
+    if (pid == 0) {
+        // A loom-dpu must not outlive a SIGKILLed loomrun (nobody would stop it).
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != launcher) {
+            _exit(128 + SIGKILL);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);  // loomrun blocks signals for its signalfd
+        std::vector<char*> argv;
+        for (auto& a : args) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::fprintf(stderr, "loomrun: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    pids_.push_back(pid);
+    return status::ok();
+}
+
+result<std::unique_ptr<dpu_set>> dpu_set::start(const std::string& fabric,
+                                                const std::string& job_id) {
+    auto shape = topology::shape::parse(fabric);
+    if (!shape) {
+        return status(shape.error()).prefix("--dpu: ");
+    }
+    std::unique_ptr<dpu_set> s(new dpu_set());
+    char templ[] = "/tmp/loomrun-dpu-XXXXXX";  // mkdtemp: 0700, only this user enters
+    if (mkdtemp(templ) == nullptr) {
+        return system_error(std::string("--dpu: mkdtemp: ") + strerror(errno));
+    }
+    s->dir_   = templ;
+    s->nodes_ = shape->size();
+    auto hex  = random_secret_hex();
+    if (!hex) {
+        return system_error("--dpu: no random memif secret for job " + job_id);
+    }
+    s->secret_       = hex->substr(0, 24);  // memif's limit
+    std::string path = s->dir_ + "/secret";
+    int fd           = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    std::string text = s->secret_ + "\n";
+    bool ok          = fd >= 0 && write(fd, text.data(), text.size()) == ssize_t(text.size());
+    ok               = (fd >= 0 && close(fd) == 0) && ok;
+    if (!ok) {
+        return system_error("--dpu: cannot write the memif secret " + path);
+    }
+    for (int n = 0; n < s->nodes_; ++n) {
+        LOOM_CHECK(s->launch(n, fabric));
+    }
+    deadline until(ready_timeout_s);
+    for (int n = 0; n < s->nodes_; ++n) {
+        std::string ready = s->dir_ + "/node-" + std::to_string(n) + ".ready";
+        struct stat st {};
+        while (stat(ready.c_str(), &st) != 0) {
+            int ws = 0;
+            if (waitpid(s->pids_[size_t(n)], &ws, WNOHANG) == s->pids_[size_t(n)]) {
+                s->pids_[size_t(n)] = -1;
+                return system_error(
+                    "--dpu: the DPU of node " + std::to_string(n) + " (loom-dpu) " +
+                    (WIFSIGNALED(ws) ? "was killed by signal " + std::to_string(WTERMSIG(ws))
+                                     : "exited with status " + std::to_string(WEXITSTATUS(ws))) +
+                    " before it listened");
+            }
+            if (until.expired()) {
+                return status(LOOM_ERR_TIMEOUT, "--dpu: the DPU of node " + std::to_string(n) +
+                                                    " did not listen within " +
+                                                    std::to_string(int(ready_timeout_s)) +
+                                                    " s (no " + ready + ")");
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    return s;
+}
+
+std::vector<std::pair<pid_t, int>> dpu_set::pids() const {
+    std::vector<std::pair<pid_t, int>> out;
+    for (size_t n = 0; n < pids_.size(); ++n) {
+        out.emplace_back(pids_[n], int(n));
+    }
+    return out;
+}
+
+void dpu_set::stop(double grace_s) {
+    for (pid_t p : pids_) {
+        if (p > 0) {
+            kill(p, SIGTERM);
+        }
+    }
+    deadline until(grace_s);
+    for (pid_t p : pids_) {
+        int st = 0;
+        while (p > 0 && waitpid(p, &st, WNOHANG) == 0) {
+            if (until.expired()) {
+                kill(p, SIGKILL);
+                waitpid(p, &st, 0);
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    pids_.clear();
+}
+
+dpu_set::~dpu_set() {
+    stop(2);
+    // What the DPUs leave: sockets, ready files, the secret.
+    if (DIR* d = opendir(dir_.c_str())) {
+        while (dirent* e = readdir(d)) {
+            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+                unlink((dir_ + "/" + e->d_name).c_str());
+            }
+        }
+        closedir(d);
+    }
+    rmdir(dir_.c_str());
+}
+
+}  // namespace loom::loomrun
