@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The whole test suite: formatting and include-direction checks, the regular build's tests,
 # and the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, then every
-# libFuzzer target for a short run over its corpus (scripts/fuzz.sh --ci). Ends with one line
+# libFuzzer target for a short run over its corpus (scripts/fuzz.sh --ci), and the DPU
+# firmware cross-built for arm64, run under qemu-user and packaged. Ends with one line
 # "N passed, N failed, N skipped" over every test case; exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 
 echo "== fuzzers (libFuzzer, 20 s per target over its checked-in corpus)"
 scripts/fuzz.sh --ci || status=1
+
+echo "== arm64: loom-dpu cross-built, run under qemu-user, packaged (scripts/cross_arm64.sh)"
+{ scripts/cross_arm64.sh build-arm64 && packaging/dpu/build_deb.sh build-arm64; } || status=1
 
 echo "== summary (test cases)"
 python3 scripts/summarize_tests.py build/meson-logs/testlog.json \

@@ -98,8 +98,8 @@ echo "install check: installed tools start from $prefix with an empty environmen
 # starting the installed binary. systemd-analyze verify (where systemd is installed) checks
 # them offline, on copies whose ExecStart points into the scratch prefix.
 units=$root/lib/systemd/system
-for unit in loom-ctld loom-switch; do
-    case $unit in loom-ctld) [ -e "$root/bin/$unit" ] || continue ;; esac
+for unit in loom-ctld loom-switch loom-dpu; do
+    case $unit in loom-ctld | loom-dpu) [ -e "$root/bin/$unit" ] || continue ;; esac
     file=$units/$unit.service
     if [ ! -f "$file" ] || ! grep -q "^ExecStart=$prefix/bin/$unit " "$file"; then
         echo "install check: $file is missing or does not start $prefix/bin/$unit" >&2
