@@ -10,13 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstring>
 #include <thread>
 
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/secret.hh"
+#include "loomrun.hh"
 #include "topology/topology.hh"
 
 namespace loom::loomrun {
@@ -26,28 +26,18 @@ namespace {
 // connect only to a server that listens): they come up together, within this.
 constexpr double ready_timeout_s = 30;
 
-// loom-dpu next to loomrun (installed), in the build tree's sibling folder, or on PATH.
-std::string dpu_program() {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n]         = '\0';
-        std::string dir = std::string(self).substr(0, std::string(self).rfind('/'));
-        for (const std::string& c : {dir + "/loom-dpu", dir + "/../loom-dpu/loom-dpu"}) {
-            if (access(c.c_str(), X_OK) == 0) {
-                return c;
-            }
-        }
-    }
-    return "loom-dpu";
-}
-
 }  // namespace
 
 status dpu_set::launch(int node, const std::string& fabric) {
-    std::vector<std::string> args = {dpu_program(), "--node",        std::to_string(node),
-                                     "--fabric",    fabric,          "--dir",
-                                     dir_,          "--secret-file", dir_ + "/secret"};
+    std::vector<std::string> args = {sibling_program("loom-dpu"),
+                                     "--node",
+                                     std::to_string(node),
+                                     "--fabric",
+                                     fabric,
+                                     "--dir",
+                                     dir_,
+                                     "--secret-file",
+                                     dir_ + "/secret"};
     pid_t launcher                = getpid();
     pid_t pid                     = fork();
     if (pid < 0) {

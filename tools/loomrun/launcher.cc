@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -647,6 +648,21 @@ int run_job(const options& given) {
         stats->print(opts.ranks, stdout);
     }
     return code;
+}
+
+std::string sibling_program(const std::string& name) {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n]         = '\0';
+        std::string dir = std::string(self).substr(0, std::string(self).rfind('/'));
+        for (const std::string& c : {dir + "/" + name, dir + "/../" + name + "/" + name}) {
+            if (access(c.c_str(), X_OK) == 0) {
+                return c;
+            }
+        }
+    }
+    return name;
 }
 
 }  // namespace loom::loomrun

@@ -169,6 +169,11 @@ int remove_job_segments(const std::string& job);
 /// Runs the job; returns loomrun's exit status. Prints one line on stderr when it is not 0.
 int run_job(const options& opts);
 
+/// The path of another of loom's programs (loom-switch, loom-dpu) that loomrun starts: next
+/// to loomrun's own binary (installed), in the build tree's sibling folder, or else the bare
+/// name, found on PATH.
+std::string sibling_program(const std::string& name);
+
 /// The drivers a rank's LOOM_TRANSPORT may name under its fault: wrappers (the one list
 /// both --transport's check and LOOM_TRANSPORT's use), and them as the messages print them.
 bool known_transport(std::string_view driver);

@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -18,6 +17,7 @@
 #include "base/clock.hh"
 #include "base/secret.hh"
 #include "inc/node/ticket.hh"
+#include "loomrun.hh"
 #include "topology/fabric.hh"
 
 namespace loom::loomrun {
@@ -25,28 +25,17 @@ namespace {
 
 constexpr double ready_timeout_s = 10;
 
-// loom-switch next to loomrun (installed), in the build tree's sibling folder, or on PATH.
-std::string switch_program() {
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n]         = '\0';
-        std::string dir = std::string(self).substr(0, std::string(self).rfind('/'));
-        for (const std::string& c : {dir + "/loom-switch", dir + "/../loom-switch/loom-switch"}) {
-            if (access(c.c_str(), X_OK) == 0) {
-                return c;
-            }
-        }
-    }
-    return "loom-switch";
-}
-
 }  // namespace
 
 result<std::string> switch_set::launch(const std::string& listen, const std::string& parent) {
     std::string ready             = dir_ + "/switch-" + std::to_string(pids_.size());
-    std::vector<std::string> args = {switch_program(), "--listen",   listen, "--ready-file", ready,
-                                     "--key-file",     dir_ + "/key"};
+    std::vector<std::string> args = {sibling_program("loom-switch"),
+                                     "--listen",
+                                     listen,
+                                     "--ready-file",
+                                     ready,
+                                     "--key-file",
+                                     dir_ + "/key"};
     if (!parent.empty()) {
         args.insert(args.end(), {"--parent", parent});
     }
