@@ -250,6 +250,26 @@ loom_status_t communicator::finish(engine::request* r, call_kind kind, loom_stat
     return code;
 }
 
+result<bool> communicator::all_ranks_agree(bool mine, const std::string& what) {
+    int32_t vote = mine ? 1 : 0, all = 0;
+    // Named, because an explicit `inc` or `flat` (LOOM_ALGO) cannot run before it is agreed.
+    loom_coll_attr_t attr;
+    loom_coll_attr_init(&attr);
+    attr.algorithm = "recursive-doubling";
+    call_args a;
+    a.attr    = &attr;
+    a.kind    = call_kind::allreduce;
+    a.sendbuf = &vote;
+    a.recvbuf = &all;
+    a.count   = 1;
+    a.dtype   = LOOM_INT32;
+    a.op      = LOOM_MIN;
+    if (loom_status_t code = run_blocking(a); code != LOOM_SUCCESS) {
+        return status(code, "rank " + std::to_string(rank()) + ": agreeing on " + what + " failed");
+    }
+    return all == 1;
+}
+
 loom_status_t communicator::run_blocking(const call_args& a) {
     uint8_t barrier_bytes[2];
     uint32_t seq = 0;

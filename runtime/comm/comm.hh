@@ -349,6 +349,10 @@ class communicator {
     /// link closed), whichever rank noticed first (comm_inc.cc).
     engine::failure naming_failed_node(const engine::failure& f);
     status agree_in_network();
+    /// Whether every rank says yes: a one-integer MIN all-reduce by recursive doubling, named
+    /// because it runs before the tuner may choose inc or flat (comm.cc). `what` goes into
+    /// the error when the all-reduce fails.
+    result<bool> all_ranks_agree(bool mine, const std::string& what);
     // comm_flat.cc: the node's flat segment, set up at creation and agreed by all ranks.
     void open_flat();
     status agree_flat();

@@ -9,6 +9,7 @@
 // it and publish <…>/attached/<rank> ("1" or "!why"); rank 0 waits for all of them and
 // unlinks the name, so nothing is left in /dev/shm once the communicator is up, whatever
 // happens to it later. Then one all-reduce (minimum) tells everyone whether all have it.
+#include "base/check.hh"
 #include "base/log.hh"
 #include "comm/comm.hh"
 
@@ -78,23 +79,7 @@ status communicator::agree_flat() {
     if (!settings_.flat || settings_.transport != "shm") {
         return status::ok();
     }
-    int32_t mine = flat_ ? 1 : 0, all = 0;
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.algorithm = "recursive-doubling";
-    call_args a;
-    a.attr    = &attr;
-    a.kind    = call_kind::allreduce;
-    a.sendbuf = &mine;
-    a.recvbuf = &all;
-    a.count   = 1;
-    a.dtype   = LOOM_INT32;
-    a.op      = LOOM_MIN;
-    if (loom_status_t code = run_blocking(a); code != LOOM_SUCCESS) {
-        return status(code,
-                      "rank " + std::to_string(rank()) + ": agreeing on the flat segment failed");
-    }
-    flat_ready_ = all == 1;
+    LOOM_ASSIGN(flat_ready_, all_ranks_agree(flat_ != nullptr, "the flat segment"));
     if (flat_ready_) {
         LOOM_LOG_INFO(log::subsystem::init, "rank %d: flat segment up (calls up to %lld bytes)",
                       rank(), static_cast<long long>(settings_.flat_max_bytes));

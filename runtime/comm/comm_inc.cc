@@ -148,24 +148,7 @@ status communicator::agree_in_network() {
     if (settings_.switch_address.empty()) {
         return status::ok();
     }
-    int32_t mine = inc_ ? 1 : 0, all = 0;
-    // Named, because an explicit `inc` (LOOM_ALGO) cannot run before admission is agreed.
-    loom_coll_attr_t attr;
-    loom_coll_attr_init(&attr);
-    attr.algorithm = "recursive-doubling";
-    call_args a;
-    a.attr    = &attr;
-    a.kind    = call_kind::allreduce;
-    a.sendbuf = &mine;
-    a.recvbuf = &all;
-    a.count   = 1;
-    a.dtype   = LOOM_INT32;
-    a.op      = LOOM_MIN;
-    if (loom_status_t code = run_blocking(a); code != LOOM_SUCCESS) {
-        return status(
-            code, "rank " + std::to_string(rank()) + ": agreeing on in-network admission failed");
-    }
-    inc_ready_ = all == 1;
+    LOOM_ASSIGN(inc_ready_, all_ranks_agree(inc_ != nullptr, "in-network admission"));
     if (inc_ready_) {
         LOOM_LOG_INFO(log::subsystem::inc, "rank %d: in-network collectives through %s (%d slots)",
                       rank(), inc_->address().c_str(), settings_.inc_slots);
