@@ -38,29 +38,7 @@ status dpu_set::launch(int node, const std::string& fabric) {
                                      dir_,
                                      "--secret-file",
                                      dir_ + "/secret"};
-    pid_t launcher                = getpid();
-    pid_t pid                     = fork();
-    if (pid < 0) {
-        return system_error(std::string("--dpu: fork: ") + strerror(errno));
-    }
-    if (pid == 0) {
-        // A loom-dpu must not outlive a SIGKILLed loomrun (nobody would stop it).
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != launcher) {
-            _exit(128 + SIGKILL);
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, nullptr);  // loomrun blocks signals for its signalfd
-        std::vector<char*> argv;
-        for (auto& a : args) {
-            argv.push_back(a.data());
-        }
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        std::fprintf(stderr, "loomrun: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
+    LOOM_ASSIGN(pid_t pid, start_helper_process(args));
     pids_.push_back(pid);
     return status::ok();
 }

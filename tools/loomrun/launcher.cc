@@ -665,4 +665,31 @@ std::string sibling_program(const std::string& name) {
     return name;
 }
 
+result<pid_t> start_helper_process(std::vector<std::string> args) {
+    pid_t launcher = getpid();
+    pid_t pid      = fork();
+    if (pid < 0) {
+        return system_error("cannot start " + args[0] + ": fork: " + strerror(errno));
+    }
+    if (pid == 0) {
+        // The check after prctl covers a loomrun that died before it.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != launcher) {
+            _exit(128 + SIGKILL);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        std::vector<char*> argv;
+        for (auto& a : args) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::fprintf(stderr, "loomrun: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
 }  // namespace loom::loomrun

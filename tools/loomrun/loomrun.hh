@@ -174,6 +174,11 @@ int run_job(const options& opts);
 /// name, found on PATH.
 std::string sibling_program(const std::string& name);
 
+/// Starts one of those programs (args[0] and its arguments) as loomrun's child: it dies with
+/// loomrun (a SIGKILLed loomrun leaves no switch or DPU behind) and starts with no signal
+/// blocked (loomrun blocks them for its signalfd). The pid, or why fork failed.
+result<pid_t> start_helper_process(std::vector<std::string> args);
+
 /// The drivers a rank's LOOM_TRANSPORT may name under its fault: wrappers (the one list
 /// both --transport's check and LOOM_TRANSPORT's use), and them as the messages print them.
 bool known_transport(std::string_view driver);

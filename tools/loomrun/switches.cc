@@ -39,30 +39,7 @@ result<std::string> switch_set::launch(const std::string& listen, const std::str
     if (!parent.empty()) {
         args.insert(args.end(), {"--parent", parent});
     }
-    pid_t launcher = getpid();
-    pid_t pid      = fork();
-    if (pid < 0) {
-        return system_error(std::string("fork: ") + strerror(errno));
-    }
-    if (pid == 0) {
-        // A loom-switch must not outlive a SIGKILLed loomrun (nobody would stop it); the
-        // check after prctl covers a loomrun that died before it.
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != launcher) {
-            _exit(128 + SIGKILL);
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, nullptr);  // loomrun blocks signals for its signalfd
-        std::vector<char*> argv;
-        for (auto& a : args) {
-            argv.push_back(a.data());
-        }
-        argv.push_back(nullptr);
-        execvp(argv[0], argv.data());
-        std::fprintf(stderr, "loomrun: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
+    LOOM_ASSIGN(pid_t pid, start_helper_process(args));
     pids_.push_back(pid);
     deadline until(ready_timeout_s);
     while (!until.expired()) {
