@@ -108,18 +108,20 @@ void two_clients_by_interface_id(void**) {
         }
     }
     auto ls = test::value_or_fail(drivers::listen_datagram(address));
+    // accept() hands out whichever client said hello first; each endpoint names its id, so
+    // each child is known by the id it asked for, and each id is taken exactly once.
     std::unique_ptr<datagram_endpoint> ends[2];
-    for (auto& e : ends) {
-        e = accept_within(*ls, 10);
+    for (int n = 0; n < 2; ++n) {
+        auto e = accept_within(*ls, 10);
         if (!e) {
             reap(pids[0], 1), reap(pids[1], 1);
             LOOM_FAIL("two children did not both connect to " + address);
         }
-    }
-    // accept() hands them out by id: which child is which needs no guess.
-    for (int id = 0; id < 2; ++id) {
-        std::string want = address + ":" + std::to_string(id);
-        assert_non_null(std::strstr(ends[id]->describe().c_str(), want.c_str()));
+        int id = std::strstr(e->describe().c_str(), (address + ":1").c_str()) != nullptr ? 1 : 0;
+        assert_non_null(
+            std::strstr(e->describe().c_str(), (address + ":" + std::to_string(id)).c_str()));
+        assert_null(ends[id].get());
+        ends[id] = std::move(e);
     }
     serve_exchange(*ends[0], pids[0]);
     serve_exchange(*ends[1], pids[1]);
