@@ -55,6 +55,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${packages[*]}" ]; then
         dpkg-deb -x "$deb" "$sysroot"
     done
     rm -rf "$sysroot.debs"
+    # Some -dev packages install linker scripts (libbsd.so: GROUP ( /usr/lib/... )) whose
+    # absolute paths name the target's own system; here they must name the sysroot's copies.
+    grep -lsZ -e 'GROUP *(' -e 'INPUT *(' "$sysroot"/usr/lib/aarch64-linux-gnu/*.so |
+        xargs -0 -r sed -i -e "s| /usr/lib/| $sysroot/usr/lib/|g" -e "s| /lib/| $sysroot/lib/|g"
     echo "${packages[*]}" >"$stamp"
 fi
 
