@@ -58,7 +58,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${packages[*]}" ]; then
     # Some -dev packages install linker scripts (libbsd.so: GROUP ( /usr/lib/... )) whose
     # absolute paths name the target's own system; here they must name the sysroot's copies.
     grep -lsZ -e 'GROUP *(' -e 'INPUT *(' "$sysroot"/usr/lib/aarch64-linux-gnu/*.so |
-        xargs -0 -r sed -i -e "s| /usr/lib/| $sysroot/usr/lib/|g" -e "s| /lib/| $sysroot/lib/|g"
+        xargs -0 -r sed -i -e "s|\([( ]\)/usr/lib/|\1$sysroot/usr/lib/|g" -e "s|\([( ]\)/lib/|\1$sysroot/lib/|g"
     echo "${packages[*]}" >"$stamp"
 fi
 
