@@ -26,15 +26,21 @@ export LOOM_CALIBRATE=off
 case_run "sweep torus:2x2x2 N=8" 8 --dpu --fabric torus:2x2x2 -- "$program" --from-env
 
 # route: frames_out of the torus port from node A to node B (the dpu-link line of A).
-echo "== route torus:2x2x2 0 -> 7"
-"$loomrun" -n 8 --timeout 120 --dpu --fabric torus:2x2x2 -- "$probe" p2p 0 7 32 \
-    >"$work/route" 2>&1
-rc=$?
-passed=$(grep -c " of 8: [0-9]* checks, 0 failed" "$work/route")
-if [ "$rc" -ne 0 ] || [ "$passed" -ne 8 ]; then
-    cat "$work/route"
-    fail_case "route (loomrun exit $rc, $passed of 8 ranks passed)"
-fi
+# probe_p2p NAME N FABRIC SRC DST: 32 MiB from rank SRC to DST through N DPUs, every rank's
+# checks passing; the DPUs' counters land in $work/NAME.
+probe_p2p() {
+    echo "== $1 $3 $4 -> $5"
+    "$loomrun" -n "$2" --timeout 120 --dpu --fabric "$3" -- "$probe" p2p "$4" "$5" 32 \
+        >"$work/$1" 2>&1
+    local rc=$? passed
+    passed=$(grep -c " of $2: [0-9]* checks, 0 failed" "$work/$1")
+    if [ "$rc" -ne 0 ] || [ "$passed" -ne "$2" ]; then
+        cat "$work/$1"
+        fail_case "$1 (loomrun exit $rc, $passed of $2 ranks passed)"
+    fi
+}
+
+probe_p2p route 8 torus:2x2x2 0 7
 # counter FILE FIELD A B: FIELD of the dpu-link line of node A's torus port toward node B.
 counter() {
     sed -n "s/^dpu-link node=$3 port=[0-9]* to_node=$4 .* $2=\([0-9]*\).*/\1/p" "$1" | head -n 1
@@ -58,15 +64,7 @@ for from in 0 1 2 3 4 5 6 7; do
     done
 done
 
-echo "== dateline torus:4x4 3 -> 1"
-"$loomrun" -n 16 --timeout 120 --dpu --fabric torus:4x4 -- "$probe" p2p 3 1 32 \
-    >"$work/dateline" 2>&1
-rc=$?
-passed=$(grep -c " of 16: [0-9]* checks, 0 failed" "$work/dateline")
-if [ "$rc" -ne 0 ] || [ "$passed" -ne 16 ]; then
-    cat "$work/dateline"
-    fail_case "dateline (loomrun exit $rc, $passed of 16 ranks passed)"
-fi
+probe_p2p dateline 16 torus:4x4 3 1
 for hop in "3 0" "0 1"; do
     # shellcheck disable=SC2086 # two words: the hop's nodes
     n=$(counter "$work/dateline" vc1_out $hop)
