@@ -8,39 +8,44 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
+started=$SECONDS
+# Each phase's header carries the minutes since the start, so a slow CI run shows where its
+# time went (the whole run must stay under an hour on 2 cores).
+phase() { printf '== [%3d min] %s\n' $(((SECONDS - started) / 60)) "$*"; }
 
 scripts/setup.sh build || exit 1
-echo "== clang-format check"
+phase "clang-format check"
 git ls-files '*.cc' '*.hh' '*.h' '*.c' | xargs clang-format --dry-run -Werror || status=1
-echo "== include-direction check (docs/architecture.md#layout)"
+phase "include-direction check (docs/architecture.md#layout)"
 python3 scripts/check_includes.py || status=1
-echo "== documentation check (links, anchors, citations: scripts/check_docs.py)"
+phase "documentation check (links, anchors, citations: scripts/check_docs.py)"
 python3 scripts/check_docs.py || status=1
-echo "== license lines (scripts/check_spdx.py)"
+phase "license lines (scripts/check_spdx.py)"
 python3 scripts/check_spdx.py || status=1
 
-echo "== warnings are errors in the project's builds (meson.build leaves -Werror to them)"
+phase "warnings are errors in the project's builds (meson.build leaves -Werror to them)"
 grep -q -e ' -Werror ' build/compile_commands.json ||
     { echo "build: compiled without -Werror" >&2; status=1; }
 
-echo "== tests (debugoptimized build)"
+phase "tests (debugoptimized build)"
 meson test -C build --print-errorlogs --num-processes 2 || status=1
 
-echo "== install check (meson install; pkg-config shared and static, CMake, the tools)"
+phase "install check (meson install; pkg-config shared and static, CMake, the tools)"
 tests/install/check_install.sh build || status=1
 
-echo "== tests (address,undefined sanitizers)"
+phase "tests (address,undefined sanitizers)"
 scripts/setup.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false || exit 1
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs --num-processes 2 || status=1
 
-echo "== fuzzers (libFuzzer, 20 s per target over its checked-in corpus)"
+phase "fuzzers (libFuzzer, 20 s per target over its checked-in corpus)"
 scripts/fuzz.sh --ci || status=1
 
-echo "== arm64: loom-dpu cross-built, run under qemu-user, packaged (scripts/cross_arm64.sh)"
+phase "arm64: loom-dpu cross-built, run under qemu-user, packaged (scripts/cross_arm64.sh)"
 { scripts/cross_arm64.sh build-arm64 && packaging/dpu/build_deb.sh build-arm64; } || status=1
 
-echo "== summary (test cases)"
+phase "summary (test cases)"
 python3 scripts/summarize_tests.py build/meson-logs/testlog.json \
     build-asan/meson-logs/testlog.json || status=1
+phase "end (status $status)"
 exit $status
