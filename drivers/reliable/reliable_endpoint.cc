@@ -182,8 +182,9 @@ status rel_endpoint::connect() {
     for (int r : peer_ranks_) {
         peers_[size_t(r)].last_heard = now_;
     }
-    fast_      = fast_path_of(this);
-    connected_ = true;
+    last_pass_s_ = now_;
+    fast_        = fast_path_of(this);
+    connected_   = true;
     return status::ok();
 }
 
@@ -430,8 +431,28 @@ void rel_endpoint::check_peers() {
     }
 }
 
+// Silence is evidence against a peer only while this endpoint was there to hear it. A caller
+// that computed between calls, or a process the scheduler kept off its core, comes back to
+// frames still waiting in its receive rings and to peers that had no reason to ping it: that
+// gap is its own absence, not the peers' silence, so their clocks move past it. Gaps shorter
+// than an eighth of the timeout count as usual, so a dead peer is still found within the
+// timeout by an endpoint that keeps polling.
+void rel_endpoint::excuse_own_absence() {
+    double gap   = now_ - last_pass_s_;
+    last_pass_s_ = now_;
+    if (gap <= opts_.peer_timeout_s / 8) {
+        return;
+    }
+    for (int r : peer_ranks_) {
+        peer& p         = peers_[size_t(r)];
+        p.last_heard    = std::min(now_, p.last_heard + gap);
+        p.last_progress = std::min(now_, p.last_progress + gap);
+    }
+}
+
 void rel_endpoint::progress() {
     now_ = now_s();
+    excuse_own_absence();
     for (size_t l = 0; l < links_.size(); ++l) {
         receive(int(l));
     }

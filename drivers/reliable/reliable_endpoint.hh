@@ -138,6 +138,7 @@ class rel_endpoint final : public endpoint {
     // A poll pass: frames in, timers, frames out, acks, flush, failure checks.
     void progress();
     void check_peers();
+    void excuse_own_absence();
     void fail_peer(peer& p, const std::string& why);
     void finish_send(peer& p, op* o);
     op* take_op(int peer, uint64_t tag, uint64_t imm, const void* buf, size_t len, uint64_t cookie);
@@ -190,6 +191,7 @@ class rel_endpoint final : public endpoint {
     size_t payload_         = 0;  // body bytes per frame (link MTU - header)
     double now_             = 0;
     double next_link_check_ = 0;
+    double last_pass_s_     = 0;  // the previous progress() pass (excuse_own_absence)
     bool connected_         = false;
     bool closed_            = false;
 };

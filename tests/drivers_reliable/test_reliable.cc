@@ -8,8 +8,9 @@
 // byte checked; frames with another job's key, a bad checksum, cut short or from a rank
 // outside the job, dropped and counted with results unchanged; a peer killed (SIGKILL) or
 // stopped (SIGSTOP) mid-transfer: the survivor's operations complete with PEER_FAILURE
-// within the timeout and its log names the peer. Last, the shared-link shape (a router on the
-// other end): three ranks as threads, one link each to an in-process router that drops frames.
+// within the timeout and its log names the peer; a caller away longer than the timeout does
+// not fail its peer. Last, the shared-link shape (a router on the other end): three ranks as
+// threads, one link each to an in-process router that drops frames.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -494,6 +495,42 @@ int control_rank(int rank, const std::string& job, const std::string& dir) {
     return 0;
 }
 
+/// A caller away from loom for longer than the peer timeout (computing, or kept off its core)
+/// while a receive waits: its peer, away too and then sending, is not failed. Rank 0 posts a
+/// receive and makes no call for 2.5 s; rank 1 makes none for 3 s, then sends. With a 1 s
+/// timeout the first pass after rank 0's absence used to count those 2.5 s as rank 1's
+/// silence and fail it.
+int away_rank(int rank, const std::string& job, const std::string& dir) {
+    file_store store(dir);
+    rel_setup s;
+    s.opts.peer_timeout_s = 1.0;
+    auto ep               = test::open_rel(rank, 2, job, &store, s);
+    RANK_CHECK(rank, ep.is_ok(), "%s", ep.error().to_string().c_str());
+    const auto& fp   = (*ep)->fast();
+    uint8_t data[64] = {};
+    if (rank == 0) {
+        RANK_CHECK(rank, fp.post_recv(fp.ctx, 1, 3, 0, data, sizeof data, 30) == 0, "recv");
+        ::usleep(2500000);
+        auto r = wait_cookies(fp, {30}, 30);
+        RANK_CHECK(rank, r.size() == 1 && r[30].status == LOOM_SUCCESS,
+                   "the receive ended with status %d after the caller's absence",
+                   r.empty() ? -1 : r[30].status);
+        RANK_CHECK(rank, test::check(data, sizeof data, 3) < 0, "the message's bytes");
+        RANK_CHECK(rank, fp.post_send(fp.ctx, 1, 4, 0, nullptr, 0, 31) == 0, "send");
+        RANK_CHECK(rank, wait_cookies(fp, {31}, 30)[31].status == LOOM_SUCCESS, "reply");
+    } else {
+        ::usleep(3000000);
+        test::fill(data, sizeof data, 3);
+        RANK_CHECK(rank, fp.post_send(fp.ctx, 0, 3, 0, data, sizeof data, 40) == 0, "send");
+        RANK_CHECK(rank, fp.post_recv(fp.ctx, 0, 4, 0, nullptr, 0, 41) == 0, "recv");
+        auto r = wait_cookies(fp, {40, 41}, 30);
+        RANK_CHECK(rank, r.size() == 2 && r[40].status == LOOM_SUCCESS && r[41].status == 0,
+                   "the exchange after the absence failed");
+    }
+    (*ep)->close();
+    return 0;
+}
+
 /// cancel: a posted receive is withdrawn (a second cancel finds nothing; its message later
 /// waits as an early arrival and disturbs nothing); a rendezvous send cancelled right after
 /// posting, its buffer then overwritten, still delivers the right bytes (from the driver's
@@ -871,6 +908,8 @@ int main(int argc, char** argv) {
                   run_pingpong(bad(hostile::unknown_rank))),
         LOOM_CASE(peer_killed_mid_transfer_fails_its_operations, run_failure(false)),
         LOOM_CASE(peer_stopped_mid_transfer_fails_by_silence, run_failure(true)),
+        LOOM_CASE(a_caller_away_longer_than_the_timeout_does_not_fail_its_peer,
+                  EXPECT_PASSED(test::run_job("relaway", 2, 60, away_rank))),
         LOOM_CASE(three_ranks_share_one_link_each_behind_a_lossy_router, run_hub()),
         LOOM_CASE(connect_names_the_peers_that_never_answered, connect_names_silent_peers()),
         LOOM_CASE(parameters_are_checked_when_options_are_read, parameters_are_checked()),
