@@ -399,7 +399,17 @@ int dead_peer_named_at(rank_env& env, int64_t count) {
                      loom_status_string(st), took, why.peer, why.message.c_str());
     }
     env.eng->release(*r);
-    test::sleep_s(0.3);  // the other survivors finish before our buffers go
+    // Our buffers stay up until every survivor has its answer: a survivor that exits early
+    // is a second dead peer, and on a loaded machine a slow survivor may hear of that one
+    // first. A fixed pause was not enough at a load average of 30.
+    (void)env.store->set("answered" + std::to_string(env.rank), "1");
+    std::vector<std::string> survivors;
+    for (int q = 0; q < env.size; ++q) {
+        if (q != 2) {
+            survivors.push_back("answered" + std::to_string(q));
+        }
+    }
+    (void)env.store->wait(survivors, 30);
     return ok ? 0 : 1;
 }
 
