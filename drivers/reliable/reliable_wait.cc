@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "drivers/reliable/reliable_endpoint.hh"
 
@@ -74,7 +75,10 @@ void rel_endpoint::sleep(uint64_t, int64_t timeout_ns) {
     if (ns > 0 && wake_fd_ >= 0) {
         timespec ts{time_t(ns / 1'000'000'000), long(ns % 1'000'000'000)};
         epoll_event ev[8];
-        (void)epoll_pwait2(wake_fd_, ev, 8, &ts, nullptr);
+        if (epoll_pwait2(wake_fd_, ev, 8, &ts, nullptr) < 0 && errno == ENOSYS) {
+            // A kernel before 5.11: whole milliseconds, rounded up (never a busy return).
+            (void)epoll_wait(wake_fd_, ev, 8, int((ns + 999'999) / 1'000'000));
+        }
     }
     for (auto& l : links_) {
         l->disarm_rx_event();
