@@ -34,13 +34,13 @@ trap 'rm -rf "$work"' EXIT
 # rate NAME BYTES COMMAND...: starts the forwarder COMMAND (listening in $dir), waits for
 # its ready file, runs the generator, stops the forwarder; prints "mpps gbps".
 rate() {
-    local name=$1 bytes=$2 dir pid line i
+    local name=$1 bytes=$2 dir pid line
     shift 2
     dir=$work/$name-$bytes
     mkdir -m 700 "$dir"
     "${@//@DIR@/$dir}" >"$dir/forwarder.log" 2>&1 &
     pid=$!
-    for i in $(seq 200); do
+    for _ in $(seq 200); do
         [ -e "$dir/node-0.ready" ] && break
         sleep 0.05
     done

@@ -23,13 +23,13 @@ cpu_ticks() {
 # idle_percent NAME ARGS...: starts one loom-dpu, waits for its ready file, lets it settle
 # 1.5 s, samples 2 s; prints the percentage of one core (integer), or fails NAME.
 idle_percent() {
-    local name=$1 dir pid i a b
+    local name=$1 dir pid a b
     shift
     dir="$tmp/$name"
     mkdir -m 700 "$dir"
     "$DPU" --node 0 --fabric ring:1 --dir "$dir" "$@" >"$dir/out" 2>&1 &
     pid=$!
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         [ -e "$dir/node-0.ready" ] && break
         sleep 0.1
     done
