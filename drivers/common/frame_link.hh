@@ -44,6 +44,14 @@ class frame_link {
     virtual bool alive() const = 0;
     /// "dpdk port 0 (net_memif0)" and the like, for diagnostics.
     virtual std::string describe() const = 0;
+
+    /// A descriptor that turns readable (watch it edge-triggered, never read it) when a
+    /// frame arrives while armed, or -1: a link without one leaves its caller napping. The
+    /// reliable endpoint builds its waker on these (a DPDK port's rx interrupt).
+    virtual int rx_event_fd() const { return -1; }
+    /// Arms and disarms that descriptor: once per idle period, never per frame.
+    virtual void arm_rx_event() {}
+    virtual void disarm_rx_event() {}
 };
 
 }  // namespace loom::drivers::common

@@ -92,6 +92,7 @@ result<std::unique_ptr<dpdk::port>> open_pair_port(const endpoint_config& config
     // that is slow to come up (a loaded machine) is waited for, never restarted mid-handshake.
     pc.restart_link_down = false;
     pc.link_timeout_s    = timeout_s;
+    pc.rx_interrupts     = true;  // an idle rank sleeps until a frame comes (reliable_wait.cc)
     auto p               = dpdk::port::open(pc);
     if (!p) {
         return status(p.error()).prefix("dpdk: rank " + std::to_string(config.rank) +

@@ -46,6 +46,10 @@ class eth_link final : public common::frame_link {
     int recv(common::frame_view* out, int max) override;
     bool alive() const override;
     std::string describe() const override { return port_->describe(); }
+    // The port's rx interrupt, where its driver has one (dpdk_port.hh).
+    int rx_event_fd() const override { return port_->rx_interrupt_fd(); }
+    void arm_rx_event() override { port_->arm_rx_interrupt(); }
+    void disarm_rx_event() override { port_->disarm_rx_interrupt(); }
 
     const link_stats& stats() const { return stats_; }
     port& device() { return *port_; }

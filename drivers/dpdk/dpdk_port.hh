@@ -43,6 +43,10 @@ struct port_config {
     /// frames, which it copies whole).
     size_t min_data_room  = 0;
     double link_timeout_s = 10;
+    /// Ask for an rx queue interrupt (intr_conf.rxq), so an idle poller can sleep until a
+    /// frame comes (rx_interrupt_fd()). A port whose driver has none still opens: DPDK
+    /// 22.11's memif accepts the setting but offers no descriptor (rx_interrupt_why() says).
+    bool rx_interrupts = false;
 };
 
 class port {
@@ -71,9 +75,23 @@ class port {
     /// "dpdk port 0 (net_memif_loom0, net_memif)".
     std::string describe() const;
 
+    /// The rx queue's interrupt descriptor (rte_eth_dev_rx_intr_ctl_q_get_fd), or -1 when
+    /// the port has none. Watch it edge-triggered (EPOLLET) and never read it: on some
+    /// drivers it is the queue itself (net_tap's tap descriptor), and reading would take a
+    /// frame; an edge comes with every frame that arrives while the queue is armed.
+    int rx_interrupt_fd() const { return rx_intr_fd_; }
+    /// Why rx_interrupt_fd() is -1 ("not asked for", "the driver has none").
+    const std::string& rx_interrupt_why() const { return rx_intr_why_; }
+    /// Arms and disarms the queue's interrupt (rte_eth_dev_rx_intr_enable/disable): once
+    /// per idle period, never per frame. Nothing to do on drivers whose descriptor is
+    /// always live (their enable answers ENOTSUP).
+    void arm_rx_interrupt();
+    void disarm_rx_interrupt();
+
   private:
     port() = default;
     status setup(const port_config& config);
+    void find_rx_interrupt();
 
     uint16_t id_ = 0;
     std::string name_, driver_;
@@ -81,7 +99,10 @@ class port {
     bool configured_ = false, started_ = false;
     size_t mtu_ = 0;
     rte_ether_addr mac_{};
-    rte_mempool* pool_ = nullptr;
+    rte_mempool* pool_       = nullptr;
+    int rx_intr_fd_          = -1;
+    bool rx_intr_switch_     = false;  // enable/disable needed (not an always-live descriptor)
+    std::string rx_intr_why_ = "not asked for";
 };
 
 /// The vdev string of a memif port named `name` ("net_memif..."): its role, interface id and

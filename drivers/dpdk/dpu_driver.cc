@@ -52,6 +52,9 @@ class dpu_link final : public common::frame_link {
     int recv(common::frame_view* out, int max) override { return inner_->recv(out, max); }
     bool alive() const override { return inner_->alive(); }
     std::string describe() const override { return inner_->describe(); }
+    int rx_event_fd() const override { return inner_->rx_event_fd(); }
+    void arm_rx_event() override { inner_->arm_rx_event(); }
+    void disarm_rx_event() override { inner_->disarm_rx_event(); }
 
   private:
     std::unique_ptr<dpdk::eth_link> inner_;
@@ -87,6 +90,7 @@ result<std::unique_ptr<endpoint>> open_dpu(const endpoint_config& config) {
     pc.wait_link      = true;
     pc.retry_start    = true;
     pc.link_timeout_s = config.timeout_s;
+    pc.rx_interrupts  = true;  // an idle rank sleeps until its DPU sends (reliable_wait.cc)
     auto p            = dpdk::port::open(pc);
     if (!p) {
         return status(p.error()).prefix(who + ": host port of its DPU at " + socket + ": ");

@@ -524,6 +524,17 @@ void rel_endpoint::close() {
         }
     }
     closed_ = true;
+    // What a slow run needs first: were frames lost and resent on a timer (LOOM_REL_RTO_US)?
+    LOOM_LOG_INFO(log::subsystem::net,
+                  "%s: rank %d closes: frames sent %llu received %llu, retransmits timer %llu "
+                  "fast %llu probe %llu, duplicates %llu, link full %llu",
+                  opts_.name.c_str(), rank_, static_cast<unsigned long long>(stats_.frames_sent),
+                  static_cast<unsigned long long>(stats_.frames_received),
+                  static_cast<unsigned long long>(stats_.retransmits),
+                  static_cast<unsigned long long>(stats_.fast_retransmits),
+                  static_cast<unsigned long long>(stats_.probes),
+                  static_cast<unsigned long long>(stats_.duplicates),
+                  static_cast<unsigned long long>(stats_.link_full));
     for (int r : peer_ranks_) {
         fail_peer(peers_[size_t(r)], "the endpoint closed");
     }

@@ -116,7 +116,10 @@ class rel_endpoint final : public endpoint {
     rel_endpoint(const endpoint_config& config,
                  std::vector<std::unique_ptr<common::frame_link>> links,
                  std::vector<int> link_of_peer, const options& opts);
-    ~rel_endpoint() override { close(); }
+    ~rel_endpoint() override {
+        close();
+        close_waker();
+    }
 
     status init();
     caps capabilities() const override;
@@ -133,6 +136,11 @@ class rel_endpoint final : public endpoint {
     bool cancel(uint64_t cookie);
 
     const reliable_stats& stats() const { return stats_; }
+
+    // The waker (reliable_wait.cc): where every link has an rx event descriptor.
+    waker idle_waker() override;
+    uint64_t arm_sleep();
+    void sleep(uint64_t token, int64_t timeout_ns);
 
   private:
     // A poll pass: frames in, timers, frames out, acks, flush, failure checks.
@@ -194,6 +202,9 @@ class rel_endpoint final : public endpoint {
     double last_pass_s_     = 0;  // the previous progress() pass (excuse_own_absence)
     bool connected_         = false;
     bool closed_            = false;
+    int wake_fd_            = -1;  // epoll over the links' rx event descriptors
+    int64_t sleep_cap_ns_   = 0;
+    void close_waker();
 };
 
 /// The job key: HMAC-SHA-256 over the job's name and a salt rank 0 publishes in the store

@@ -26,6 +26,7 @@ result<std::unique_ptr<dpdk::port>> open_memif(const options& o, const std::stri
     pc.wait_link      = false;
     pc.retry_start    = !server;
     pc.link_timeout_s = o.link_timeout_s;
+    pc.rx_interrupts  = !o.busy_poll;  // the idle router sleeps on them (rx_wait.hh)
     auto p            = dpdk::port::open(pc);
     if (!p) {
         return status(p.error()).prefix("loom-dpu node " + std::to_string(o.node) + ": " + label +

@@ -14,6 +14,7 @@
 #include "drivers/dpdk/dpdk_frame.hh"
 #include "drivers/reliable/reliable_wire.hh"
 #include "routing/routing_params.hh"
+#include "rx_wait.hh"
 
 namespace loom::dpu {
 namespace {
@@ -23,11 +24,23 @@ namespace wire = drivers::reliable;
 
 constexpr size_t eth = dpdk::eth_header;
 
-// Idle policy (shared cores): this many empty polls spin, then up to yield_polls more yield
-// the core, then each empty poll sleeps sleep_us.
+// Idle policy (shared cores) where the ports have no rx interrupt: this many empty polls
+// spin, then each empty poll sleeps sleep_us. No sched_yield phase: a yielding DPU stays
+// runnable, and 8 of them beside 8 yielding ranks on 2 cores made each hop wait for the
+// others' turns (8-byte all-reduce through a 2x2x2 torus: 5-20 ms with 2048 yields before
+// sleeping, 1.1-2 ms without; docs/tools/loom-dpu.md#idle-policy).
 constexpr uint32_t spin_polls  = 256;
-constexpr uint32_t yield_polls = 2048;
+constexpr uint32_t yield_polls = 0;
 constexpr useconds_t sleep_us  = 20;
+// After this long without a frame, the fallback sleeps deep_sleep_us per poll: an idle DPU
+// then costs about 1 % of a core instead of 10 % (tests/tools/test_dpu_idle.sh), and only
+// the first frame after a quiet spell waits the longer sleep.
+constexpr double deep_after_s      = 0.05;
+constexpr useconds_t deep_sleep_us = 1000;
+// On rx interrupts instead (rx_wait.hh), the longest sleep: 1 ms while a port still says
+// hello (every millisecond), else 10 ms (nothing else here is timed; signals end it).
+constexpr int hello_wait_ms = 1;
+constexpr int wait_ms       = 10;
 
 routing::tie_rule ties_from_params() {
     routing::tie_rule t = routing::tie_rule::toward_plus;
@@ -255,7 +268,10 @@ void router::say_hello(uint64_t now) {
 void router::run(volatile std::sig_atomic_t* stop, volatile std::sig_atomic_t* dump) {
     uint32_t idle = 0;
     int n         = int(ports_.size());
-    while (*stop == 0) {
+    // Idle on rx interrupts where every port has one (rx_wait.hh), else yield and sleep.
+    rx_wait waiter(ports_, o_.node, !o_.busy_poll);
+    uint64_t quiet_since = 0, deep_after = uint64_t(deep_after_s * double(rte_get_tsc_hz()));
+    auto pass = [&] {
         bool work = false;
         for (int i = 0; i < n; ++i) {
             if (ports_[size_t(i)].dev != nullptr) {
@@ -267,7 +283,10 @@ void router::run(volatile std::sig_atomic_t* stop, volatile std::sig_atomic_t* d
                 work = drain_output(i) || work;
             }
         }
-        if (work) {
+        return work;
+    };
+    while (*stop == 0) {
+        if (pass()) {
             idle = 0;
             continue;
         }
@@ -278,12 +297,46 @@ void router::run(volatile std::sig_atomic_t* stop, volatile std::sig_atomic_t* d
         }
         if (o_.busy_poll || ++idle < spin_polls) {
             rte_pause();
+        } else if (waiter.usable() && !holding()) {
+            // Arm, poll once more (a frame that came before arming is found here), then
+            // sleep unless it found one: no lost wake-up. Bounded: hellos and signals.
+            waiter.arm();
+            bool work = pass();
+            waiter.sleep(work ? 0 : all_heard() ? wait_ms : hello_wait_ms);
+            idle = work ? 0 : idle;
         } else if (idle < spin_polls + yield_polls) {
             sched_yield();
         } else {
-            usleep(sleep_us);
+            uint64_t now = rte_get_tsc_cycles();
+            if (idle == spin_polls + yield_polls) {
+                quiet_since = now;
+            }
+            usleep(now - quiet_since > deep_after ? deep_sleep_us : sleep_us);
         }
     }
+}
+
+bool router::holding() const {
+    for (const queue& q : queues_) {
+        if (q.size() > 0) {
+            return true;  // a full tx ring frees up without a frame coming in: keep polling
+        }
+    }
+    for (const input& in : inputs_) {
+        if (in.pos < in.count) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool router::all_heard() const {
+    for (size_t i = 0; i < ports_.size(); ++i) {
+        if (ports_[i].dev != nullptr && !heard_[i]) {
+            return false;
+        }
+    }
+    return true;
 }
 
 }  // namespace loom::dpu

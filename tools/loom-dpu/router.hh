@@ -72,6 +72,9 @@ class router {
     bool poll_input(int in);
     bool drain_output(int out);
     void say_hello(uint64_t now);
+    // The idle path's questions (run): frames staged or queued; every port's peer heard.
+    bool holding() const;
+    bool all_heard() const;
 
     options o_;
     topology::shape shape_;
