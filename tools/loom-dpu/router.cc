@@ -267,6 +267,9 @@ void router::run(volatile std::sig_atomic_t* stop, volatile std::sig_atomic_t* d
                 work = drain_output(i) || work;
             }
         }
+        if (also_) {
+            work = also_() || work;
+        }
         if (work) {
             idle = 0;
             continue;
