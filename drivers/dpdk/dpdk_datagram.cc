@@ -261,6 +261,11 @@ result<std::unique_ptr<datagram_endpoint>> connect_datagram(std::string_view res
     if (a.kind == "memif") {
         config.device      = memif_device(a.name, false, a.id);
         config.retry_start = true;
+        // The server listens (its listener handed out the id, or the caller named one it
+        // knows is served, as loom-dpu's leaves do once the root's ready file exists): the
+        // link is awaited, never stopped mid-handshake, which aborts a DPDK 22.11 memif
+        // server's process (seen with 7 leaves joining loom-dpu's root on a loaded host).
+        config.restart_link_down = false;
     } else {
         config.device        = af_packet_device(a.name);
         config.kernel_iface  = a.name;

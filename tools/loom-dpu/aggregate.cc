@@ -36,11 +36,11 @@ result<std::unique_ptr<aggregation>> aggregation::open(const options& o, int nod
         return status(key.error()).prefix(who(o));
     }
     inc::switch_config c;
-    c.key   = *key;
-    c.slots = o.slots;
+    c.key       = *key;
+    c.slots     = o.slots;
     c.job_quota = std::max<uint32_t>(1, o.slots / 2);
-    c.drop  = o.drop;
-    c.dup   = o.dup;
+    c.drop      = o.drop;
+    c.dup       = o.dup;
     std::unique_ptr<aggregation> a(new aggregation(o.node));
     if (o.node == 0) {
         if (status st = set_memif_ids(nodes); !st.is_ok()) {
@@ -52,7 +52,7 @@ result<std::unique_ptr<aggregation>> aggregation::open(const options& o, int nod
         // The leaves' links belong to no group between collectives' jobs (and while ranks
         // start): the root keeps them rather than closing them as idle after 10 s.
         r.idle_timeout_s = 86400;
-        auto root            = inc::switch_node::open(r);
+        auto root        = inc::switch_node::open(r);
         if (!root) {
             return status(root.error()).prefix(who(o) + "root at " + r.listen + ": ");
         }
@@ -74,13 +74,13 @@ result<std::unique_ptr<aggregation>> aggregation::open(const options& o, int nod
     if (status st = set_memif_ids(o.agg_ids); !st.is_ok()) {
         return st;
     }
-    inc::switch_config l   = c;
-    l.listen               = leaf_address(o.dir, o.node);
-    l.parent               = root_address(o.dir) + ":" + std::to_string(o.node);
-    l.seed                 = o.seed * 1000003 + uint64_t(o.node);
-    l.await_parent         = false;
-    l.connect_timeout_s    = o.link_timeout_s;
-    auto leaf              = inc::switch_node::open(l);
+    inc::switch_config l = c;
+    l.listen             = leaf_address(o.dir, o.node);
+    l.parent             = root_address(o.dir) + ":" + std::to_string(o.node);
+    l.seed               = o.seed * 1000003 + uint64_t(o.node);
+    l.await_parent       = false;
+    l.connect_timeout_s  = o.link_timeout_s;
+    auto leaf            = inc::switch_node::open(l);
     if (!leaf) {
         return status(leaf.error()).prefix(who(o) + "leaf at " + l.listen + ": ");
     }
@@ -112,7 +112,7 @@ void aggregation::print(std::FILE* out) const {
     auto line = [&](const char* role, const inc::switch_node& n, const std::string& address) {
         const inc::switch_stats& s      = n.stats();
         const inc::aggregator_stats& ag = n.aggregation();
-        uint64_t refusals = s.forged + s.join_auth_refused + s.join_limit_refused +
+        uint64_t refusals               = s.forged + s.join_auth_refused + s.join_limit_refused +
                             s.links_refused + s.links_bad_closed + s.nacks;
         std::fprintf(out,
                      "dpu-agg node=%d role=%s address=%s slots_in_use=%u contributions=%llu "

@@ -18,8 +18,8 @@
 namespace loom::dpu {
 namespace {
 
-volatile sig_atomic_t stop_requested = 0;
-volatile sig_atomic_t dump_requested = 0;
+volatile sig_atomic_t stop_requested     = 0;
+volatile sig_atomic_t dump_requested     = 0;
 volatile sig_atomic_t agg_dump_requested = 0;
 
 void on_stop(int) {

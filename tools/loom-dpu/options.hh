@@ -6,8 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "agg_address.hh"
 #include "base/status.hh"
+#include "tools/common/dpu_agg_address.hh"
 #include "topology/topology.hh"
 
 namespace loom::dpu {
@@ -30,8 +30,8 @@ struct options {
     // In-network aggregation (aggregate.hh): a leaf node for this node's ranks, and on node 0
     // the root too, both on the router's poll loop.
     bool aggregate = false;
-    std::string key_file;    // the node key (inc/node/key_file.hh), 0600
-    uint32_t slots = 1024;   // aggregation slots of each node instance
+    std::string key_file;      // the node key (inc/node/key_file.hh), 0600
+    uint32_t slots = 1024;     // aggregation slots of each node instance
     double drop = 0, dup = 0;  // loss injected on received data packets (as loom-switch)
     uint64_t seed = 1;
     int agg_ids   = 4;  // memif interface ids the leaf offers its ranks

@@ -17,8 +17,8 @@
 
 #include "base/clock.hh"
 #include "inc/node/join.hh"
-#include "inc/node/ticket.hh"
 #include "inc/node/key_file.hh"
+#include "inc/node/ticket.hh"
 #include "options.hh"
 #include "tools/common/cli_parse.hh"
 

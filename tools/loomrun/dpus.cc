@@ -16,9 +16,9 @@
 #include "base/check.hh"
 #include "base/clock.hh"
 #include "base/secret.hh"
-#include "../loom-dpu/agg_address.hh"
 #include "loomrun.hh"
 #include "switches.hh"
+#include "tools/common/dpu_agg_address.hh"
 #include "topology/topology.hh"
 
 namespace loom::loomrun {
@@ -30,8 +30,7 @@ constexpr double ready_timeout_s = 30;
 
 }  // namespace
 
-status dpu_set::launch(int node, const std::string& fabric,
-                       const std::vector<std::string>& extra) {
+status dpu_set::launch(int node, const std::string& fabric, const std::vector<std::string>& extra) {
     std::vector<std::string> args = {sibling_program("loom-dpu"),
                                      "--node",
                                      std::to_string(node),
@@ -55,12 +54,12 @@ status dpu_set::write_tree(int ranks) {
     // linked to the root: the two-level tree runtime/comm/comm_inc.cc plans from.
     std::string nodes, links;
     auto link = [&](const std::string& a, const std::string& b) {
-        links += std::string(links.empty() ? "" : ",\n  ") + "{\"a\": \"" + a + "\", \"b\": \"" + b +
-                 "\", \"class\": \"net\", \"alpha\": 1e-6, \"bw\": 25e9}";
+        links += std::string(links.empty() ? "" : ",\n  ") + "{\"a\": \"" + a + "\", \"b\": \"" +
+                 b + "\", \"class\": \"net\", \"alpha\": 1e-6, \"bw\": 25e9}";
     };
     for (int r = 0; r < ranks; ++r) {
-        nodes += "{\"id\": \"h" + std::to_string(r) + "\", \"kind\": \"endpoint\", \"rank\": " +
-                 std::to_string(r) + "},\n  ";
+        nodes += "{\"id\": \"h" + std::to_string(r) +
+                 "\", \"kind\": \"endpoint\", \"rank\": " + std::to_string(r) + "},\n  ";
         link("h" + std::to_string(r), "dpu" + std::to_string(r));
     }
     std::string spec;

@@ -50,7 +50,7 @@ class dpu_set {
     std::vector<pid_t> pids_;  // by node
     std::string dir_, secret_;
     std::vector<std::string> env_;
-    bool inc_ = false;
+    bool inc_  = false;
     int nodes_ = 0;
 };
 

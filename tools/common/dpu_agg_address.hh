@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The datagram addresses of loom-dpu --aggregate's nodes (aggregate.hh), derived from the
-// job's --dir alike by loom-dpu and loomrun (header-only: loomrun does not link loom-dpu).
+// The datagram addresses of loom-dpu --aggregate's nodes (tools/loom-dpu/aggregate.hh),
+// derived from the job's --dir alike by loom-dpu and loomrun (header-only, shared here:
+// loomrun may not depend on tools/loom-dpu).
 #pragma once
 
 #include <string>
