@@ -76,11 +76,14 @@ result<std::unique_ptr<aggregation>> aggregation::open(const options& o, int nod
     }
     inc::switch_config l = c;
     l.listen             = leaf_address(o.dir, o.node);
-    l.parent             = root_address(o.dir) + ":" + std::to_string(o.node);
-    l.seed               = o.seed * 1000003 + uint64_t(o.node);
-    l.await_parent       = false;
-    l.connect_timeout_s  = o.link_timeout_s;
-    auto leaf            = inc::switch_node::open(l);
+    // Node 0's leaf names id 0 (the root, in this process, cannot answer an id request
+    // while this thread waits for it); the others are handed a free id by the root, so their
+    // clients, knowing it listens, are never stopped mid-hand-shake (drivers/dpdk).
+    l.parent            = root_address(o.dir) + (o.node == 0 ? ":0" : "");
+    l.seed              = o.seed * 1000003 + uint64_t(o.node);
+    l.await_parent      = false;
+    l.connect_timeout_s = o.link_timeout_s;
+    auto leaf           = inc::switch_node::open(l);
     if (!leaf) {
         return status(leaf.error()).prefix(who(o) + "leaf at " + l.listen + ": ");
     }

@@ -10,8 +10,8 @@
 // part of --dir (the job's 0700 directory), so two jobs never share a socket.
 //
 // The tree's links are memif pairs of their own (a leaf connects to the root as a datagram
-// client with its node number as memif interface id), not frames carried over the torus
-// ports: carrying inc packets through the router is later work.
+// client: node 0's names id 0, the others are handed one by the root), not frames carried
+// over the torus ports: carrying inc packets through the router is later work.
 //
 // Order (no memif client knocks before its server listens): node 0 opens the root, then its
 // leaf, whose parent link to the root is in the same process (no challenge is awaited in
