@@ -111,6 +111,9 @@ result<std::unique_ptr<switch_node>> switch_node::open(const switch_config& c) {
             return status(up.error()).prefix("loom-switch: parent: ");
         }
         n->parent_ = std::make_unique<peer>(peer{.l = std::move(*up), .is_parent = true});
+        if (!c.await_parent) {
+            return n;  // the challenge comes through poll()
+        }
         // Our joins upward sign the parent's nonce: it comes first on the link.
         if (!await_challenge(*n->parent_->l, c.connect_timeout_s, &n->parent_->nonce)) {
             return status(LOOM_ERR_TIMEOUT, "loom-switch: parent " + c.parent +

@@ -42,6 +42,9 @@ struct switch_config {
     double drop = 0, dup = 0;  // probabilities per received data packet
     uint64_t seed            = 1;
     double connect_timeout_s = 5;  // to the parent
+    // open() waits for the parent's challenge; false: it comes through poll() (a parent
+    // served by the same poll loop, as in loom-dpu) and parent_ready() says when it came.
+    bool await_parent = true;
     // Who may join (ticket.hh): the node key's raw bytes; empty only with `insecure`, where
     // every well-formed join is admitted (loopback and shm listeners only).
     std::string key;
@@ -87,6 +90,9 @@ class switch_node {
     std::string stats_text() const;
     const switch_stats& stats() const { return stats_; }
     const aggregator_stats& aggregation() const { return agg_.stats(); }
+    /// True when there is no parent, or its challenge came (joins can go up).
+    bool parent_ready() const { return !parent_ || parent_->has_nonce; }
+    uint32_t slots_in_use() const { return agg_.slots_in_use(); }
 
   private:
     struct peer {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "aggregate.hh"
 #include "options.hh"
 #include "ports.hh"
 #include "router.hh"
@@ -17,15 +18,17 @@
 namespace loom::dpu {
 namespace {
 
-volatile sig_atomic_t stop_requested = 0;
-volatile sig_atomic_t dump_requested = 0;
+volatile sig_atomic_t stop_requested     = 0;
+volatile sig_atomic_t dump_requested     = 0;
+volatile sig_atomic_t agg_dump_requested = 0;
 
 void on_stop(int) {
     stop_requested = 1;
 }
 
 void on_dump(int) {
-    dump_requested = 1;
+    dump_requested     = 1;
+    agg_dump_requested = 1;
 }
 
 int fail(const std::string& reason, int code) {
@@ -77,14 +80,36 @@ int run(int argc, char** argv) {
     sigaction(SIGTERM, &sa, nullptr);
     sa.sa_handler = on_dump;
     sigaction(SIGUSR1, &sa, nullptr);
+    // The aggregation nodes first (aggregate.hh: node 0's root listens before its ready file).
+    std::unique_ptr<aggregation> agg;
+    if (o.aggregate) {
+        auto a = aggregation::open(o, shape->size());
+        if (!a) {
+            return fail(a.error().message(), exit_failed);
+        }
+        agg = std::move(*a);
+    }
     auto ports = open_ports(o, *shape);
     if (!ports) {
         return fail(ports.error().message(), exit_failed);
     }
     {
         router r(o, *shape, *ports);
+        if (agg) {
+            r.also_poll([&agg] {
+                bool work = agg->poll();
+                if (agg_dump_requested != 0) {
+                    agg_dump_requested = 0;
+                    agg->print(stderr);
+                }
+                return work;
+            });
+        }
         r.run(&stop_requested, &dump_requested);
         print_stats(stdout, o.node, *ports, r.stats());
+        if (agg) {
+            agg->print(stdout);
+        }
     }
     unlink(ready_file(o.dir, o.node).c_str());
     return exit_ok;

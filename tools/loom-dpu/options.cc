@@ -31,6 +31,25 @@ void add_options(CLI::App& app, options& o) {
     app.add_flag("--stats", o.stats_query,
                  "ask the running loom-dpu of --node in --dir to print its statistics on its "
                  "stderr (SIGUSR1 to the pid in its ready file), then exit");
+    app.add_flag("--aggregate", o.aggregate,
+                 "also be an in-network aggregation node on the same poll loop: a leaf for this "
+                 "node's ranks (dpdk:memif:NAME-a<node>, NAME from --dir's last part), and on "
+                 "node 0 the root (NAME-root) that every leaf joins; needs --key-file");
+    app.add_option("--key-file", o.key_file,
+                   "--aggregate: the node key, 64 hex digits in a 0600 file (joins must prove the "
+                   "job's ticket, LOOM_INC_TICKET)");
+    app.add_option("--slots", o.slots,
+                   "--aggregate: aggregation slots of each node instance (default 1024)");
+    app.add_option("--drop", o.drop,
+                   "--aggregate: probability that a received data packet is dropped (loss "
+                   "injection, as loom-switch --drop; default 0)");
+    app.add_option("--dup", o.dup,
+                   "--aggregate: probability that a received data packet is handled twice "
+                   "(default 0)");
+    app.add_option("--seed", o.seed, "--aggregate: seed of the loss injection (default 1)");
+    app.add_option("--agg-ids", o.agg_ids,
+                   "--aggregate: memif interfaces the leaf offers, one per rank's link "
+                   "(1..64, default 4)");
 }
 
 result<topology::shape> check_options(options& o) {
@@ -56,6 +75,21 @@ result<topology::shape> check_options(options& o) {
     }
     if (!(o.link_timeout_s > 0)) {
         return invalid_argument("--link-timeout: expected a positive number of seconds");
+    }
+    if (o.aggregate) {
+        if (o.key_file.empty()) {
+            return invalid_argument("--aggregate needs --key-file (the node key)");
+        }
+        if (!(o.drop >= 0 && o.dup >= 0 && o.drop + o.dup <= 1)) {
+            return invalid_argument("--drop and --dup: probabilities summing to at most 1");
+        }
+        if (o.agg_ids < 1 || o.agg_ids > 64 || s->size() > 64) {
+            return invalid_argument(
+                "--agg-ids: expected 1..64 (and at most 64 nodes, the root's memif ids)");
+        }
+        if (o.slots < 1) {
+            return invalid_argument("--slots: expected at least 1");
+        }
     }
     if (!o.secret_file.empty()) {
         std::ifstream in(o.secret_file);

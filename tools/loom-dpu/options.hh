@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/status.hh"
+#include "tools/common/dpu_agg_address.hh"
 #include "topology/topology.hh"
 
 namespace loom::dpu {
@@ -26,6 +27,14 @@ struct options {
     double link_timeout_s = 30;     // how long a neighbour's server may take to listen
     int queue_slots       = 256;    // frames per (output port, VC) queue
     bool stats_query      = false;  // --stats: ask the running DPU of --node to dump (SIGUSR1)
+    // In-network aggregation (aggregate.hh): a leaf node for this node's ranks, and on node 0
+    // the root too, both on the router's poll loop.
+    bool aggregate = false;
+    std::string key_file;      // the node key (inc/node/key_file.hh), 0600
+    uint32_t slots = 1024;     // aggregation slots of each node instance
+    double drop = 0, dup = 0;  // loss injected on received data packets (as loom-switch)
+    uint64_t seed = 1;
+    int agg_ids   = 4;  // memif interface ids the leaf offers its ranks
 };
 
 /// Declares every flag on `app`, bound to `o`.

@@ -23,11 +23,15 @@ result<std::unique_ptr<dpdk::port>> open_memif(const options& o, const std::stri
     dpdk::port_config pc;
     pc.device = dpdk::memif_vdev(dpdk::unique_name("net_memif"), socket, server, 0, false) +
                 (o.secret.empty() ? "" : ",secret=" + o.secret);
-    pc.wait_link      = false;
-    pc.retry_start    = !server;
-    pc.link_timeout_s = o.link_timeout_s;
-    pc.rx_interrupts  = !o.busy_poll;  // the idle router sleeps on them (rx_wait.hh)
-    auto p            = dpdk::port::open(pc);
+    pc.wait_link   = false;
+    pc.retry_start = !server;
+    // A client connects once its server's ready file exists: it listens, so the link is
+    // awaited, never stopped mid-hand-shake (which aborts a DPDK 22.11 memif server's
+    // process: seen on a loaded host with --aggregate's extra ports starting beside).
+    pc.restart_link_down = false;
+    pc.link_timeout_s    = o.link_timeout_s;
+    pc.rx_interrupts     = !o.busy_poll;  // the idle router sleeps on them (rx_wait.hh)
+    auto p               = dpdk::port::open(pc);
     if (!p) {
         return status(p.error()).prefix("loom-dpu node " + std::to_string(o.node) + ": " + label +
                                         " at " + socket + ": ");

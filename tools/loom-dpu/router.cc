@@ -283,6 +283,9 @@ void router::run(volatile std::sig_atomic_t* stop, volatile std::sig_atomic_t* d
                 work = drain_output(i) || work;
             }
         }
+        if (also_) {
+            work = also_() || work;  // the aggregator on the same loop (also_poll)
+        }
         return work;
     };
     while (*stop == 0) {

@@ -32,6 +32,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "options.hh"
@@ -51,6 +52,8 @@ class router {
     /// Polls until *stop; prints the statistics to stderr whenever *dump is set (and clears it).
     void run(volatile std::sig_atomic_t* stop, volatile std::sig_atomic_t* dump);
     const std::vector<port_stats>& stats() const { return stats_; }
+    /// Called once per loop iteration (loom-dpu --aggregate's nodes); true counts as work.
+    void also_poll(std::function<bool()> f) { also_ = std::move(f); }
 
   private:
     struct queue {
@@ -89,6 +92,7 @@ class router {
     std::vector<int> rr_vc_;
     int nranks_ = 0, first_host_ = 0;
     uint64_t hello_every_ = 0, next_hello_ = 0;
+    std::function<bool()> also_;
 };
 
 }  // namespace loom::dpu

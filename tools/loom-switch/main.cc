@@ -17,8 +17,8 @@
 
 #include "base/clock.hh"
 #include "inc/node/join.hh"
+#include "inc/node/key_file.hh"
 #include "inc/node/ticket.hh"
-#include "key_file.hh"
 #include "options.hh"
 #include "tools/common/cli_parse.hh"
 
@@ -81,7 +81,7 @@ void back_off(uint64_t idle_passes) {
 
 int serve(options o) {
     if (!o.key_file.empty()) {
-        auto key = load_node_key(o.key_file, true);
+        auto key = inc::load_node_key(o.key_file, true);
         if (!key) {
             return fail(key.error().message(), exit_bad_args);
         }
@@ -127,7 +127,7 @@ int query(const options& o) {
 }
 
 int print_ticket(const options& o) {
-    auto key = load_node_key(o.key_file, false);
+    auto key = inc::load_node_key(o.key_file, false);
     if (!key) {
         return fail(key.error().message(), exit_bad_args);
     }

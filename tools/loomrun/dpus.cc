@@ -17,6 +17,8 @@
 #include "base/clock.hh"
 #include "base/secret.hh"
 #include "loomrun.hh"
+#include "switches.hh"
+#include "tools/common/dpu_agg_address.hh"
 #include "topology/topology.hh"
 
 namespace loom::loomrun {
@@ -28,7 +30,7 @@ constexpr double ready_timeout_s = 30;
 
 }  // namespace
 
-status dpu_set::launch(int node, const std::string& fabric) {
+status dpu_set::launch(int node, const std::string& fabric, const std::vector<std::string>& extra) {
     std::vector<std::string> args = {sibling_program("loom-dpu"),
                                      "--node",
                                      std::to_string(node),
@@ -38,13 +40,55 @@ status dpu_set::launch(int node, const std::string& fabric) {
                                      dir_,
                                      "--secret-file",
                                      dir_ + "/secret"};
+    if (inc_) {
+        args.insert(args.end(), {"--aggregate", "--key-file", dir_ + "/key"});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
     LOOM_ASSIGN(pid_t pid, start_helper_process(args));
     pids_.push_back(pid);
     return status::ok();
 }
 
+status dpu_set::write_tree(int ranks) {
+    // One endpoint per rank linked to its node's DPU leaf (one rank per node), every leaf
+    // linked to the root: the two-level tree runtime/comm/comm_inc.cc plans from.
+    std::string nodes, links;
+    auto link = [&](const std::string& a, const std::string& b) {
+        links += std::string(links.empty() ? "" : ",\n  ") + "{\"a\": \"" + a + "\", \"b\": \"" +
+                 b + "\", \"class\": \"net\", \"alpha\": 1e-6, \"bw\": 25e9}";
+    };
+    for (int r = 0; r < ranks; ++r) {
+        nodes += "{\"id\": \"h" + std::to_string(r) +
+                 "\", \"kind\": \"endpoint\", \"rank\": " + std::to_string(r) + "},\n  ";
+        link("h" + std::to_string(r), "dpu" + std::to_string(r));
+    }
+    std::string spec;
+    for (int n = 0; n < nodes_; ++n) {
+        std::string id = "dpu" + std::to_string(n);
+        nodes += "{\"id\": \"" + id +
+                 "\", \"kind\": \"switch\", \"in_network\": true, \"parent\": \"root\"},\n  ";
+        link(id, "root");
+        spec += (spec.empty() ? "" : ",") + id + "=" + dpu::leaf_address(dir_, n);
+    }
+    nodes += "{\"id\": \"root\", \"kind\": \"switch\", \"in_network\": true}";
+    spec += ",root=" + dpu::root_address(dir_);
+    std::string text = "{\"format\": \"loom-fabric\", \"version\": 1,\n \"nodes\": [\n  " + nodes +
+                       "],\n \"links\": [\n  " + links + "]}\n";
+    std::string path = dir_ + "/tree.json";
+    int fd           = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    bool ok          = fd >= 0 && write(fd, text.data(), text.size()) == ssize_t(text.size());
+    ok               = (fd >= 0 && close(fd) == 0) && ok;
+    if (!ok) {
+        return system_error("--dpu --inc: cannot write the tree " + path);
+    }
+    env_.push_back("LOOM_SWITCH=" + spec);
+    env_.push_back("LOOM_SWITCH_FABRIC=" + path);
+    return status::ok();
+}
+
 result<std::unique_ptr<dpu_set>> dpu_set::start(const std::string& fabric,
-                                                const std::string& job_id) {
+                                                const std::string& job_id, bool inc,
+                                                const std::vector<std::string>& extra) {
     auto shape = topology::shape::parse(fabric);
     if (!shape) {
         return status(shape.error()).prefix("--dpu: ");
@@ -69,8 +113,15 @@ result<std::unique_ptr<dpu_set>> dpu_set::start(const std::string& fabric,
     if (!ok) {
         return system_error("--dpu: cannot write the memif secret " + path);
     }
+    s->inc_ = inc;
+    if (inc) {
+        if (status st = write_node_key(s->dir_ + "/key", job_id, &s->env_); !st) {
+            return st.prefix("--dpu --inc: ");
+        }
+        LOOM_CHECK(s->write_tree(s->nodes_));
+    }
     for (int n = 0; n < s->nodes_; ++n) {
-        LOOM_CHECK(s->launch(n, fabric));
+        LOOM_CHECK(s->launch(n, fabric, extra));
     }
     deadline until(ready_timeout_s);
     for (int n = 0; n < s->nodes_; ++n) {

@@ -190,7 +190,7 @@ std::vector<std::string> job::environment(int rank, const std::string& bootstrap
             ours = ours || (!o_.fabric.empty() && sets(entry, v));
         }
         for (const char* v : switch_vars) {
-            ours = ours || (o_.with_switch && sets(entry, v));
+            ours = ours || ((o_.with_switch || o_.dpu_inc) && sets(entry, v));
         }
         ours =
             ours || (o_.dpu && (sets(entry, "LOOM_DPU_SOCKET") || sets(entry, "LOOM_DPU_SECRET") ||
@@ -610,7 +610,8 @@ int run_job(const options& given) {
     }
     std::unique_ptr<dpu_set> dpus;  // --dpu: up before the ranks, down after
     if (opts.dpu) {
-        auto set = dpu_set::start(opts.fabric, "lr" + std::to_string(getpid()));
+        auto set = dpu_set::start(opts.fabric, "lr" + std::to_string(getpid()), opts.dpu_inc,
+                                  opts.dpu_args);
         if (!set) {
             return fail(set.error(), exit_failed);
         }
@@ -618,6 +619,7 @@ int run_job(const options& given) {
         opts.dpu_dir    = dpus->dir();
         opts.dpu_secret = dpus->secret();
         opts.dpu_pids   = dpus->pids();
+        opts.switch_env = dpus->environment();  // --inc: the ranks' way to the DPUs' nodes
     }
     int code;
     {

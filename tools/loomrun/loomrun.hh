@@ -49,6 +49,8 @@ struct options {
     bool dpu = false;                     // --dpu: one loom-dpu per node of --fabric
     std::string dpu_dir, dpu_secret;      // set by run_job under --dpu (sockets, memif secret)
     std::vector<std::pair<pid_t, int>> dpu_pids;  // set by run_job: (pid, node) of each DPU
+    bool dpu_inc = false;                         // --inc (with --dpu): the DPUs aggregate too
+    std::vector<std::string> dpu_args;            // --dpu-arg: passed to every loom-dpu
     bool show_config   = false;
     bool show_markdown = false;  // with show_config: the README's environment table
     bool show_version  = false;

@@ -89,6 +89,15 @@ void add_flags(CLI::App& app, options& o, flag_text& text) {
                  "with --fabric SHAPE: start one loom-dpu (the DPU's router, DPDK memif ports) "
                  "per node, wired as SHAPE, and run every rank over transport dpu attached to "
                  "its own DPU; the DPUs' per-link statistics are printed after the job");
+    app.add_flag("--inc", o.dpu_inc,
+                 "with --dpu: every DPU is also an in-network aggregation node (loom-dpu "
+                 "--aggregate: a leaf for its node's ranks, node 0's DPU the root too); the ranks "
+                 "get LOOM_SWITCH, LOOM_SWITCH_FABRIC (the tree) and LOOM_INC_TICKET, so 'inc' "
+                 "allreduce/reduce/broadcast run through the DPUs");
+    app.add_option("--dpu-arg", o.dpu_args,
+                   "with --dpu: one more argument for every loom-dpu (repeat the flag for each "
+                   "word: --dpu-arg=--drop --dpu-arg=0.01)")
+        ->allow_extra_args(false);
     app.add_flag("--link-stats", o.link_stats,
                  "with --fabric: print each rank's per-link traffic after the job (the "
                  "communicators write it at loom_comm_destroy into LOOM_LINK_STATS_DIR)");
@@ -193,6 +202,8 @@ parsed check(parsed out, const flag_text& text) {
             return fail("--dpu runs the ranks over transport dpu, not --transport " + o.transport);
         }
         o.transport = "dpu";
+    } else if (o.dpu_inc || !o.dpu_args.empty()) {
+        return fail("--inc and --dpu-arg go with --dpu");
     }
     if (o.link_stats && o.fabric.empty()) {
         return fail("--link-stats needs --fabric SHAPE (link counters exist only over fwd:)");

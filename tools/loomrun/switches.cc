@@ -69,9 +69,9 @@ result<std::unique_ptr<switch_set>> switch_set::start(const std::string& fabric,
         return system_error(std::string("--switch: mkdtemp: ") + strerror(errno));
     }
     s->dir_ = templ;
-    // One key for every node of the job's tree (a child proves its joins to its parent with
-    // the same ticket); the ranks get the ticket, never the key.
-    LOOM_CHECK(s->write_key(job_id));
+    if (status st = write_node_key(s->dir_ + "/key", job_id, &s->env_); !st) {
+        return st.prefix("--switch: ");
+    }
     auto listen = [&](const std::string& id) {
         return transport == "shm" ? "shm:" + job_id + "-" + id : std::string("tcp:127.0.0.1:0");
     };
@@ -127,21 +127,21 @@ void switch_set::stop(double grace_s) {
     pids_.clear();
 }
 
-status switch_set::write_key(const std::string& job_id) {
+status write_node_key(const std::string& path, const std::string& job_id,
+                      std::vector<std::string>* env) {
     auto hex = random_secret_hex();
     std::string key;
     if (!hex || !from_hex(*hex, &key)) {
-        return system_error("--switch: no random node key");
+        return system_error("no random node key");
     }
-    std::string path = dir_ + "/key";
     int fd           = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     std::string text = *hex + "\n";
     bool ok          = fd >= 0 && write(fd, text.data(), text.size()) == ssize_t(text.size());
     ok               = (fd >= 0 && close(fd) == 0) && ok;
     if (!ok) {
-        return system_error("--switch: cannot write the node key " + path);
+        return system_error("cannot write the node key " + path);
     }
-    env_.push_back(
+    env->push_back(
         "LOOM_INC_TICKET=" +
         inc::ticket_text(std::span(reinterpret_cast<const uint8_t*>(key.data()), key.size()),
                          job_id));

@@ -15,6 +15,13 @@
 
 namespace loom::loomrun {
 
+/// Writes a fresh node key to `path` (0600, created: never an existing file) and appends the
+/// ranks' LOOM_INC_TICKET for `job_id` to `env`. One key for every node of a job's tree (a
+/// child proves its joins to its parent with the same ticket); the ranks get the ticket,
+/// never the key. Used by --switch and --dpu --inc.
+status write_node_key(const std::string& path, const std::string& job_id,
+                      std::vector<std::string>* env);
+
 class switch_set {
   public:
     /// `fabric`: "" or star:N (one node for every rank) or a fabric file (one node per
@@ -31,8 +38,6 @@ class switch_set {
   private:
     switch_set() = default;
     result<std::string> launch(const std::string& listen, const std::string& parent);
-    /// The nodes' key file in dir_ (0600) and the ranks' LOOM_INC_TICKET for `job_id`.
-    status write_key(const std::string& job_id);
 
     std::vector<pid_t> pids_;
     std::vector<std::string> env_;

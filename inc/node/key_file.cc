@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The node key file (key_file.hh).
-#include "key_file.hh"
+#include "inc/node/key_file.hh"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include "base/secret.hh"
 #include "inc/node/ticket.hh"
 
-namespace loom::switch_tool {
+namespace loom::inc {
 namespace {
 
 status create_key(const std::string& path) {
@@ -63,11 +63,11 @@ result<std::string> load_node_key(const std::string& path, bool create) {
         text.remove_suffix(1);
     }
     std::string key;
-    if (!from_hex(text, &key) || key.size() != inc::key_bytes) {
+    if (!from_hex(text, &key) || key.size() != key_bytes) {
         return invalid_argument("--key-file " + path + ": expected " +
-                                std::to_string(2 * inc::key_bytes) + " hex digits");
+                                std::to_string(2 * key_bytes) + " hex digits");
     }
     return key;
 }
 
-}  // namespace loom::switch_tool
+}  // namespace loom::inc
