@@ -205,7 +205,6 @@ struct settings {
     // The node's flat segment (LOOM_FLAT, LOOM_FLAT_MAX_BYTES; flat_offload.hh).
     bool flat              = true;
     int64_t flat_max_bytes = 16384;
-    int64_t flat_spin_ns   = 20000;  // LOOM_FLAT_SPIN_NS (flat_offload.hh: waits)
 };
 
 /// Resolves a loom_config_t (NULL: all defaults) against the parameter registry.

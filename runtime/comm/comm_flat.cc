@@ -61,8 +61,7 @@ void communicator::open_flat() {
         flat_reason_ = "rank " + std::to_string(rank()) + ": " + seg.error().message();
         return;
     }
-    flat_ =
-        std::make_unique<flat_offload>(std::move(seg).value(), rank(), max_bytes, s.flat_spin_ns);
+    flat_ = std::make_unique<flat_offload>(std::move(seg).value(), rank(), max_bytes);
     flat_->announce();
     if (rank() == 0) {
         std::vector<std::string> keys;

@@ -57,10 +57,5 @@ inline const loom::params::int_param flat_max_bytes{
     component, "LOOM_FLAT_MAX_BYTES", "16384", "bytes",
     "largest vector (bytes per rank) the flat algorithm serves; the segment holds 4 x ranks x "
     "this (8..1048576); above it the tuner ranks the other algorithms only"};
-inline const loom::params::int_param flat_spin_ns{
-    component, "LOOM_FLAT_SPIN_NS", "20000", "ns",
-    "how long a flat call polls the awaited words itself before handing the wait to the "
-    "engine's yield/sleep policy, where the communicator has no more ranks than the node has "
-    "online CPUs (with more it hands off at once); 0: never (0..1000000)"};
 
 }  // namespace loom::comm::params

@@ -172,11 +172,6 @@ status resolve_shapes(const loom_config_t* c, settings* s) {
         return invalid_argument("LOOM_FLAT_MAX_BYTES=" + std::to_string(s->flat_max_bytes) +
                                 " must be 8..1048576");
     }
-    s->flat_spin_ns = params::flat_spin_ns.get();
-    if (s->flat_spin_ns < 0 || s->flat_spin_ns > 1'000'000) {
-        return invalid_argument("LOOM_FLAT_SPIN_NS=" + std::to_string(s->flat_spin_ns) +
-                                " must be 0..1000000");
-    }
     if (!s->switch_fabric.empty() && s->switch_address.find('=') == std::string::npos) {
         return invalid_argument(
             "LOOM_SWITCH_FABRIC is set: LOOM_SWITCH must name each switch's "

@@ -52,15 +52,6 @@ size_t words_for(size_t bytes) {
     return (bytes + 3) / 4;
 }
 
-// One polite pause between polls of a word another core writes.
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield" ::: "memory");
-#endif
-}
-
 }  // namespace
 
 bool flat_carries(schedule::collective coll, loom_dtype_t dtype, loom_op_t op) {
@@ -107,10 +98,8 @@ void flat_offload::entry::reset() {
     }
 }
 
-flat_offload::flat_offload(flat_segment seg, int rank, size_t max_bytes, int64_t spin_ns)
+flat_offload::flat_offload(flat_segment seg, int rank, size_t max_bytes)
     : seg_(std::move(seg)), rank_(rank), size_(seg_.size()), max_bytes_(max_bytes) {
-    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-    spin_ns_        = cpus > 0 && size_ <= cpus ? spin_ns : 0;
     entries_.resize(entry_table);
     for (entry& e : entries_) {
         e.sends.resize(size_t(size_));
@@ -533,25 +522,7 @@ int flat_offload::poll(engine::offload_completion* out, int max) {
         return n;  // the rest of the last call's completions first
     }
     step();
-    if (spin_ns_ > 0 && queued_n_ == 0 && run_.e != nullptr && run_.stall_since_s != 0) {
-        spin();
-    }
     return n + drain(out + n, max - n);
-}
-
-// Waits (flat_offload.hh): polls the call itself while the wait is younger than the budget.
-void flat_offload::spin() {
-    const double until = run_.stall_since_s + double(spin_ns_) * 1e-9;
-    if (now_s() >= until) {
-        return;
-    }
-    for (uint32_t i = 1; queued_n_ == 0 && run_.e != nullptr; ++i) {
-        if ((i & 63) == 0 && now_s() >= until) {
-            return;
-        }
-        cpu_relax();
-        step();
-    }
 }
 
 void flat_offload::step() {

@@ -61,16 +61,16 @@
 // sleeper N times. With more ranks than cores a waiting rank leaves the run queue
 // rather than napping, and is back within microseconds of the data it waits for.
 //
-// Spin first, where each rank can have a core. The engine's idle policy spins only 4 poll
-// passes before it yields, and a yield on a 2-core VM costs a system call (and, with any
-// other runnable task on the core, the core): measured at N = 2, the 8-byte flat all-reduce
-// took 0.45 µs when the peer's flag came within those passes and 2.5-3 µs (and worse under
-// load) when the waiter had gone on to yield. So a flat call whose data is not there yet
-// polls the awaited words itself for up to LOOM_FLAT_SPIN_NS (a clock read every 64 polls,
-// a pause between polls) before poll() returns and the engine's policy takes over; the
-// budget restarts only when the call makes progress, so it bounds the spinning per wait.
-// Where the communicator has more ranks than the node has online CPUs, the peer waited for
-// may need this core: there it hands off at once, as before.
+// No spinning of its own. N = 2 on the 2-core VM is bimodal: the 8-byte flat all-reduce
+// takes 0.8 µs when both ranks are on a core and 3 µs when they share one (the other core
+// busy with other work): then every call is two hand-offs through the engine's
+// sched_yield, about 1.5 µs each here; the futex doorbell is not involved (10 futex calls
+// over 2000 calls). Polling the awaited words for up to 20 µs before returning made the
+// shared case 23 µs (the peer cannot run while the waiter spins), and spinning only while
+// the awaited rank had polled within 3 µs still made it 4.1 µs against 3.0 (a rank that
+// was just switched out looks running): measured with 7 interleaved runs each under a
+// load of 20 (docs/performance.md#flat). So a wait returns at once and the engine's policy
+// (4 passes, then yield: the hand-off) decides.
 #pragma once
 
 #include <cstdint>
@@ -85,8 +85,7 @@ namespace loom::comm {
 
 class flat_offload final : public engine::offload {
   public:
-    /// spin_ns: LOOM_FLAT_SPIN_NS (below, Waits); used only where ranks ≤ online CPUs.
-    flat_offload(flat_segment seg, int rank, size_t max_bytes, int64_t spin_ns = 0);
+    flat_offload(flat_segment seg, int rank, size_t max_bytes);
     ~flat_offload() override;
 
     loom_status_t post(const engine::offload_op& op) override;
@@ -139,7 +138,6 @@ class flat_offload final : public engine::offload {
 
     entry* next_ready();
     void step();
-    void spin();
     bool start(entry& e);
     bool write_ready(int* behind);
     void write_slot();
@@ -173,7 +171,6 @@ class flat_offload final : public engine::offload {
     std::string failure_;
     int failed_peer_ = -1;
     int awaited_     = -1;
-    int64_t spin_ns_ = 0;  // 0: hand every wait to the engine at once
 };
 
 /// Whether the flat algorithms run a call of `dtype`/`op` (a reduction kernel exists).
