@@ -202,17 +202,22 @@ tuner::in_network_state communicator::in_network_for(const algorithms::call& c, 
     } else if (!st.usable) {
         st.why_not = "the aggregation node does not reduce this dtype/op";
     }
-    // The node's flat segment (comm_flat.cc): the same three primitives, up to its slot size.
+    // The node's flat segment (comm_flat.cc): the same three primitives and all-gather and
+    // all-to-all, up to its slot size (flat_fits: a writer's whole part of the call).
+    const bool flat_call = inc_call || c.coll == schedule::collective::allgather ||
+                           c.coll == schedule::collective::alltoall;
     const double bytes = double(c.count) * double(c.dtype_size);
-    st.flat_usable     = flat_ready_ && inc_call && flat_carries(c.coll, dtype, op) &&
-                     bytes <= double(settings_.flat_max_bytes);
+    st.flat_usable =
+        flat_ready_ && flat_call && flat_carries(c.coll, dtype, op) &&
+        flat_fits(c.coll, c.nranks, c.count, c.dtype_size, size_t(settings_.flat_max_bytes));
     if (!flat_ready_) {
         st.flat_why_not = flat_reason_.empty() ? "no flat segment" : flat_reason_;
     } else if (!st.flat_usable) {
         st.flat_why_not =
-            "the call's vector (" + std::to_string(int64_t(bytes)) +
-            " bytes) is over LOOM_FLAT_MAX_BYTES=" + std::to_string(settings_.flat_max_bytes) +
-            " or its dtype/op has no kernel";
+            "the call (" + std::to_string(int64_t(bytes)) + " bytes of count; a writer's part: " +
+            "the vector, all-gather's block, all-to-all's N blocks in 4-byte words) is over " +
+            "LOOM_FLAT_MAX_BYTES=" + std::to_string(settings_.flat_max_bytes) +
+            ", or the primitive or its dtype/op is not one the flat segment serves";
     }
     return st;
 }

@@ -52,10 +52,12 @@ inline const loom::params::int_param plan_cache{
 inline const loom::params::int_param flat{
     component, "LOOM_FLAT", "1", "",
     "1: a communicator whose ranks share one node over shm sets up the flat segment for small "
-    "all-reduce, reduce and broadcast (the `flat` algorithm, docs/algorithms.md#flat); 0: not"};
+    "all-reduce, reduce, broadcast, all-gather and all-to-all (the `flat` algorithm, "
+    "docs/algorithms.md#flat); 0: not"};
 inline const loom::params::int_param flat_max_bytes{
     component, "LOOM_FLAT_MAX_BYTES", "16384", "bytes",
-    "largest vector (bytes per rank) the flat algorithm serves; the segment holds 4 x ranks x "
-    "this (8..1048576); above it the tuner ranks the other algorithms only"};
+    "largest part of a call one rank writes that the flat algorithm serves (the vector; "
+    "all-gather: its block; all-to-all: its N blocks, each rounded up to 4 bytes); the segment "
+    "holds 4 x ranks x this (8..1048576); above it the tuner ranks the other algorithms only"};
 
 }  // namespace loom::comm::params

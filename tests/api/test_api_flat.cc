@@ -8,9 +8,14 @@
 //     some separated by calls of another algorithm (so consecutive flat calls share a
 //     buffer parity), one rank sleeping between some calls (so the others overwrite their
 //     slots while it is still behind), each result checked exactly;
-//   - the tuner picks flat for an 8-byte all-reduce, and not above LOOM_FLAT_MAX_BYTES.
-// Then a rank killed between calls: the others' all-reduce ends with PEER_FAILURE naming it,
-// well within the deadline, and no process hangs.
+//   - all-gather and all-to-all: every dtype at small, uneven and slot-filling counts, in
+//     place and out of place, every byte checked against the inputs each rank can generate;
+//   - 600 back-to-back flat calls cycling all-reduce, all-gather and all-to-all with varying
+//     counts, a slow rank and calls of another algorithm between some, each checked exactly;
+//   - the tuner picks flat for an 8-byte all-reduce and a one-element-per-rank all-gather
+//     and all-to-all, and not above LOOM_FLAT_MAX_BYTES (all-to-all: N blocks per slot).
+// Then a rank killed between calls: the others' all-reduce, all-gather or all-to-all ends
+// with PEER_FAILURE naming it, well within the deadline, and no process hangs.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -25,6 +30,7 @@
 #include "proc.hh"
 #include "proc_launch.hh"
 #include "reference.hh"
+#include "schedule/collective.hh"
 #include "test_main.hh"
 
 namespace {
@@ -91,6 +97,153 @@ void reductions(rank_context& ctx) {
     }
 }
 
+// Elements per all-to-all block that fill a slot: N blocks of whole 4-byte words.
+size_t alltoall_max_count(int nranks, size_t es) {
+    return (max_bytes / 4 / size_t(nranks)) * 4 / es;
+}
+
+// The gathered vector every rank expects: rank r's block is fill_bytes(seed, r).
+std::vector<uint8_t> gathered(uint64_t seed, int nranks, size_t count, size_t es) {
+    std::vector<uint8_t> v(count * es);
+    for (int r = 0; r < nranks; ++r) {
+        const size_t off = size_t(loom::schedule::block_offset(int64_t(count), nranks, r)) * es;
+        const size_t len = size_t(loom::schedule::block_size(int64_t(count), nranks, r)) * es;
+        fill_bytes(seed, uint64_t(r), v.data() + off, len);
+    }
+    return v;
+}
+
+// All-gather: count 1 (empty blocks on all but rank 0), 7 (uneven), 1000, and the count whose
+// blocks fill the slot; in place (sendbuf = recvbuf + block offset) and out of place.
+void allgathers(rank_context& ctx) {
+    uint64_t seed = 5000;
+    for (loom_dtype_t d : dtypes) {
+        const size_t es = loom_dtype_size(d);
+        for (size_t n : {size_t{1}, size_t{7}, size_t{1000}, size_t(ctx.size) * (max_bytes / es)}) {
+            for (bool in_place : {false, true}) {
+                ++seed;
+                const std::vector<uint8_t> want = gathered(seed, ctx.size, n, es);
+                const size_t off =
+                    size_t(loom::schedule::block_offset(int64_t(n), ctx.size, ctx.rank)) * es;
+                const size_t len =
+                    size_t(loom::schedule::block_size(int64_t(n), ctx.size, ctx.rank)) * es;
+                std::vector<uint8_t> in(want.begin() + long(off), want.begin() + long(off + len));
+                std::vector<uint8_t> out(n * es, pattern);
+                if (in_place) {
+                    std::copy(in.begin(), in.end(), out.begin() + long(off));
+                }
+                const void* send = in_place ? out.data() + off : in.data();
+                loom_status_t st =
+                    loom_allgather(ctx.comm, send, out.data(), n, d, &flat_attr, nullptr);
+                long bad =
+                    st == LOOM_SUCCESS ? first_difference(out.data(), want.data(), n * es) : 0;
+                ctx.check(st == LOOM_SUCCESS && bad < 0,
+                          what("allgather", d, LOOM_SUM, n, in_place, 0) + ": " +
+                              (st == LOOM_SUCCESS ? "byte " + std::to_string(bad) + " differs"
+                                                  : loom_last_error_message()));
+            }
+        }
+    }
+}
+
+// All-to-all: rank i's block for rank j is fill_bytes(seed, i·N + j); counts 1, 7, 100 and
+// the count that fills the slot; in place (sendbuf == recvbuf) and out of place.
+void alltoalls(rank_context& ctx) {
+    uint64_t seed  = 9000;
+    const auto n_r = size_t(ctx.size);
+    for (loom_dtype_t d : dtypes) {
+        const size_t es = loom_dtype_size(d);
+        for (size_t n : {size_t{1}, size_t{7}, size_t{100}, alltoall_max_count(ctx.size, es)}) {
+            for (bool in_place : {false, true}) {
+                ++seed;
+                const size_t blk = n * es;
+                std::vector<uint8_t> in(n_r * blk), want(n_r * blk), out(n_r * blk, pattern);
+                for (size_t j = 0; j < n_r; ++j) {
+                    fill_bytes(seed, size_t(ctx.rank) * n_r + j, in.data() + j * blk, blk);
+                    fill_bytes(seed, j * n_r + size_t(ctx.rank), want.data() + j * blk, blk);
+                }
+                if (in_place) {
+                    out = in;
+                }
+                loom_status_t st = loom_alltoall(ctx.comm, in_place ? out.data() : in.data(),
+                                                 out.data(), n, d, &flat_attr, nullptr);
+                long bad =
+                    st == LOOM_SUCCESS ? first_difference(out.data(), want.data(), n_r * blk) : 0;
+                ctx.check(st == LOOM_SUCCESS && bad < 0,
+                          what("alltoall", d, LOOM_SUM, n, in_place, 0) + ": " +
+                              (st == LOOM_SUCCESS ? "byte " + std::to_string(bad) + " differs"
+                                                  : loom_last_error_message()));
+            }
+        }
+    }
+}
+
+// Back to back, cycling all-reduce, all-gather and all-to-all (flat named, or the tuner's
+// choice every third call), counts varying up to each one's slot limit, a slow rank and
+// another algorithm now and then; every result checked exactly.
+void copies_back_to_back(rank_context& ctx) {
+    constexpr int calls = 600;
+    const auto n_r      = size_t(ctx.size);
+    std::vector<uint8_t> in(max_bytes * n_r), out(max_bytes * n_r), want(max_bytes * n_r);
+    for (int k = 0; k < calls; ++k) {
+        const auto h                 = size_t(k) * 2654435761u;
+        const loom_coll_attr_t* attr = k % 3 == 0 ? nullptr : &flat_attr;
+        if (ctx.rank == ctx.size - 1 && k % 89 == 7) {
+            sleep_s(0.003);
+        }
+        if (k % 47 == 13) {
+            int32_t one = 1, sum = 0;
+            loom_allreduce(ctx.comm, &one, &sum, 1, LOOM_INT32, LOOM_SUM, &ring_attr, nullptr);
+            ctx.check(sum == ctx.size, "ring between flat calls");
+        }
+        loom_status_t st = LOOM_SUCCESS;
+        size_t bytes     = 0;
+        const char* kind = "";
+        if (k % 3 == 1) {
+            kind                           = "allgather";
+            const size_t n                 = 1 + h % (n_r * max_bytes / 4);
+            const std::vector<uint8_t> all = gathered(uint64_t(k), ctx.size, n, 4);
+            std::copy(all.begin(), all.end(), want.begin());
+            const size_t off =
+                size_t(loom::schedule::block_offset(int64_t(n), ctx.size, ctx.rank)) * 4;
+            bytes = n * 4;
+            st    = loom_allgather(ctx.comm, want.data() + off, out.data(), n, LOOM_UINT32, attr,
+                                   nullptr);
+        } else if (k % 3 == 2) {
+            kind           = "alltoall";
+            const size_t n = 1 + h % alltoall_max_count(ctx.size, 1);
+            for (size_t j = 0; j < n_r; ++j) {
+                fill_bytes(uint64_t(k), size_t(ctx.rank) * n_r + j, in.data() + j * n, n);
+                fill_bytes(uint64_t(k), j * n_r + size_t(ctx.rank), want.data() + j * n, n);
+            }
+            bytes = n * n_r;
+            st    = loom_alltoall(ctx.comm, in.data(), out.data(), n, LOOM_UINT8, attr, nullptr);
+        } else {
+            kind           = "allreduce";
+            const size_t n = 1 + h % (max_bytes / 8);
+            std::vector<int64_t> x(n), r(n);
+            for (size_t i = 0; i < n; ++i) {
+                x[i] = int64_t(k) * 1000 + ctx.rank * 7 + int64_t(i);
+            }
+            st = loom_allreduce(ctx.comm, x.data(), r.data(), n, LOOM_INT64, LOOM_SUM, attr,
+                                nullptr);
+            for (size_t i = 0; i < n; ++i) {
+                x[i] = int64_t(ctx.size) * (int64_t(k) * 1000 + int64_t(i)) +
+                       7 * int64_t(ctx.size) * (ctx.size - 1) / 2;
+            }
+            bytes = n * 8;
+            std::memcpy(want.data(), x.data(), bytes);
+            std::memcpy(out.data(), r.data(), bytes);
+        }
+        long bad = st == LOOM_SUCCESS ? first_difference(out.data(), want.data(), bytes) : 0;
+        ctx.check(st == LOOM_SUCCESS && bad < 0,
+                  "back-to-back call " + std::to_string(k) + " " + kind + " " +
+                      std::to_string(bytes) + " B: " +
+                      (st == LOOM_SUCCESS ? "byte " + std::to_string(bad) + " differs"
+                                          : loom_last_error_message()));
+    }
+}
+
 void broadcasts(rank_context& ctx) {
     for (size_t bytes : {size_t{1}, size_t{7}, size_t{1000}, max_bytes}) {
         for (int root : {0, ctx.size - 1}) {
@@ -154,6 +307,25 @@ void tuner_choice(rank_context& ctx) {
                            &e, nullptr, 0);
     ctx.check(st == LOOM_SUCCESS && std::string(e.algorithm) != "flat",
               std::string("tuner over LOOM_FLAT_MAX_BYTES chose ") + e.algorithm);
+    const auto n_r = size_t(ctx.size);
+    st = loom_comm_explain(ctx.comm, LOOM_ALLGATHER, n_r, LOOM_INT32, LOOM_SUM, 0, nullptr, &e,
+                           nullptr, 0);
+    ctx.check(st == LOOM_SUCCESS && std::string(e.algorithm) == "flat",
+              std::string("tuner for a 4-byte-block all-gather chose ") + e.algorithm);
+    st = loom_comm_explain(ctx.comm, LOOM_ALLTOALL, 1, LOOM_INT32, LOOM_SUM, 0, nullptr, &e,
+                           nullptr, 0);
+    ctx.check(st == LOOM_SUCCESS && std::string(e.algorithm) == "flat",
+              std::string("tuner for a 4-byte-block all-to-all chose ") + e.algorithm);
+    st = loom_comm_explain(ctx.comm, LOOM_ALLGATHER, n_r * (max_bytes / 4 + 1), LOOM_INT32,
+                           LOOM_SUM, 0, nullptr, &e, nullptr, 0);
+    ctx.check(
+        st == LOOM_SUCCESS && std::string(e.algorithm) != "flat",
+        std::string("tuner for all-gather blocks over LOOM_FLAT_MAX_BYTES chose ") + e.algorithm);
+    // N blocks of max/N bytes + 1 word each no longer fit one slot.
+    st = loom_comm_explain(ctx.comm, LOOM_ALLTOALL, alltoall_max_count(ctx.size, 4) + 1, LOOM_INT32,
+                           LOOM_SUM, 0, nullptr, &e, nullptr, 0);
+    ctx.check(st == LOOM_SUCCESS && std::string(e.algorithm) != "flat",
+              std::string("tuner for all-to-all over the slot chose ") + e.algorithm);
     loom_coll_attr_t a = flat_attr;
     std::vector<int32_t> big(max_bytes / 4 + 1), res(big.size());
     st = loom_allreduce(ctx.comm, big.data(), res.data(), big.size(), LOOM_INT32, LOOM_SUM, &a,
@@ -161,13 +333,22 @@ void tuner_choice(rank_context& ctx) {
     ctx.check(st == LOOM_ERR_NOT_APPLICABLE && contains(loom_last_error_message(), "LOOM_FLAT"),
               std::string("explicit flat over the limit: ") + loom_status_string(st) + ": " +
                   loom_last_error_message());
+    const size_t over = alltoall_max_count(ctx.size, 4) + 1;
+    std::vector<int32_t> a2a_in(over * n_r), a2a_out(over * n_r);
+    st = loom_alltoall(ctx.comm, a2a_in.data(), a2a_out.data(), over, LOOM_INT32, &a, nullptr);
+    ctx.check(st == LOOM_ERR_NOT_APPLICABLE && contains(loom_last_error_message(), "LOOM_FLAT"),
+              std::string("explicit flat all-to-all over the slot: ") + loom_status_string(st) +
+                  ": " + loom_last_error_message());
 }
 
 void workload(rank_context& ctx, const void*) {
     tuner_choice(ctx);
     reductions(ctx);
     broadcasts(ctx);
+    allgathers(ctx);
+    alltoalls(ctx);
     back_to_back(ctx);
+    copies_back_to_back(ctx);
 }
 
 void flat_n(int n) {
@@ -190,9 +371,32 @@ void flat_n8(void**) {
     flat_n(8);
 }
 
-// Rank 2 of 3 kills itself after 20 flat all-reduces; the others' 21st ends with
+// One flat call of `kind` with one int32 per rank (all-reduce: the sum; all-gather: every
+// rank's number; all-to-all: rank i sends i·10 + j to rank j); true when it succeeded with
+// the right result.
+bool one_call(loom_comm_t comm, call_kind kind, int rank, loom_status_t* st) {
+    int32_t x = rank, sum = 0;
+    int32_t in[3], out[3] = {-1, -1, -1};
+    switch (kind) {
+        case call_kind::allgather:
+            *st = loom_allgather(comm, &x, out, 3, LOOM_INT32, &flat_attr, nullptr);
+            return *st == LOOM_SUCCESS && out[0] == 0 && out[1] == 1 && out[2] == 2;
+        case call_kind::alltoall:
+            for (int j = 0; j < 3; ++j) {
+                in[j] = rank * 10 + j;
+            }
+            *st = loom_alltoall(comm, in, out, 1, LOOM_INT32, &flat_attr, nullptr);
+            return *st == LOOM_SUCCESS && out[0] == rank && out[1] == 10 + rank &&
+                   out[2] == 20 + rank;
+        default:
+            *st = loom_allreduce(comm, &x, &sum, 1, LOOM_INT32, LOOM_SUM, &flat_attr, nullptr);
+            return *st == LOOM_SUCCESS && sum == 3;
+    }
+}
+
+// Rank 2 of 3 kills itself after 20 flat calls of `kind`; the others' 21st ends with
 // PEER_FAILURE naming rank 2 within a few seconds (the deadline is 30 s).
-void killed_rank_is_named(void**) {
+void killed_rank_is_named(call_kind kind) {
     char tmpl[] = "/tmp/loom-flat-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) {
         LOOM_FAIL(std::string("mkdtemp failed"));
@@ -216,12 +420,10 @@ void killed_rank_is_named(void**) {
                 *report = std::string("create: ") + loom_last_error_message();
                 return 1;
             }
-            int32_t x = rank, sum = 0;
+            loom_status_t st = LOOM_SUCCESS;
             for (int k = 0; k < 20; ++k) {
-                if (loom_allreduce(comm, &x, &sum, 1, LOOM_INT32, LOOM_SUM, &flat_attr, nullptr) !=
-                        LOOM_SUCCESS ||
-                    sum != 3) {
-                    *report = "call " + std::to_string(k) + " failed";
+                if (!one_call(comm, kind, rank, &st)) {
+                    *report = "call " + std::to_string(k) + " failed: " + loom_status_string(st);
                     return 1;
                 }
             }
@@ -229,8 +431,7 @@ void killed_rank_is_named(void**) {
                 ::raise(SIGKILL);
             }
             const double t0 = loom::now_s();
-            loom_status_t st =
-                loom_allreduce(comm, &x, &sum, 1, LOOM_INT32, LOOM_SUM, &flat_attr, nullptr);
+            one_call(comm, kind, rank, &st);
             const double took = loom::now_s() - t0;
             std::string msg   = loom_last_error_message();
             *report = std::string(loom_status_string(st)) + " after " + std::to_string(took) +
@@ -251,6 +452,16 @@ void killed_rank_is_named(void**) {
     }
 }
 
+void killed_rank_is_named_allreduce(void**) {
+    killed_rank_is_named(call_kind::allreduce);
+}
+void killed_rank_is_named_allgather(void**) {
+    killed_rank_is_named(call_kind::allgather);
+}
+void killed_rank_is_named_alltoall(void**) {
+    killed_rank_is_named(call_kind::alltoall);
+}
+
 }  // namespace
 
 int main() {
@@ -259,7 +470,9 @@ int main() {
         cmocka_unit_test(flat_n3),
         cmocka_unit_test(flat_n4),
         cmocka_unit_test(flat_n8),
-        cmocka_unit_test(killed_rank_is_named),
+        cmocka_unit_test(killed_rank_is_named_allreduce),
+        cmocka_unit_test(killed_rank_is_named_allgather),
+        cmocka_unit_test(killed_rank_is_named_alltoall),
     };
     return LOOM_RUN_TESTS("api_flat", tests);
 }
