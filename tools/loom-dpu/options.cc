@@ -22,8 +22,9 @@ void add_options(CLI::App& app, options& o) {
                    "file whose first line is the job's memif secret (at most 24 characters): "
                    "only the job's ranks and DPUs can attach to the ports");
     app.add_flag("--busy-poll", o.busy_poll,
-                 "spin without yielding when idle, as on a real DPU (default: spin a little, "
-                 "then sched_yield, then sleep in microseconds, so ranks on the same cores run)");
+                 "spin when idle, as on a real DPU's own cores (default: spin a little, then "
+                 "sleep on the ports' rx interrupts where they have them, else in short "
+                 "sleeps, so ranks on the same cores run)");
     app.add_option("--link-timeout", o.link_timeout_s,
                    "seconds a neighbour DPU's server socket may take to appear (default 30)");
     app.add_option("--queue", o.queue_slots,
