@@ -55,6 +55,32 @@ std::string what(const char* kind, loom_dtype_t d, loom_op_t o, size_t n, bool i
            std::to_string(root);
 }
 
+// A call that must succeed with exactly `want`'s bytes: else the first byte that differs,
+// or loom's error.
+void check_bytes(rank_context& ctx, loom_status_t st, const uint8_t* got, const uint8_t* want,
+                 size_t bytes, const std::string& call) {
+    long bad = st == LOOM_SUCCESS ? first_difference(got, want, bytes) : 0;
+    ctx.check(st == LOOM_SUCCESS && bad < 0,
+              call + ": " +
+                  (st == LOOM_SUCCESS ? "byte " + std::to_string(bad) + " differs"
+                                      : loom_last_error_message()));
+}
+
+// What back-to-back calls meet: on call k, the last rank is slow when k % slow_every ==
+// slow_at (the others finish their calls and overwrite their slots meanwhile), and a ring
+// all-reduce runs first when k % ring_every == ring_at (the next flat call then has the same
+// parity as the last).
+void disturb(rank_context& ctx, int k, int slow_every, int slow_at, int ring_every, int ring_at) {
+    if (ctx.rank == ctx.size - 1 && k % slow_every == slow_at) {
+        sleep_s(0.003);
+    }
+    if (k % ring_every == ring_at) {
+        int32_t one = 1, sum = 0;
+        loom_allreduce(ctx.comm, &one, &sum, 1, LOOM_INT32, LOOM_SUM, &ring_attr, nullptr);
+        ctx.check(sum == ctx.size, "ring between flat calls");
+    }
+}
+
 void reductions(rank_context& ctx) {
     uint64_t seed = 1;
     for (loom_dtype_t d : dtypes) {
@@ -135,12 +161,8 @@ void allgathers(rank_context& ctx) {
                 const void* send = in_place ? out.data() + off : in.data();
                 loom_status_t st =
                     loom_allgather(ctx.comm, send, out.data(), n, d, &flat_attr, nullptr);
-                long bad =
-                    st == LOOM_SUCCESS ? first_difference(out.data(), want.data(), n * es) : 0;
-                ctx.check(st == LOOM_SUCCESS && bad < 0,
-                          what("allgather", d, LOOM_SUM, n, in_place, 0) + ": " +
-                              (st == LOOM_SUCCESS ? "byte " + std::to_string(bad) + " differs"
-                                                  : loom_last_error_message()));
+                check_bytes(ctx, st, out.data(), want.data(), n * es,
+                            what("allgather", d, LOOM_SUM, n, in_place, 0));
             }
         }
     }
@@ -167,12 +189,8 @@ void alltoalls(rank_context& ctx) {
                 }
                 loom_status_t st = loom_alltoall(ctx.comm, in_place ? out.data() : in.data(),
                                                  out.data(), n, d, &flat_attr, nullptr);
-                long bad =
-                    st == LOOM_SUCCESS ? first_difference(out.data(), want.data(), n_r * blk) : 0;
-                ctx.check(st == LOOM_SUCCESS && bad < 0,
-                          what("alltoall", d, LOOM_SUM, n, in_place, 0) + ": " +
-                              (st == LOOM_SUCCESS ? "byte " + std::to_string(bad) + " differs"
-                                                  : loom_last_error_message()));
+                check_bytes(ctx, st, out.data(), want.data(), n_r * blk,
+                            what("alltoall", d, LOOM_SUM, n, in_place, 0));
             }
         }
     }
@@ -188,14 +206,7 @@ void copies_back_to_back(rank_context& ctx) {
     for (int k = 0; k < calls; ++k) {
         const auto h                 = size_t(k) * 2654435761u;
         const loom_coll_attr_t* attr = k % 3 == 0 ? nullptr : &flat_attr;
-        if (ctx.rank == ctx.size - 1 && k % 89 == 7) {
-            sleep_s(0.003);
-        }
-        if (k % 47 == 13) {
-            int32_t one = 1, sum = 0;
-            loom_allreduce(ctx.comm, &one, &sum, 1, LOOM_INT32, LOOM_SUM, &ring_attr, nullptr);
-            ctx.check(sum == ctx.size, "ring between flat calls");
-        }
+        disturb(ctx, k, 89, 7, 47, 13);
         loom_status_t st = LOOM_SUCCESS;
         size_t bytes     = 0;
         const char* kind = "";
@@ -235,12 +246,9 @@ void copies_back_to_back(rank_context& ctx) {
             std::memcpy(want.data(), x.data(), bytes);
             std::memcpy(out.data(), r.data(), bytes);
         }
-        long bad = st == LOOM_SUCCESS ? first_difference(out.data(), want.data(), bytes) : 0;
-        ctx.check(st == LOOM_SUCCESS && bad < 0,
-                  "back-to-back call " + std::to_string(k) + " " + kind + " " +
-                      std::to_string(bytes) + " B: " +
-                      (st == LOOM_SUCCESS ? "byte " + std::to_string(bad) + " differs"
-                                          : loom_last_error_message()));
+        check_bytes(ctx, st, out.data(), want.data(), bytes,
+                    "back-to-back call " + std::to_string(k) + " " + kind + " " +
+                        std::to_string(bytes) + " B");
     }
 }
 
@@ -271,16 +279,7 @@ void back_to_back(rank_context& ctx) {
         for (size_t i = 0; i < n; ++i) {
             in[i] = int32_t((k * 7 + ctx.rank * 13 + int(i)) & 0x7fffffff);
         }
-        // The slow rank: the others finish their calls and overwrite their slots meanwhile.
-        if (ctx.rank == ctx.size - 1 && k % 97 == 5) {
-            sleep_s(0.003);
-        }
-        // Another algorithm now and then: the next flat call has the same parity as the last.
-        if (k % 53 == 11) {
-            int32_t one = 1, sum = 0;
-            loom_allreduce(ctx.comm, &one, &sum, 1, LOOM_INT32, LOOM_SUM, &ring_attr, nullptr);
-            ctx.check(sum == ctx.size, "ring between flat calls");
-        }
+        disturb(ctx, k, 97, 5, 53, 11);
         loom_status_t st = loom_allreduce(ctx.comm, in.data(), out.data(), n, LOOM_INT32, LOOM_SUM,
                                           k % 3 == 0 ? nullptr : &flat_attr, nullptr);
         bool ok          = st == LOOM_SUCCESS;

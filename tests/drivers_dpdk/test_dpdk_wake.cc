@@ -108,20 +108,33 @@ std::unique_ptr<drivers::endpoint> endpoint_over_link(std::unique_ptr<eth_link> 
         drivers::reliable::open_reliable(config, std::move(links), {0, 0}, opts));
 }
 
-void rank_in_waker_is_woken_by_a_frame(void**) {
+// A tap link in a private network, quiet (whatever the interface's start produced is read
+// first), under a reliable endpoint whose waker sleeps on the link's rx interrupt.
+struct tap_endpoint {
+    eth_link* raw = nullptr;  // owned by ep
+    std::unique_ptr<drivers::endpoint> ep;
+    drivers::waker w;
+};
+
+tap_endpoint quiet_tap_endpoint() {
     private_network_or_skip();
     auto link = open_tap_or_skip();
     assert_true(link->rx_event_fd() >= 0);
-    eth_link* raw = link.get();
-    // Whatever the interface's start produced goes first.
+    tap_endpoint t;
+    t.raw = link.get();
     drivers::common::frame_view views[32];
     for (deadline quiet(0.3); !quiet.expired();) {
-        (void)raw->recv(views, 32);
+        (void)t.raw->recv(views, 32);
     }
-    auto ep          = endpoint_over_link(std::move(link));
-    drivers::waker w = ep->idle_waker();
-    assert_true(bool(w));
+    t.ep = endpoint_over_link(std::move(link));
+    t.w  = t.ep->idle_waker();
+    assert_true(bool(t.w));
+    return t;
+}
 
+void rank_in_waker_is_woken_by_a_frame(void**) {
+    auto [raw, ep, w] = quiet_tap_endpoint();
+    drivers::common::frame_view views[32];
     std::thread kernel([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         (void)send_from_kernel();
@@ -144,18 +157,9 @@ void rank_in_waker_is_woken_by_a_frame(void**) {
 }
 
 void waker_sleeps_its_timeout_without_frames(void**) {
-    private_network_or_skip();
-    auto link     = open_tap_or_skip();
-    eth_link* raw = link.get();
-    drivers::common::frame_view views[32];
-    for (deadline quiet(0.3); !quiet.expired();) {
-        (void)raw->recv(views, 32);
-    }
-    auto ep          = endpoint_over_link(std::move(link));
-    drivers::waker w = ep->idle_waker();
-    assert_true(bool(w));
-    uint64_t token = w.arm(w.ctx);
-    auto t0        = std::chrono::steady_clock::now();
+    auto [raw, ep, w] = quiet_tap_endpoint();
+    uint64_t token    = w.arm(w.ctx);
+    auto t0           = std::chrono::steady_clock::now();
     w.sleep(w.ctx, token, 200'000'000);
     double slept = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("# slept %.3f s of 0.200\n", slept);
