@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds and runs loom's libFuzzer targets (fuzz/). Usage:
 #   scripts/fuzz.sh [--ci] [SECONDS] [TARGET...]
-# SECONDS per target (default 600; --ci: 20); TARGET names as in fuzz/meson.build
+# SECONDS per target (default 600; --ci: 10); TARGET names as in fuzz/meson.build
 # (fuzz_packet …; default all). Each target runs over a copy of its seed corpus
 # (fuzz/corpus/<name without fuzz_>/), with its dictionary when fuzz/dict has one; crash,
 # leak and timeout inputs go to results/fuzz/<target>/. Prints "<target>: N execs, K crashes"
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 seconds=600
 if [ "${1:-}" = "--ci" ]; then
-    seconds=20
+    seconds=10
     shift
 fi
 if [[ "${1:-}" =~ ^[0-9]+$ ]]; then

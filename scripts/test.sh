@@ -38,7 +38,7 @@ scripts/setup.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false || e
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs --num-processes 2 || status=1
 
-phase "fuzzers (libFuzzer, 20 s per target over its checked-in corpus)"
+phase "fuzzers (libFuzzer, 10 s per target over its checked-in corpus)"
 scripts/fuzz.sh --ci || status=1
 
 phase "arm64: loom-dpu cross-built, run under qemu-user, packaged (scripts/cross_arm64.sh)"
