@@ -5,7 +5,6 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_prefetch.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,9 +28,8 @@ constexpr size_t eth = dpdk::eth_header;
 // runnable, and 8 of them beside 8 yielding ranks on 2 cores made each hop wait for the
 // others' turns (8-byte all-reduce through a 2x2x2 torus: 5-20 ms with 2048 yields before
 // sleeping, 1.1-2 ms without; docs/tools/loom-dpu.md#idle-policy).
-constexpr uint32_t spin_polls  = 256;
-constexpr uint32_t yield_polls = 0;
-constexpr useconds_t sleep_us  = 20;
+constexpr uint32_t spin_polls = 256;
+constexpr useconds_t sleep_us = 20;
 // After this long without a frame, the fallback sleeps deep_sleep_us per poll: an idle DPU
 // then costs about 1 % of a core instead of 10 % (tests/tools/test_dpu_idle.sh), and only
 // the first frame after a quiet spell waits the longer sleep.
@@ -307,11 +305,9 @@ void router::run(volatile std::sig_atomic_t* stop, volatile std::sig_atomic_t* d
             bool work = pass();
             waiter.sleep(work ? 0 : all_heard() ? wait_ms : hello_wait_ms);
             idle = work ? 0 : idle;
-        } else if (idle < spin_polls + yield_polls) {
-            sched_yield();
         } else {
             uint64_t now = rte_get_tsc_cycles();
-            if (idle == spin_polls + yield_polls) {
+            if (idle == spin_polls) {
                 quiet_since = now;
             }
             usleep(now - quiet_since > deep_after ? deep_sleep_us : sleep_us);
