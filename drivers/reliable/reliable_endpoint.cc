@@ -21,10 +21,11 @@ namespace {
 
 constexpr double hello_interval_s = 0.02;
 // How long connect() goes on answering hellos after its own were answered (connect()).
-constexpr double answer_linger_s = 3 * hello_interval_s;
-constexpr double link_check_s    = 0.01;  // alive() is asked this often, not every pass
-constexpr double wheel_tick_s    = 250e-6;
-constexpr size_t wheel_buckets   = 1024;
+constexpr double answer_linger_s    = 3 * hello_interval_s;
+constexpr double link_check_s       = 0.01;  // alive() is asked this often, not every pass
+constexpr double goodbye_interval_s = 0.01;  // close() repeats its unanswered goodbyes
+constexpr double wheel_tick_s       = 250e-6;
+constexpr size_t wheel_buckets      = 1024;
 
 uint32_t random32() {
     uint8_t b[4] = {};
@@ -499,29 +500,39 @@ void rel_endpoint::close() {
         return;
     }
     if (connected_) {
-        // Linger: the peers' last frames need our acks, ours need theirs.
+        // Linger, in two parts under one deadline. First our frames need the peers' acks.
+        // Then the peers need ours: a goodbye carries them, and we keep saying it until each
+        // peer answers (or fails, or says goodbye itself). Leaving earlier takes the link
+        // down under a peer that may not have read our last acks yet; it would fail a send
+        // that was in fact delivered.
         deadline until(opts_.linger_s);
-        for (;;) {
-            progress();
-            bool waiting = false;
-            for (int r : peer_ranks_) {
-                const peer& p = peers_[size_t(r)];
-                waiting       = waiting || (!p.failed && (!p.tx.empty() || !p.sendq.empty()));
+        auto linger = [&](auto waits_on, bool say_goodbye) {
+            double next_goodbye = 0;
+            for (;;) {
+                progress();
+                if (say_goodbye && now_ >= next_goodbye) {
+                    for (int r : peer_ranks_) {
+                        send_goodbye(peers_[size_t(r)]);
+                    }
+                    for (auto& l : links_) {
+                        l->flush();
+                    }
+                    next_goodbye = now_ + goodbye_interval_s;
+                }
+                bool waiting = false;
+                for (int r : peer_ranks_) {
+                    const peer& p = peers_[size_t(r)];
+                    waiting       = waiting || (!p.failed && waits_on(p));
+                }
+                if (!waiting || until.expired()) {
+                    return;
+                }
+                timespec ts{0, 100000};
+                ::nanosleep(&ts, nullptr);
             }
-            if (!waiting || until.expired()) {
-                break;
-            }
-            timespec ts{0, 100000};
-            ::nanosleep(&ts, nullptr);
-        }
-        for (int rep = 0; rep < 3; ++rep) {  // unsequenced: said thrice
-            for (int r : peer_ranks_) {
-                send_goodbye(peers_[size_t(r)]);
-            }
-            for (auto& l : links_) {
-                l->flush();
-            }
-        }
+        };
+        linger([](const peer& p) { return !p.tx.empty() || !p.sendq.empty(); }, false);
+        linger([](const peer& p) { return p.known && !p.farewell; }, true);
     }
     closed_ = true;
     // What a slow run needs first: were frames lost and resent on a timer (LOOM_REL_RTO_US)?

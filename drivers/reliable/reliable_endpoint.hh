@@ -90,6 +90,7 @@ struct peer {
     bool known         = false;  // its incarnation and first sequence number came
     bool connected     = false;  // it answered our hello
     bool failed        = false;
+    bool farewell      = false;  // it answered our goodbye: it holds our last acks
     uint32_t inc       = 0;
     uint32_t first_seq = 0;  // ours toward it (sent in hellos)
     send_window tx;

@@ -41,7 +41,7 @@ inline const loom::params::real_param peer_timeout{
     "failed (its operations complete with LOOM_ERR_PEER_FAILURE); idle peers are probed first"};
 inline const loom::params::real_param linger{
     component, "LOOM_REL_LINGER", "0.5", "s",
-    "how long close() keeps answering and retransmitting so that the last acknowledgements "
-    "reach the peers before it says goodbye"};
+    "how long close() keeps answering and retransmitting so that its frames are acknowledged, "
+    "then says goodbye (carrying its last acks) until every peer answers"};
 
 }  // namespace loom::drivers::reliable::params

@@ -81,6 +81,9 @@ void rel_endpoint::accept_frame(int link, const uint8_t* data, size_t len) {
         return;
     }
     if (p.failed) {
+        if (kind == frame_kind::goodbye && !closed_) {
+            send_ack(p, flag_farewell);  // our first answer may have been lost: answer again
+        }
         return;
     }
     p.last_heard = now_;
@@ -93,8 +96,15 @@ void rel_endpoint::accept_frame(int link, const uint8_t* data, size_t len) {
             if ((h.flags & flag_ping) != 0) {
                 p.ack_due = true;
             }
+            if ((h.flags & flag_farewell) != 0) {
+                p.farewell = true;
+            }
             return;
         case frame_kind::goodbye:
+            // Answered before the peer is failed: the closing endpoint waits for this answer
+            // so that it does not take its link down (and, over memif, the rings that still
+            // hold its last acks) while we have not yet read them.
+            send_ack(p, flag_farewell);
             fail_peer(p, "it said goodbye (its endpoint closed)");
             return;
         default:

@@ -51,17 +51,18 @@ enum class frame_kind : uint8_t {
     ack       = 2,  // acknowledgement only (flag_ping: the peer asks for one)
     hello     = 3,  // connect: my incarnation and first sequence number
     hello_ack = 4,  // the answer, echoing the hello's incarnation
-    goodbye   = 5,  // the endpoint closes: fail what is outstanding toward it
+    goodbye   = 5,  // the endpoint closes: fail what is outstanding toward it (answered)
     rts       = 6,  // request to send a large message (tag, imm, length; no body)
     cts       = 7,  // clear to send message id (flag_discard: the receive mismatched)
 };
 constexpr uint8_t max_kind = 7;
 
-constexpr uint8_t flag_ack     = 1;   // the ack and SACK fields are valid
-constexpr uint8_t flag_ping    = 2;   // ack: please answer with an ack
-constexpr uint8_t flag_rndv    = 4;   // data: of a rendezvous message (its id names the receive)
-constexpr uint8_t flag_discard = 8;   // cts: the receive mismatched, complete the send unsent
-constexpr uint8_t flag_stalled = 16;  // ack: the source holds the next frame until it has room
+constexpr uint8_t flag_ack      = 1;   // the ack and SACK fields are valid
+constexpr uint8_t flag_ping     = 2;   // ack: please answer with an ack
+constexpr uint8_t flag_rndv     = 4;   // data: of a rendezvous message (its id names the receive)
+constexpr uint8_t flag_discard  = 8;   // cts: the receive mismatched, complete the send unsent
+constexpr uint8_t flag_stalled  = 16;  // ack: the source holds the next frame until it has room
+constexpr uint8_t flag_farewell = 32;  // ack: the answer to a goodbye (its acks were heard)
 
 struct header {
     uint8_t kind  = 0;
