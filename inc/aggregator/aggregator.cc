@@ -70,6 +70,15 @@ aggregator::group* aggregator::find(uint64_t job, uint64_t comm) {
     return nullptr;
 }
 
+bool aggregator::answered(const header& h) {
+    group* g = find(h.job, h.comm);
+    if (g == nullptr || size_t(h.slot) * 2 >= g->entries.size()) {
+        return false;
+    }
+    const entry* e = find_entry(*g, h);
+    return e != nullptr && e->complete;
+}
+
 uint64_t group_bytes(const group_config& c) {
     const uint64_t words = (uint64_t(c.members) + 63) / 64;
     const uint64_t chunk = max_payload_bytes;

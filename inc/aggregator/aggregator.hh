@@ -121,6 +121,11 @@ class aggregator {
     /// upstream group's); results go out through `out`.
     void on_packet(const header& h, const uint8_t* payload, packet_sink& out);
 
+    /// True when h's entry (its group, slot, seq and offset) has its result: a contribution
+    /// to it is a retransmission that the result answers, even in a group that can complete
+    /// no new entry.
+    bool answered(const header& h);
+
     const aggregator_stats& stats() const { return stats_; }
     uint32_t slots_in_use() const { return used_slots_; }
     uint64_t bytes_in_use() const { return used_bytes_; }

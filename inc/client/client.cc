@@ -20,6 +20,9 @@ status client::start(uint32_t seq, loom_dtype_t dtype, loom_op_t op, const void*
         return invalid_argument("inc client rank " + std::to_string(cfg_.rank) + ": collective " +
                                 std::to_string(seq_) + " is still running");
     }
+    if (!broken_) {
+        return broken_;
+    }
     esize_ = element_bytes(dtype);
     if (esize_ == 0 || (op != LOOM_SUM && op != LOOM_MIN && op != LOOM_MAX)) {
         return invalid_argument("inc: dtype " + std::to_string(int(dtype)) + " / op " +
@@ -98,6 +101,9 @@ status client::poll(double now_s, uplink& up) {
     if (!running_ || done()) {
         return status::ok();
     }
+    if (!broken_) {
+        return broken_;
+    }
     for (uint32_t i = 0; i < slots_.size(); ++i) {
         slot_state& s = slots_[i];
         if (!s.busy && s.next < chunks_) {
@@ -137,6 +143,16 @@ double client::next_timer_s() const {
 }
 
 void client::on_packet(const header& h, const uint8_t* payload, double now_s, uplink& up) {
+    if (h.kind == packet_kind::nack && h.job == cfg_.job && h.comm == cfg_.comm) {
+        ++stats_.nacks;
+        if (broken_) {
+            auto code = loom_status_t(h.seq);  // a node's nack carries its status code in seq
+            broken_   = status(code == LOOM_SUCCESS ? LOOM_ERR_PEER_FAILURE : code,
+                             "inc client rank " + std::to_string(cfg_.rank) + ": " +
+                                 std::string(reinterpret_cast<const char*>(payload), h.count));
+        }
+        return;
+    }
     if (h.kind != packet_kind::result || !running_ || h.job != cfg_.job || h.comm != cfg_.comm ||
         h.seq != seq_ || h.slot >= slots_.size() || h.offset < shape_.first ||
         (h.offset - shape_.first) % chunk_ != 0) {

@@ -18,6 +18,12 @@
 // output exactly once (a chunk bitmap), whatever duplicates arrive; results of other
 // collectives, slots or offsets are ignored and counted. Past the collective's deadline
 // poll() returns LOOM_ERR_TIMEOUT naming the chunk and slot still missing.
+//
+// A broken group. When a member of the communicator is gone (its link to a node closed
+// without leaving, a node of the tree died), the node nacks the members still there, naming
+// who is gone; the nack fails the running collective at once (poll() returns it) and every
+// later start(): the group cannot complete another entry, and a deadline would only say so
+// later and name nobody.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +58,7 @@ struct client_stats {
     uint64_t results       = 0;  // results copied in
     uint64_t duplicates    = 0;  // results for chunks already in
     uint64_t foreign       = 0;  // results of another collective, slot or offset
+    uint64_t nacks         = 0;  // the node's nacks of this group (the first breaks it)
 };
 
 /// What one collective asks of the node besides its data.
@@ -72,14 +79,17 @@ class client {
     status start(uint32_t seq, loom_dtype_t dtype, loom_op_t op, const void* in, void* out,
                  size_t count, double now_s, const collective_shape& shape = {});
     /// Sends what the window allows and retransmits what timed out. ok while running or
-    /// done; LOOM_ERR_TIMEOUT past the deadline.
+    /// done; LOOM_ERR_TIMEOUT past the deadline; the node's reason once it broke the group.
     status poll(double now_s, uplink& up);
-    /// A packet from the aggregation node (already parsed).
+    /// A packet from the aggregation node (already parsed): a result, or a nack that
+    /// breaks the group (above).
     void on_packet(const header& h, const uint8_t* payload, double now_s, uplink& up);
     bool done() const { return running_ && delivered_ == chunks_; }
     bool running() const { return running_ && delivered_ != chunks_; }
     /// Gives up the collective (its call failed): its buffers are not touched again.
     void abandon() { running_ = false; }
+    /// The node's nack, once one came (ok before).
+    const status& broken() const { return broken_; }
     /// When poll() next has timed work (a retransmission falls due, or the deadline); +inf
     /// when nothing runs. A caller that sleeps between packets wakes by then.
     double next_timer_s() const;
@@ -116,6 +126,7 @@ class client {
     std::vector<slot_state> slots_;
     std::vector<uint64_t> have_;  // chunk bitmap
     std::vector<uint8_t> packet_;
+    status broken_;
 };
 
 }  // namespace loom::inc

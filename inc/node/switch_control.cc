@@ -193,6 +193,11 @@ void switch_node::on_join(peer& p, const header& h, const uint8_t* body) {
 
 void switch_node::on_parent_reply(const header& h, const uint8_t* body) {
     group_state* g = find_group(h.job, h.comm);
+    if (g != nullptr && g->up == up_state::joined && h.kind == packet_kind::nack) {
+        // The group broke above this node (a member elsewhere in the tree is gone).
+        break_group(*g, std::string(reinterpret_cast<const char*>(body), h.count));
+        return;
+    }
     if (g == nullptr || g->up != up_state::pending) {
         ++stats_.unexpected;
         return;
@@ -218,6 +223,56 @@ void switch_node::on_parent_reply(const header& h, const uint8_t* body) {
         reply_nack(*p, as, why);
     }
     drop_group(*g);
+}
+
+// A child node's nack: the group broke below it (one of its members is gone).
+void switch_node::on_child_nack(peer& p, const header& h, const uint8_t* body) {
+    group_state* g = member_group(p, h);
+    if (g == nullptr) {
+        ++stats_.unexpected;
+        count_bad(p);
+        return;
+    }
+    break_group(*g, std::string(reinterpret_cast<const char*>(body), h.count), &p);
+}
+
+// Nacks every member but `gone` and tells the parent, once per group. The parent hears it
+// as a child's nack and breaks the group down its other children; the reason travels whole.
+void switch_node::break_group(group_state& g, const std::string& why, const peer* gone) {
+    if (!g.broken.empty()) {
+        return;
+    }
+    g.broken = why;
+    ++stats_.groups_broken;
+    status st(LOOM_ERR_PEER_FAILURE, why);
+    header h;
+    h.job  = g.job;
+    h.comm = g.comm;
+    for (uint32_t m = 0; m < g.members.size(); ++m) {
+        if (peer* p = g.members[m]; p != nullptr && p != gone) {
+            h.contributor = m;
+            reply_nack(*p, h, st);
+        }
+    }
+    if (g.up != up_state::none && parent_ && !parent_gone_ && parent_.get() != gone) {
+        send_control(*parent_, packet_kind::nack, g.job, g.comm, g.req.parent_index, why,
+                     uint32_t(LOOM_ERR_PEER_FAILURE));
+    }
+}
+
+// A parent link that died breaks every group that went through it (once).
+void switch_node::check_parent() {
+    if (!parent_ || parent_gone_ || parent_->l->alive()) {
+        return;
+    }
+    parent_gone_ = true;
+    std::string why =
+        "the parent aggregation node (" + parent_->l->describe() + ") of " + address() + " is gone";
+    for (auto& g : groups_) {
+        if (g->up != up_state::none) {
+            break_group(*g, why);
+        }
+    }
 }
 
 void switch_node::on_leave(peer& p, const header& h) {
@@ -317,6 +372,7 @@ std::string switch_node::stats_text() const {
     line("memory_in_use", agg_.bytes_in_use());
     line("joins", stats_.joins);
     line("nacks", stats_.nacks);
+    line("groups_broken", stats_.groups_broken);
     line("leaves", stats_.leaves);
     line("stats_queries", stats_.stats_queries);
     return o.str();

@@ -139,6 +139,7 @@ bool switch_node::poll() {
     if (parent_) {
         work |= drain(*parent_);
     }
+    check_parent();
     // Idle links are looked for ten times a second, not on every pass.
     if (double now = now_s(); now >= next_idle_check_s_) {
         next_idle_check_s_ = now + 0.1;
@@ -210,9 +211,11 @@ void switch_node::count_bad(peer& p) {
 
 // The membership check of every contribute and ack: the group exists and this link is
 // the one that joined as the packet's contributor.
-bool switch_node::from_member(const peer& p, const header& h) {
+switch_node::group_state* switch_node::member_group(const peer& p, const header& h) {
     group_state* g = find_group(h.job, h.comm);
-    return g != nullptr && h.contributor < g->members.size() && g->members[h.contributor] == &p;
+    return g != nullptr && h.contributor < g->members.size() && g->members[h.contributor] == &p
+               ? g
+               : nullptr;
 }
 
 // At most a bounded batch per link per pass, so one busy link cannot starve the others.
@@ -249,9 +252,15 @@ void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
         }
         // Only the link that joined as a member speaks for it: anything else would be
         // reduced into a job it does not belong to.
-        if (!p.is_parent && !from_member(p, h)) {
+        group_state* g = p.is_parent ? nullptr : member_group(p, h);
+        if (!p.is_parent && g == nullptr) {
             ++stats_.forged;
             count_bad(p);
+            return;
+        }
+        if (g != nullptr && !g->broken.empty() && h.kind == packet_kind::contribute &&
+            !agg_.answered(h)) {
+            reply_nack(p, h, status(LOOM_ERR_PEER_FAILURE, g->broken));
             return;
         }
         int times = 1;
@@ -279,8 +288,10 @@ void switch_node::handle(peer& p, const uint8_t* packet, size_t len) {
             count_bad(p);
             return;
         case packet_kind::joined:
-        case packet_kind::nack:
             p.is_parent ? on_parent_reply(h, body) : void(++stats_.unexpected);
+            return;
+        case packet_kind::nack:
+            p.is_parent ? on_parent_reply(h, body) : on_child_nack(p, h, body);
             return;
         case packet_kind::leave:
             p.is_parent ? void(++stats_.unexpected) : on_leave(p, h);
@@ -307,7 +318,17 @@ void switch_node::reap() {
         for (size_t k = groups_.size(); k-- > 0;) {
             group_state& g = *groups_[k];
             for (uint32_t m = 0; m < g.members.size(); ++m) {
-                if (g.members[m] == p && member_gone(g, m)) {
+                if (g.members[m] != p) {
+                    continue;
+                }
+                if (g.joined > 1) {  // others remain, and it did not leave
+                    break_group(g,
+                                "member " + std::to_string(m) + " (" + p->l->describe() +
+                                    ") is gone: its link to the aggregation node " + address() +
+                                    " closed without leaving",
+                                p);
+                }
+                if (member_gone(g, m)) {
                     break;  // the group is gone with its last member
                 }
             }

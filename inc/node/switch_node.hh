@@ -10,6 +10,16 @@
 // has. When the last member left (leave packet, or its link died) the group's slots are
 // released and the node leaves its parent too.
 //
+// A broken group. A member whose link dies without leaving (a rank or a child node crashed)
+// takes the group's future with it: no entry it has not contributed to can complete. The
+// node then breaks the group: it nacks every member still linked, naming the one gone, and
+// tells its parent (a nack upward), which breaks the group across the tree, down every other
+// child; a parent link that dies breaks every group that went through it. From then on a
+// contribution to an entry without its result is answered with the nack (a member that
+// missed the first one learns it at its next packet), while a retransmission to an entry
+// already answered still gets its result, so a collective that had completed does not fail.
+// Members see the failure at once, naming the member, instead of at their deadline.
+//
 // Loss injection (drop, dup) applies to data packets in the receive path, so tests see the
 // recovery of a lossy fabric through a real process; control packets are never dropped. It
 // draws through the fault injector's dice (drivers/fault_dice.hh): a packet is dropped with
@@ -65,7 +75,8 @@ struct switch_stats {
     uint64_t drops_injected = 0, dups_injected = 0;
     uint64_t retransmissions = 0;  // data packets flagged flag_resend
     uint64_t joins = 0, nacks = 0, leaves = 0, stats_queries = 0;
-    uint64_t unexpected = 0;               // a kind that has no business on that link
+    uint64_t groups_broken = 0;            // a member gone without leaving, or the parent gone
+    uint64_t unexpected    = 0;            // a kind that has no business on that link
     std::array<uint64_t, 10> malformed{};  // by parse_error
     // Refusals (the node's defences): data packets not from the link that joined as their
     // member, joins without a valid proof, joins over a limit, links refused at the link
@@ -114,6 +125,7 @@ class switch_node {
         uint32_t joined = 0;
         up_state up     = up_state::none;
         std::vector<std::pair<peer*, uint32_t>> pending;  // joins held until the parent answers
+        std::string broken;  // why the group can complete nothing new; empty: whole
     };
     class sink;
 
@@ -121,8 +133,10 @@ class switch_node {
     void accept_links();
     bool make_room();  // at the link limit: evicts the oldest link of no group
     void close_idle(double now);
-    void count_bad(peer& p);  // closes a link over max_bad_per_s
-    bool from_member(const peer& p, const header& h);
+    void count_bad(peer& p);                                    // closes a link over max_bad_per_s
+    group_state* member_group(const peer& p, const header& h);  // null: not p's member's
+    void break_group(group_state& g, const std::string& why, const peer* gone = nullptr);
+    void check_parent();
     bool drain(peer& p);
     void handle(peer& p, const uint8_t* packet, size_t len);
     void reap();
@@ -138,6 +152,7 @@ class switch_node {
     status send_parent_join(const header& h, const join_request& up, uint32_t member);
     status admit_group(const header& h, const join_request& r, group_state** out);
     void on_parent_reply(const header& h, const uint8_t* body);
+    void on_child_nack(peer& p, const header& h, const uint8_t* body);
     void on_leave(peer& p, const header& h);
     bool member_gone(group_state& g, uint32_t member);  // true: the group was dropped
     void drop_group(group_state& g);
@@ -160,6 +175,7 @@ class switch_node {
     drivers::fault::dice dice_;  // --drop/--dup, its own stream from cfg_.seed
     std::vector<uint8_t> ctrl_;  // one control packet being built
     double next_idle_check_s_ = 0;
+    bool parent_gone_         = false;
 };
 
 }  // namespace loom::inc

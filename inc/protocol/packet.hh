@@ -43,7 +43,8 @@ enum class packet_kind : uint8_t {
     contribute = 1,  // client → aggregator: my chunk for (seq, slot, offset)
     result     = 2,  // aggregator → clients: the reduced chunk
     ack        = 3,  // client → aggregator: result of (seq, slot) received
-    nack       = 4,  // node → client: refused; payload: the reason (text)
+    nack       = 4,  // node → client: refused, or the group broke (switch_node.hh); child
+                     // node → parent: the group broke below. Payload: the reason (text)
     // Control (payload: `count` bytes, below). They share the data path so one connection
     // carries a member's whole conversation with its node.
     join        = 5,   // client → node: admit me (payload: join_request)

@@ -221,7 +221,8 @@ status run_step(drivers::datagram_endpoint& l, client& c, const step& s) {
 }  // namespace
 
 status run_rank(const std::string& address, uint64_t job, uint64_t comm, uint32_t member,
-                const join_request& req, const std::vector<step>& steps, std::string_view ticket) {
+                const join_request& req, const std::vector<step>& steps, std::string_view ticket,
+                size_t vanish_after) {
     auto l = drivers::connect_datagram(address, 5);
     if (!l) {
         return l.error();
@@ -239,8 +240,11 @@ status run_rank(const std::string& address, uint64_t job, uint64_t comm, uint32_
     cfg.max_rto_s      = 50e-3;
     cfg.deadline_s     = 10;
     client c(cfg);
-    for (const step& s : steps) {
-        if (status st = run_step(**l, c, s); !st) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+        if (i == vanish_after) {
+            return status::ok();  // the link closes with `l`, no leave sent
+        }
+        if (status st = run_step(**l, c, steps[i]); !st) {
             return st;
         }
     }

@@ -65,9 +65,11 @@ struct step {
 /// One rank: connects to `address`, joins (job, comm) as `member` with `req`, runs the
 /// steps in order, leaves. Any failure (including a 10 s deadline) is the status.
 /// `ticket`: the job's ticket bytes (ticket.hh) for a node with a key; empty: unsigned.
+/// `vanish_after`: after this many steps the rank closes its link without leaving, as a
+/// crashed rank would (and returns ok).
 status run_rank(const std::string& address, uint64_t job, uint64_t comm, uint32_t member,
                 const join_request& req, const std::vector<step>& steps,
-                std::string_view ticket = {});
+                std::string_view ticket = {}, size_t vanish_after = SIZE_MAX);
 
 /// Runs rank(r) for r in 0..n-1, each in its own thread, while `meanwhile` (if any) runs in
 /// the caller's; returns the ranks' statuses once all are done.
