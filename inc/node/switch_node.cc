@@ -131,7 +131,14 @@ std::string switch_node::address() const {
 
 bool switch_node::poll() {
     size_t before = stats_.links_accepted + stats_.links_refused;
-    accept_links();
+    // New links are looked for at most every accept_interval_s, not on every pass: a
+    // listener's accept() costs a system call (tcp, shm: accept4; memif: its ids socket and
+    // a link query per free port), and a pass runs between every few packets. Paid per pass,
+    // it slowed loom-dpu --aggregate's forwarding about tenfold (docs/tools/loom-dpu.md).
+    if (double now = now_s(); now >= next_accept_s_) {
+        next_accept_s_ = now + accept_interval_s;
+        accept_links();
+    }
     bool work = stats_.links_accepted + stats_.links_refused != before;
     for (size_t i = 0; i < peers_.size(); ++i) {
         work |= drain(*peers_[i]);

@@ -174,8 +174,10 @@ class switch_node {
     std::vector<std::unique_ptr<group_state>> groups_;
     drivers::fault::dice dice_;  // --drop/--dup, its own stream from cfg_.seed
     std::vector<uint8_t> ctrl_;  // one control packet being built
-    double next_idle_check_s_ = 0;
-    bool parent_gone_         = false;
+    double next_idle_check_s_                 = 0;
+    bool parent_gone_                         = false;
+    double next_accept_s_                     = 0;
+    static constexpr double accept_interval_s = 0.001;  // new links wait at most this long
 };
 
 }  // namespace loom::inc
