@@ -28,6 +28,10 @@ void add_options(CLI::App& app, options& o) {
         ->capture_default_str();
     app.add_option("--max-members", o.max_members, "members the table holds at most (503 above)")
         ->capture_default_str();
+    app.add_option("--slot-quota", o.slot_quota,
+                   "in-network slots one job may hold in all, summed over the nodes of all its "
+                   "allocations (a grant over it is refused, naming the quota); 0: no quota")
+        ->capture_default_str();
     app.add_option("--threads", o.threads, "threads serving requests")->capture_default_str();
     app.add_option("--fabric", o.fabric,
                    "the fabric the controller holds, a shape (torus:4x4) or a fabric file: it "
