@@ -14,8 +14,9 @@ void add_options(CLI::App& app, options& o) {
                    "least 16 characters)")
         ->required();
     app.add_option("--state", o.state_file,
-                   "file the member table is kept in (written atomically at every change, read "
-                   "back at start); none: memory only, a restart forgets every member");
+                   "file the member table and the slot allocations are kept in (written "
+                   "atomically at every change, read back at start); none: memory only, a "
+                   "restart forgets every member and allocation");
     app.add_option("--heartbeat", o.heartbeat_s,
                    "heartbeat period in seconds given to members; three missed periods mark a "
                    "member down")
