@@ -158,6 +158,11 @@ else
 fi
 id_b=$aid
 lease_b=$alease
+# B renews until its expiry is timed below, so the checks in between may take their time.
+python3 "$here/ctld_http.py" "$addr" POST "/v1/allocations/$id_b/renew" "${auth[@]}" \
+    --body "{\"lease\":\"$lease_b\"}" --repeat 300 --interval 0.2 >/dev/null &
+renew_b=$!
+pids+=("$renew_b")
 grant '{"job":"A","comm":"c1","nodes":["spine","leaf0"],"slots":2}'
 if [[ "$granted" == "409 "* ]] &&
     [[ "$granted" == *'job A is over its quota of 6 slots (it holds 3, this communicator asks 4)'* ]]; then
@@ -197,8 +202,10 @@ else
     fail "loomctl slots --json and jobs --json" "$(flat "$tmp/out" "$tmp/out2")"
 fi
 
-# B never renews: gone three periods (1.5 s) after its last renewal, within the sweep's
+# B stops renewing: gone three periods (1.5 s) after its last renewal, within the sweep's
 # quarter period and the poll (a loaded machine may add a period); never before.
+kill "$renew_b" 2>/dev/null
+wait "$renew_b" 2>/dev/null
 ms=$(http "$addr" EXPIRED_AFTER "$id_b" "$lease_b" "${auth[@]}")
 if [[ "$ms" =~ ^[0-9]+$ ]] && [ "$ms" -ge 1450 ] && [ "$ms" -le 2500 ] && [ "$(used leaf0)" = 1 ]; then
     pass "a job that stops renewing loses its allocation within three periods (${ms} ms), its slots free"
