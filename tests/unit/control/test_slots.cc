@@ -150,10 +150,7 @@ static void a_node_going_out_revokes_the_allocations_that_use_it(void**) {
 }
 
 static void the_store_keeps_allocations_and_reads_format_1(void**) {
-    char path[] = "/tmp/loom_test_slots_XXXXXX";
-    int fd      = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    std::string path = test::temp_path("control", "slots_state");
     slot_table t(period, 0, 64);
     slot_nodes nodes   = three_switches();
     auto a             = t.grant(ask("j", "c0", 2), nodes);
@@ -199,7 +196,7 @@ static void the_store_keeps_allocations_and_reads_format_1(void**) {
     assert_int_equal(stored->members[0].slots, default_slots);
     assert_int_equal(stored->members[1].slots, 0);
     assert_int_equal(stored->allocations.size(), 0);
-    unlink(path);
+    std::remove(path.c_str());
 }
 
 LOOM_TEST_MAIN("control_slots", cmocka_unit_test(a_full_node_refuses_the_whole_tree_naming_it),
