@@ -62,6 +62,7 @@ result<member> member_table::join(const join_request& request) {
     }
     m->kind           = request.kind;
     m->addresses      = request.addresses;
+    m->slots          = request.kind == member_kind::host ? 0 : request.slots;
     m->lease          = lease->substr(0, 32);
     m->state          = member_state::up;
     m->joined_unix_s  = int64_t(std::time(nullptr));

@@ -38,6 +38,9 @@ struct member {
     std::string name;  // unique: joining under a taken name is the same member rejoining
     member_kind kind = member_kind::host;
     std::vector<std::string> addresses;
+    /// In-network slots (a switch's or a DPU's; 0 for a host): the reductions it holds at
+    /// once, leased to jobs by the slot table (slots.hh).
+    uint32_t slots = 0;
     std::string lease;  // renewed by heartbeats naming it; a new one at every join
     member_state state = member_state::up;
     /// Taken out of service by an operator (loomctl drain): it keeps its lease and its
@@ -54,6 +57,7 @@ struct join_request {
     std::string name;
     member_kind kind = member_kind::host;
     std::vector<std::string> addresses;
+    uint32_t slots = 0;  // ignored for a host
 };
 
 /// Why a heartbeat or a leave was refused.

@@ -17,7 +17,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int state_format       = 1;
+constexpr int state_format       = 2;  // 1: members only, still read
 constexpr size_t max_state_bytes = size_t{256} << 20;
 
 status write_all(int fd, const std::string& text) {
@@ -48,8 +48,30 @@ void sync_folder(const std::string& path) {
 }  // namespace
 
 status save_state(const std::string& path, const std::vector<member>& members, uint64_t next_id) {
-    json table = {{"format", state_format}, {"next_id", next_id}, {"members", json::array()}};
-    for (const member& m : members) {
+    stored_table t;
+    t.members = members;
+    t.next_id = next_id;
+    return save_state(path, t);
+}
+
+status save_state(const std::string& path, const stored_table& t) {
+    json table = {{"format", state_format},
+                  {"next_id", t.next_id},
+                  {"members", json::array()},
+                  {"next_allocation_id", t.next_allocation_id},
+                  {"allocations", json::array()}};
+    for (const allocation& a : t.allocations) {
+        table["allocations"].push_back({{"id", a.id},
+                                        {"lease", a.lease},
+                                        {"job", a.job},
+                                        {"comm", a.comm},
+                                        {"nodes", a.nodes},
+                                        {"slots", a.slots},
+                                        {"state", allocation_state_name(a.state)},
+                                        {"revoked_because", a.revoked_because},
+                                        {"granted_unix_s", a.granted_unix_s}});
+    }
+    for (const member& m : t.members) {
         table["members"].push_back({{"id", m.id},
                                     {"name", m.name},
                                     {"kind", kind_name(m.kind)},
@@ -57,6 +79,7 @@ status save_state(const std::string& path, const std::vector<member>& members, u
                                     {"lease", m.lease},
                                     {"state", state_name(m.state)},
                                     {"drained", m.drained},
+                                    {"slots", m.slots},
                                     {"joined_unix_s", m.joined_unix_s}});
     }
     std::string text = table.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -101,7 +124,8 @@ result<stored_table> load_state(const std::string& path) {
     if (table.is_discarded() || !table.is_object()) {
         return bad("not JSON");
     }
-    if (table.value("format", 0) != state_format || !table["members"].is_array() ||
+    int format = table.value("format", 0);
+    if ((format != 1 && format != state_format) || !table["members"].is_array() ||
         !table["next_id"].is_number_unsigned()) {
         return bad("unknown format");
     }
@@ -123,10 +147,37 @@ result<stored_table> load_state(const std::string& path) {
                 return bad("member " + std::to_string(m.id) + " has an unknown kind");
             }
             m.kind = *kind;
+            // Format 1 had no slots: an in-network member has the default until it rejoins.
+            m.slots = j.value("slots", m.kind == member_kind::host ? 0u : default_slots);
             out.members.push_back(std::move(m));
         }
     } catch (const json::exception& e) {
         return bad(std::string("a member is malformed: ") + e.what());
+    }
+    if (format == 1) {
+        return out;
+    }
+    if (!table["allocations"].is_array() || !table["next_allocation_id"].is_number_unsigned()) {
+        return bad("format 2 without its allocations");
+    }
+    out.next_allocation_id = table["next_allocation_id"].get<uint64_t>();
+    try {
+        for (const json& j : table["allocations"]) {
+            allocation a;
+            a.id    = j.at("id").get<uint64_t>();
+            a.lease = j.at("lease").get<std::string>();
+            a.job   = j.at("job").get<std::string>();
+            a.comm  = j.at("comm").get<std::string>();
+            a.nodes = j.at("nodes").get<std::vector<std::string>>();
+            a.slots = j.at("slots").get<uint32_t>();
+            a.state = j.at("state").get<std::string>() == "revoked" ? allocation_state::revoked
+                                                                    : allocation_state::active;
+            a.revoked_because = j.value("revoked_because", "");
+            a.granted_unix_s  = j.at("granted_unix_s").get<int64_t>();
+            out.allocations.push_back(std::move(a));
+        }
+    } catch (const json::exception& e) {
+        return bad(std::string("an allocation is malformed: ") + e.what());
     }
     return out;
 }

@@ -11,6 +11,11 @@ for each request, so the script can check the status and grep the JSON.
                                    heartbeat's answer to the list that shows it down (or
                                    "never" after 5 s); timed in one process, so the figure is
                                    the controller's and not this script's start-up
+  ctld_http.py ADDR EXPIRED_AFTER ID LEASE --token-file F
+                                   one renewal of allocation ID, then the allocation list every
+                                   20 ms until ID is gone: prints the milliseconds from the
+                                   renewal's answer to the list without it (or "never" after
+                                   5 s); timed in one process, as DOWN_AFTER
   ctld_http.py ADDR RAW TEXT       sends TEXT as it is (a malformed request), prints the status
   ctld_http.py ADDR GARBAGE N       sends N malformed requests (random bytes, bad request lines,
                                    lengths and chunks, oversized headers), prints how many got
@@ -115,6 +120,24 @@ def down_after(host, port, member_id, lease, name, headers):
     print("never")
 
 
+def expired_after(host, port, alloc_id, lease, headers):
+    renewal = one(host, port, "POST", f"/v1/allocations/{alloc_id}/renew", headers,
+                  json.dumps({"lease": lease}))
+    start = time.monotonic()
+    if not renewal.startswith("200 "):
+        print(f"renewal refused: {renewal}")
+        return
+    while time.monotonic() - start < 5:
+        answer = one(host, port, "GET", "/v1/allocations", headers, None)
+        if answer.startswith("200 "):
+            listed = json.loads(answer[4:])["allocations"]
+            if not any(a["id"] == int(alloc_id) for a in listed):
+                print(round((time.monotonic() - start) * 1000))
+                return
+        time.sleep(0.02)
+    print("never")
+
+
 def main():
     addr, method = sys.argv[1], sys.argv[2]
     host, port = split(addr)
@@ -138,6 +161,8 @@ def main():
     if method == "DOWN_AFTER":
         p.add_argument("lease")
         p.add_argument("name")
+    if method == "EXPIRED_AFTER":
+        p.add_argument("lease")
     a = p.parse_args(sys.argv[3:])
     headers = {}
     token = a.token
@@ -153,6 +178,9 @@ def main():
         headers["Content-Type"] = "application/json"
     if method == "DOWN_AFTER":
         down_after(host, port, a.path, a.lease, a.name, headers)
+        return
+    if method == "EXPIRED_AFTER":
+        expired_after(host, port, a.path, a.lease, headers)
         return
     for i in range(a.repeat):
         if i > 0 and a.interval > 0:

@@ -6,6 +6,7 @@
 
 #include "api_common.hh"
 #include "api_fabric.hh"
+#include "api_slots.hh"
 #include "controller.hh"
 
 namespace loom::ctld {
@@ -13,10 +14,11 @@ namespace loom::ctld {
 using namespace loom::control;  // the table this file serves
 namespace {
 
-constexpr size_t max_name_bytes    = 128;
-constexpr size_t max_address_bytes = 256;
-constexpr size_t max_addresses     = 64;
-constexpr size_t max_lease_bytes   = 128;
+constexpr size_t max_name_bytes     = 128;
+constexpr size_t max_address_bytes  = 256;
+constexpr size_t max_addresses      = 64;
+constexpr size_t max_lease_bytes    = 128;
+constexpr uint64_t max_member_slots = 1 << 20;
 
 bool name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -62,6 +64,14 @@ std::string read_join(const json& body, join_request* out) {
         }
         out->addresses.push_back(a.get<std::string>());
     }
+    // A switch's or a DPU's in-network slots; a host has none (the field is ignored).
+    out->slots = default_slots;
+    if (auto slots = body.find("slots"); slots != body.end()) {
+        if (!slots->is_number_unsigned() || slots->get<uint64_t>() > max_member_slots) {
+            return "'slots' must be 0 to " + std::to_string(max_member_slots);
+        }
+        out->slots = uint32_t(slots->get<uint64_t>());
+    }
     return "";
 }
 
@@ -72,6 +82,7 @@ json member_json(const member& m, steady::time_point now) {
             {"kind", kind_name(m.kind)},
             {"state", state_name(m.state)},
             {"drained", m.drained},
+            {"capacity", m.slots},  // in-network slots ("slots" at join)
             {"addresses", m.addresses},
             {"joined_unix_s", m.joined_unix_s},
             {"last_heartbeat_s", ago_s},
@@ -154,6 +165,7 @@ void leave(controller& ctl, const httplib::Request& req, httplib::Response& res)
         return;
     }
     ctl.stats().leaves.fetch_add(1);
+    ctl.revoke_out();  // the allocations that used it learn it at their next renewal
     reply(res, 200, {{"id", id}, {"left", true}});
 }
 
@@ -170,6 +182,7 @@ void drain(controller& ctl, const httplib::Request& req, httplib::Response& res,
         return;
     }
     ctl.stats().drains.fetch_add(1, std::memory_order_relaxed);
+    ctl.revoke_out();
     reply(res, 200, {{"id", id}, {"drained", drained}});
 }
 
@@ -275,12 +288,15 @@ void install_api(httplib::Server& server, controller& ctl) {
                }));
     allow_only(server, ctl, "/v1/status", "GET");
     server.Get("/metrics", guarded(ctl, [&ctl](const httplib::Request&, httplib::Response& res) {
+                   auto members = ctl.members().snapshot();
                    res.set_content(
-                       metrics_text(ctl.stats(), ctl.members().snapshot(), ctl.uptime_s()),
+                       metrics_text(ctl.stats(), members, ctl.uptime_s()) +
+                           slot_metrics_text(ctl.stats(), members, ctl.slots().snapshot()),
                        "text/plain; version=0.0.4");
                }));
     allow_only(server, ctl, "/metrics", "GET");
     install_fabric_api(server, ctl);
+    install_slots_api(server, ctl);
 }
 
 }  // namespace loom::ctld

@@ -13,6 +13,7 @@
 #include "base/secret.hh"
 #include "base/status.hh"
 #include "control/members.hh"
+#include "control/slots.hh"
 #include "control/trees.hh"
 #include "counters.hh"
 #include "options.hh"
@@ -31,14 +32,24 @@ class controller {
     /// Writes the table to the state file (nothing without one). Writes are serialised, and
     /// each writes the table as it is when it starts, so the file never goes back in time.
     status persist();
-    /// Marks down the members whose leases ran out, counts them and persists the change.
+    /// Marks down the members whose leases ran out, revokes the allocations that used a node
+    /// now out of service, forgets the allocations whose leases ran out; counts them and
+    /// persists the change.
     void sweep();
+    /// Revokes the allocations that use a node out of service or gone (after a drain or a
+    /// leave, so the job learns it at its next renewal); counts and persists them.
+    void revoke_out();
+    /// Every in-network member (switch, DPU) with its capacity and service state.
+    control::slot_nodes in_network_nodes() const;
+    /// Grants `request` all or nothing; a grant is on disk before it is returned.
+    result<control::grant_result> grant(const control::grant_request& request);
 
     /// Whether `presented` is the token, in time that does not depend on where they differ
     /// or on the presented length.
     bool token_matches(std::string_view presented) const;
 
     control::member_table& members() { return members_; }
+    control::slot_table& slots() { return slots_; }
     /// The fabric (--fabric), or null when the controller holds none.
     const topology::fabric* fabric() const { return fabric_ ? &*fabric_ : nullptr; }
     /// The fabric's nodes that are out of service now: each member that is down or drained,
@@ -54,6 +65,7 @@ class controller {
   private:
     const options options_;
     control::member_table members_;
+    control::slot_table slots_;
     std::optional<topology::fabric> fabric_;
     counters stats_;
     rate_limiter limiter_;

@@ -23,6 +23,8 @@ const char* refusal_name(refusal r) {
             return "not_found";
         case refusal::method_not_allowed:
             return "method_not_allowed";
+        case refusal::conflict:
+            return "conflict";
         case refusal::gone:
             return "gone";
         case refusal::too_large:
@@ -48,6 +50,8 @@ refusal refusal_of_status(int http_status) {
             return refusal::not_found;
         case 405:
             return refusal::method_not_allowed;
+        case 409:
+            return refusal::conflict;
         case 410:
             return refusal::gone;
         case 413:
@@ -117,6 +121,62 @@ std::string metrics_text(const counters& c, const std::vector<member>& members, 
     sample(out, "loom_ctld_uptime_seconds", uptime_s);
     family(out, "loom_ctld_build_info", "gauge", "The version of loom-ctld.");
     sample(out, std::string("loom_ctld_build_info{version=\"") + loom_version() + "\"}", 1);
+    return out;
+}
+
+std::string slot_metrics_text(const counters& c, const std::vector<member>& members,
+                              const std::vector<allocation>& allocations) {
+    std::map<std::string, uint64_t> used;
+    uint64_t active = 0;
+    for (const allocation& a : allocations) {
+        if (a.state == allocation_state::active) {
+            ++active;
+            for (const std::string& n : a.nodes) {
+                used[n] += a.slots;
+            }
+        }
+    }
+    std::string out;
+    family(out, "loom_ctld_slots_capacity", "gauge",
+           "In-network slots of each switch and DPU member.");
+    for (const member& m : members) {
+        if (m.kind != member_kind::host) {
+            sample(out, "loom_ctld_slots_capacity{member=\"" + m.name + "\"}", double(m.slots));
+        }
+    }
+    family(out, "loom_ctld_slots_used", "gauge",
+           "In-network slots held by active allocations, per switch and DPU member.");
+    for (const member& m : members) {
+        if (m.kind != member_kind::host) {
+            sample(out, "loom_ctld_slots_used{member=\"" + m.name + "\"}", double(used[m.name]));
+        }
+    }
+    family(out, "loom_ctld_allocations", "gauge", "Slot allocations by state.");
+    sample(out, "loom_ctld_allocations{state=\"active\"}", double(active));
+    sample(out, "loom_ctld_allocations{state=\"revoked\"}", double(allocations.size() - active));
+    family(out, "loom_ctld_slot_grants_total", "counter", "Slot allocations granted.");
+    sample(out, "loom_ctld_slot_grants_total",
+           double(c.slot_refused[size_t(slot_refusal::none)].load()));
+    family(out, "loom_ctld_slot_refusals_total", "counter", "Slot grants refused, by reason.");
+    for (size_t r = 1; r < size_t(slot_refusal::count_); ++r) {
+        sample(out,
+               std::string("loom_ctld_slot_refusals_total{reason=\"") +
+                   slot_refusal_name(slot_refusal(r)) + "\"}",
+               double(c.slot_refused[r].load()));
+    }
+    auto counter = [&](const char* name, const char* help, const std::atomic<uint64_t>& v) {
+        family(out, name, "counter", help);
+        sample(out, name, double(v.load()));
+    };
+    counter("loom_ctld_allocations_released_total", "Allocations released by their jobs.",
+            c.allocations_released);
+    counter("loom_ctld_allocations_revoked_total",
+            "Allocations revoked because a node of their tree went out of service.",
+            c.allocations_revoked);
+    counter("loom_ctld_allocations_expired_total",
+            "Allocations forgotten after three heartbeat periods without a renewal.",
+            c.allocations_expired);
+    counter("loom_ctld_allocation_renewals_total", "Allocation renewals accepted.", c.renewals);
     return out;
 }
 

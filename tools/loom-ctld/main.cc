@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // loom-ctld: the control plane's controller (docs/tools/loom-ctld.md). This slice holds the
-// members (hosts, DPUs, switches) and their leases, serves API v1 over HTTP/1.1 + JSON and
-// /metrics, and keeps the table in a state file.
+// members (hosts, DPUs, switches) and their leases and the jobs' in-network slot leases, serves
+// API v1 over HTTP/1.1 + JSON and /metrics, and keeps both tables in a state file.
 //
 // Threads: the HTTP workers answer requests; the main thread waits for SIGINT/SIGTERM and,
-// between signals, sweeps expired leases (its wait's timeout is the sweep's timer). The first
-// line on stdout is "loom-ctld listening on HOST:PORT" (the port the kernel picked for 0).
+// between signals, sweeps expired leases and revokes allocations over nodes gone out (its
+// wait's timeout is the sweep's timer). The first line on stdout is "loom-ctld listening on
+// HOST:PORT" (the port the kernel picked for 0).
 #include <httplib.h>
 #include <loom/loom.h>
 #include <signal.h>

@@ -14,8 +14,9 @@ void add_options(CLI::App& app, options& o) {
                    "least 16 characters)")
         ->required();
     app.add_option("--state", o.state_file,
-                   "file the member table is kept in (written atomically at every change, read "
-                   "back at start); none: memory only, a restart forgets every member");
+                   "file the member table and the slot allocations are kept in (written "
+                   "atomically at every change, read back at start); none: memory only, a "
+                   "restart forgets every member and allocation");
     app.add_option("--heartbeat", o.heartbeat_s,
                    "heartbeat period in seconds given to members; three missed periods mark a "
                    "member down")
@@ -27,6 +28,10 @@ void add_options(CLI::App& app, options& o) {
                    "above; 0: no limit)")
         ->capture_default_str();
     app.add_option("--max-members", o.max_members, "members the table holds at most (503 above)")
+        ->capture_default_str();
+    app.add_option("--slot-quota", o.slot_quota,
+                   "in-network slots one job may hold in all, summed over the nodes of all its "
+                   "allocations (a grant over it is refused, naming the quota); 0: no quota")
         ->capture_default_str();
     app.add_option("--threads", o.threads, "threads serving requests")->capture_default_str();
     app.add_option("--fabric", o.fabric,

@@ -25,6 +25,7 @@ struct options {
     size_t max_body_bytes = 64 * 1024;
     double rate_per_s     = 100;  // requests per second per client; 0: unlimited
     size_t max_members    = 65536;
+    uint64_t slot_quota   = 0;  // in-network slots one job may hold in all; 0: no quota
     int threads           = 4;
     std::string fabric;  // a shape or fabric file; empty: no routes or trees are served
     std::string ties_name  = "toward-plus";

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // loomctl: the control plane's command line (docs/tools/loomctl.md): the verbs `status`,
-// `members`, `routes`, `trees`, `drain` and `undrain`, each text by default or the
+// `members`, `routes`, `trees`, `drain`, `undrain`, `slots` and `jobs`, each text by default or the
 // controller's JSON with --json.
 // Exit 0 on an answer, 1 when the controller refused or could not be reached (one line
 // "loomctl: reason"), 2 for a usage error.
@@ -57,6 +57,10 @@ result<nlohmann::json> ask(const options& o, const std::string& token) {
         case verb::trees:
             return get_json(
                 o, token, "/v1/trees" + (o.ranks.empty() ? "" : "?ranks=" + query_escape(o.ranks)));
+        case verb::slots:
+            return get_json(o, token, "/v1/slots");
+        case verb::jobs:
+            return get_json(o, token, "/v1/jobs");
         case verb::drain:
         case verb::undrain: {
             LOOM_ASSIGN(uint64_t id, member_id(o, token, o.member));
@@ -81,6 +85,10 @@ std::string as_text(const options& o, const nlohmann::json& answer) {
             return o.table ? route_table_text(answer) : route_text(answer);
         case verb::trees:
             return trees_text(answer);
+        case verb::slots:
+            return slots_table(answer);
+        case verb::jobs:
+            return jobs_table(answer);
         case verb::drain:
         case verb::undrain:
             return "member " + o.member + (o.what == verb::drain ? " drained" : " undrained") +

@@ -60,6 +60,17 @@ void add_options(CLI::App& app, options& o) {
     trees_verb->add_flag("--json", o.json, "print the controller's answer as JSON");
     trees_verb->callback([&o] { o.what = verb::trees; });
 
+    auto* slots_verb = app.add_subcommand(
+        "slots", "each switch's and DPU's in-network slots: capacity, used, free, by which job");
+    add_common(*slots_verb, o);
+    slots_verb->add_flag("--json", o.json, "print the controller's answer as JSON");
+    slots_verb->callback([&o] { o.what = verb::slots; });
+    auto* jobs_verb = app.add_subcommand(
+        "jobs", "the jobs holding in-network slot allocations: communicators, slots, revoked");
+    add_common(*jobs_verb, o);
+    jobs_verb->add_flag("--json", o.json, "print the controller's answer as JSON");
+    jobs_verb->callback([&o] { o.what = verb::jobs; });
+
     for (verb v : {verb::drain, verb::undrain}) {
         bool drain = v == verb::drain;
         auto* sub  = app.add_subcommand(drain ? "drain" : "undrain",

@@ -15,7 +15,7 @@ constexpr int exit_ok       = 0;
 constexpr int exit_failed   = 1;  // the request was refused or failed
 constexpr int exit_bad_args = 2;
 
-enum class verb { none, status, members, routes, trees, drain, undrain };
+enum class verb { none, status, members, routes, trees, drain, undrain, slots, jobs };
 
 struct options {
     verb what = verb::none;

@@ -161,4 +161,32 @@ std::string trees_text(const json& answer) {
     return out;
 }
 
+std::string slots_table(const json& slots) {
+    std::vector<std::vector<std::string>> rows{
+        {"NAME", "KIND", "STATE", "CAPACITY", "USED", "FREE", "JOBS"}};
+    for (const json& n : slots.value("nodes", json::array())) {
+        std::string state = text_of(n, "state");
+        if (n.value("drained", false)) {
+            state += ",drained";
+        }
+        std::string jobs;
+        for (const json& j : n.value("jobs", json::array())) {
+            jobs += (jobs.empty() ? "" : ",") + text_of(j, "job") + ":" + text_of(j, "slots");
+        }
+        rows.push_back({text_of(n, "name"), text_of(n, "kind"), state, text_of(n, "capacity"),
+                        text_of(n, "used"), text_of(n, "free"), jobs.empty() ? "-" : jobs});
+    }
+    std::string quota = text_of(slots, "quota");
+    return aligned(rows) + "quota per job: " + (quota == "0" ? "none" : quota + " slots") + "\n";
+}
+
+std::string jobs_table(const json& jobs) {
+    std::vector<std::vector<std::string>> rows{{"JOB", "ALLOCATIONS", "REVOKED", "SLOTS", "COMMS"}};
+    for (const json& j : jobs.value("jobs", json::array())) {
+        rows.push_back({text_of(j, "job"), text_of(j, "allocations"), text_of(j, "revoked"),
+                        text_of(j, "slots"), joined(j.value("comms", json::array()))});
+    }
+    return aligned(rows);
+}
+
 }  // namespace loom::ctl_tool

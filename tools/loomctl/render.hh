@@ -18,5 +18,9 @@ std::string route_text(const nlohmann::json& route);
 std::string route_table_text(const nlohmann::json& table);
 /// `loomctl trees`: each tree indented by level, with the ranks under each node; cut ranks.
 std::string trees_text(const nlohmann::json& trees);
+/// `loomctl slots`: one row per in-network member: capacity, used, free, by which jobs.
+std::string slots_table(const nlohmann::json& slots);
+/// `loomctl jobs`: one row per job holding allocations: communicators, slots, revoked ones.
+std::string jobs_table(const nlohmann::json& jobs);
 
 }  // namespace loom::ctl_tool
