@@ -102,40 +102,34 @@ def hang(host, port, seconds):
     time.sleep(seconds)
 
 
-def down_after(host, port, member_id, lease, name, headers):
-    beat = one(host, port, "POST", f"/v1/members/{member_id}/heartbeat", headers,
-               json.dumps({"lease": lease}))
+def renewed_then_gone(host, port, headers, renew_path, lease, what, list_path, gone):
+    """Renews once, then prints the milliseconds until gone(the list's JSON) holds ("never"
+    after 5 s): how long a lease outlives its last renewal."""
+    answer = one(host, port, "POST", renew_path, headers, json.dumps({"lease": lease}))
     start = time.monotonic()
-    if not beat.startswith("200 "):
-        print(f"heartbeat refused: {beat}")
+    if not answer.startswith("200 "):
+        print(f"{what} refused: {answer}")
         return
     while time.monotonic() - start < 5:
-        answer = one(host, port, "GET", "/v1/members", headers, None)
-        if answer.startswith("200 "):
-            members = json.loads(answer[4:])["members"]
-            if any(m["name"] == name and m["state"] == "down" for m in members):
-                print(round((time.monotonic() - start) * 1000))
-                return
+        listed = one(host, port, "GET", list_path, headers, None)
+        if listed.startswith("200 ") and gone(json.loads(listed[4:])):
+            print(round((time.monotonic() - start) * 1000))
+            return
         time.sleep(0.02)
     print("never")
+
+
+def down_after(host, port, member_id, lease, name, headers):
+    renewed_then_gone(host, port, headers, f"/v1/members/{member_id}/heartbeat", lease,
+                      "heartbeat", "/v1/members",
+                      lambda d: any(m["name"] == name and m["state"] == "down"
+                                    for m in d["members"]))
 
 
 def expired_after(host, port, alloc_id, lease, headers):
-    renewal = one(host, port, "POST", f"/v1/allocations/{alloc_id}/renew", headers,
-                  json.dumps({"lease": lease}))
-    start = time.monotonic()
-    if not renewal.startswith("200 "):
-        print(f"renewal refused: {renewal}")
-        return
-    while time.monotonic() - start < 5:
-        answer = one(host, port, "GET", "/v1/allocations", headers, None)
-        if answer.startswith("200 "):
-            listed = json.loads(answer[4:])["allocations"]
-            if not any(a["id"] == int(alloc_id) for a in listed):
-                print(round((time.monotonic() - start) * 1000))
-                return
-        time.sleep(0.02)
-    print("never")
+    renewed_then_gone(host, port, headers, f"/v1/allocations/{alloc_id}/renew", lease,
+                      "renewal", "/v1/allocations",
+                      lambda d: not any(a["id"] == int(alloc_id) for a in d["allocations"]))
 
 
 def main():

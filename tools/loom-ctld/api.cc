@@ -17,7 +17,6 @@ namespace {
 constexpr size_t max_name_bytes     = 128;
 constexpr size_t max_address_bytes  = 256;
 constexpr size_t max_addresses      = 64;
-constexpr size_t max_lease_bytes    = 128;
 constexpr uint64_t max_member_slots = 1 << 20;
 
 bool name_char(char c) {
@@ -120,21 +119,11 @@ void join(controller& ctl, const httplib::Request& req, httplib::Response& res) 
 
 void heartbeat(controller& ctl, const httplib::Request& req, httplib::Response& res) {
     uint64_t id = 0;
-    if (!path_id(req, &id)) {
-        refuse(res, 404, "no member " + req.matches[1].str());
+    std::string lease;
+    if (!lease_request(req, res, "member", "join", &id, &lease)) {
         return;
     }
-    json body;
-    if (!parse_object(req, res, &body)) {
-        return;
-    }
-    auto lease = body.find("lease");
-    if (lease == body.end() || !lease->is_string() ||
-        lease->get_ref<const std::string&>().size() > max_lease_bytes) {
-        refuse(res, 400, "missing field 'lease' (the lease id the join returned)");
-        return;
-    }
-    switch (ctl.members().heartbeat(id, lease->get<std::string>())) {
+    switch (ctl.members().heartbeat(id, lease)) {
         case lease_refusal::none:
             ctl.stats().heartbeats.fetch_add(1, std::memory_order_relaxed);
             reply(res, 200, {{"id", id}, {"state", "up"}, {"heartbeat_ms", ctl.heartbeat_ms()}});

@@ -40,6 +40,28 @@ bool path_id(const httplib::Request& req, uint64_t* id) {
     return ec == std::errc() && end == text.data() + text.size();
 }
 
+bool lease_request(const httplib::Request& req, httplib::Response& res, const char* what,
+                   const char* granted_by, uint64_t* id, std::string* lease) {
+    constexpr size_t max_lease_bytes = 128;
+    if (!path_id(req, id)) {
+        refuse(res, 404, std::string("no ") + what + " " + req.matches[1].str());
+        return false;
+    }
+    json body;
+    if (!parse_object(req, res, &body)) {
+        return false;
+    }
+    auto l = body.find("lease");
+    if (l == body.end() || !l->is_string() ||
+        l->get_ref<const std::string&>().size() > max_lease_bytes) {
+        refuse(res, 400,
+               std::string("missing field 'lease' (the lease id the ") + granted_by + " returned)");
+        return false;
+    }
+    *lease = l->get<std::string>();
+    return true;
+}
+
 bool admitted(controller& ctl, const httplib::Request& req, httplib::Response& res) {
     if (!ctl.limiter().allow(req.remote_addr)) {
         res.set_header("Retry-After", "1");

@@ -28,6 +28,11 @@ void refuse(httplib::Response& res, int http_status, const std::string& reason);
 bool parse_object(const httplib::Request& req, httplib::Response& res, json* out);
 /// The member id of the path (its first match); false when it does not fit in 64 bits.
 bool path_id(const httplib::Request& req, uint64_t* id);
+/// A lease renewal's request (a member's heartbeat, a job's allocation renewal): the path's
+/// id and the body's "lease" string. False with a refusal: 404 naming `what` for a bad id,
+/// 400 for a body without a lease of at most 128 bytes (`granted_by`: what returned it).
+bool lease_request(const httplib::Request& req, httplib::Response& res, const char* what,
+                   const char* granted_by, uint64_t* id, std::string* lease);
 
 /// The checks in front of every path: the rate (429) and then the token (401), so a client
 /// guessing tokens is slowed down too. False: refused, `res` says why. They run once the

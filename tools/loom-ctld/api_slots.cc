@@ -16,11 +16,10 @@ namespace loom::ctld {
 using namespace loom::control;  // what this file serves
 namespace {
 
-constexpr size_t max_name_bytes  = 128;
-constexpr size_t max_nodes       = 1024;
-constexpr size_t max_ranks       = 1 << 20;
-constexpr uint64_t max_slots     = 1 << 20;
-constexpr size_t max_lease_bytes = 128;
+constexpr size_t max_name_bytes = 128;
+constexpr size_t max_nodes      = 1024;
+constexpr size_t max_ranks      = 1 << 20;
+constexpr uint64_t max_slots    = 1 << 20;
 
 bool good_name(const std::string& s) {
     return !s.empty() && s.size() <= max_name_bytes && std::all_of(s.begin(), s.end(), [](char c) {
@@ -215,22 +214,12 @@ void list_allocations(controller& ctl, const httplib::Request& req, httplib::Res
 
 void renew(controller& ctl, const httplib::Request& req, httplib::Response& res) {
     uint64_t id = 0;
-    if (!path_id(req, &id)) {
-        refuse(res, 404, "no allocation " + req.matches[1].str());
-        return;
-    }
-    json body;
-    if (!parse_object(req, res, &body)) {
-        return;
-    }
-    auto lease = body.find("lease");
-    if (lease == body.end() || !lease->is_string() ||
-        lease->get_ref<const std::string&>().size() > max_lease_bytes) {
-        refuse(res, 400, "missing field 'lease' (the lease id the grant returned)");
+    std::string lease;
+    if (!lease_request(req, res, "allocation", "grant", &id, &lease)) {
         return;
     }
     std::string why;
-    switch (ctl.slots().renew(id, lease->get<std::string>(), &why)) {
+    switch (ctl.slots().renew(id, lease, &why)) {
         case renew_refusal::none:
             ctl.stats().renewals.fetch_add(1, std::memory_order_relaxed);
             reply(res, 200,
