@@ -512,7 +512,9 @@ void rel_endpoint::close() {
                 progress();
                 if (say_goodbye && now_ >= next_goodbye) {
                     for (int r : peer_ranks_) {
-                        send_goodbye(peers_[size_t(r)]);
+                        if (!peers_[size_t(r)].farewell) {  // answered: said often enough
+                            send_goodbye(peers_[size_t(r)]);
+                        }
                     }
                     for (auto& l : links_) {
                         l->flush();
